@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * Virtual-Ethernet device ABI ("virtual-ethernet" on the vbus).
+ * Shared with the host (vbus-hostd): layouts are explicit and fixed-width.
+ */
+#ifndef VBUS_VENET_H
+#define VBUS_VENET_H
+
+#include <vbus/platform.h>
+
+#define VENET_VERSION 1
+
+#define VENET_TYPE "virtual-ethernet"
+
+#define VENET_QUEUE_RX 0
+#define VENET_QUEUE_TX 1
+
+struct venet_capabilities {
+	__u32 gid;
+	__u32 bits;
+};
+
+#define VENET_CAP_GROUP_SG 0
+
+/* CAPABILITIES-GROUP SG */
+#define VENET_CAP_SG     (1 << 0)
+#define VENET_CAP_TSO4   (1 << 1)
+#define VENET_CAP_TSO6   (1 << 2)
+#define VENET_CAP_ECN    (1 << 3)
+#define VENET_CAP_UFO    (1 << 4)
+
+/*
+ * The seed declared { __u32 len; __u64 ptr; }: 16 bytes with ptr at 8 on
+ * x86-64 but 12 bytes with ptr at 4 on i386. The padding is explicit here.
+ */
+struct venet_iov {
+	__u32 len;
+	__u32 reserved;
+	__u64 ptr;
+};
+
+#define VENET_SG_FLAG_NEEDS_CSUM (1 << 0)
+#define VENET_SG_FLAG_GSO        (1 << 1)
+#define VENET_SG_FLAG_ECN        (1 << 2)
+
+#define VENET_GSO_TYPE_TCPV4	0	/* IPv4 TCP (TSO) */
+#define VENET_GSO_TYPE_UDP	1	/* IPv4 UDP (UFO) */
+#define VENET_GSO_TYPE_TCPV6	2	/* IPv6 TCP */
+
+struct venet_sg {
+	__u64 cookie;
+	__u32 flags;
+	__u32 len;		/* total length of all iovs */
+	struct {
+		__u16 start;	/* csum starting position */
+		__u16 offset;	/* offset to place csum */
+	} csum;
+	struct {
+		__u8 type;
+		__u8 reserved;
+		__u16 hdrlen;
+		__u16 size;
+	} gso;
+	__u16 reserved;
+	__u32 count;		/* nr of iovs */
+	struct venet_iov iov[];	/* "count" elements */
+};
+
+/* Most iovs a host accepts in one venet_sg (bounds the walk). */
+#define VENET_SG_MAX_IOVS 64
+
+VBUS_STATIC_ASSERT(sizeof(struct venet_capabilities) == 8, "venet_caps");
+VBUS_STATIC_ASSERT(sizeof(struct venet_iov) == 16, "venet_iov");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_iov, ptr) == 8, "iov.ptr");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, flags) == 8, "sg.flags");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, len) == 12, "sg.len");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, csum) == 16, "sg.csum");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, gso) == 20, "sg.gso");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, gso.hdrlen) == 22,
+		   "sg.gso.hdrlen");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, gso.size) == 24,
+		   "sg.gso.size");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, count) == 28, "sg.count");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, iov) == 32, "sg.iov");
+VBUS_STATIC_ASSERT(sizeof(struct venet_sg) == 32, "venet_sg");
+
+#define VENET_FUNC_LINKUP   0
+#define VENET_FUNC_LINKDOWN 1
+#define VENET_FUNC_MACQUERY 2
+#define VENET_FUNC_NEGCAP   3	/* negotiate capabilities */
+#define VENET_FUNC_FLUSHRX  4
+
+#endif /* VBUS_VENET_H */

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * IOQ: portable core, compiled into the kernel modules and libioq.
+ *
+ * How the two sides use a ring (ring version 5; see <vbus/ioq.h>):
+ *
+ *   north posts     push on ioq_idxtype_both: valid.tail and inuse.tail
+ *                   advance together, sown flips to south
+ *   south consumes  iterate valid from its head while a descriptor is
+ *                   south-owned; pop flips sown back to north and advances
+ *                   valid.head
+ *   north reaps     iterate inuse from its head while a descriptor is
+ *                   north-owned; pop with IOQ_ITER_NOFLIPOWNER advances
+ *                   inuse.head, and the slot can be posted again
+ *
+ * So each shared index has one writer: valid.tail, inuse.tail and
+ * inuse.head are north's, valid.head is south's. The count of an index is
+ * tail - head in u32 arithmetic; anything above the ring size means the
+ * peer corrupted it, and faults the channel.
+ *
+ * Publication order, for both push and pop:
+ *   writer: descriptor body -> wmb -> sown -> wmb -> index
+ *   reader: index -> rmb -> sown -> rmb -> descriptor body
+ * ioq_iter_owned() is the reader's "sown -> rmb" step.
+ */
+#include <vbus/platform.h>
+#include <vbus/ioq.h>
+
+static inline int is_pow2(__u32 n)
+{
+	return n && !(n & (n - 1));
+}
+
+int ioq_ring_format(struct ioq_ring_head *head, __u32 count)
+{
+	if (!is_pow2(count) || count > IOQ_RING_MAX_COUNT)
+		return -EINVAL;
+
+	memset(head, 0, IOQ_HEAD_DESC_SIZE(count));
+	head->magic = IOQ_RING_MAGIC;
+	head->ver = IOQ_RING_VER;
+	head->count = count;
+	shm_signal_desc_init(&head->signal);
+	return 0;
+}
+VBUS_EXPORT(ioq_ring_format);
+
+long ioq_ring_check(const struct ioq_ring_head *head, __u64 len, __u32 count)
+{
+	__u32 n;
+
+	if (len < sizeof(*head))
+		return -EMSGSIZE;
+	if (VBUS_READ(head->magic) != IOQ_RING_MAGIC)
+		return -EINVAL;
+	if (VBUS_READ(head->ver) != IOQ_RING_VER)
+		return -EPROTO;
+	if (shm_signal_desc_check(&head->signal))
+		return -EPROTO;
+
+	n = VBUS_READ(head->count);
+	if (!is_pow2(n) || n > IOQ_RING_MAX_COUNT || (count && n != count))
+		return -EINVAL;
+	if (len < IOQ_HEAD_DESC_SIZE((__u64)n))
+		return -EMSGSIZE;
+	return n;
+}
+VBUS_EXPORT(ioq_ring_check);
+
+static void ioq_shm_signal(struct shm_signal_notifier *notifier)
+{
+	struct ioq *ioq = (struct ioq *)((char *)notifier -
+				VBUS_OFFSETOF(struct ioq, shm_notifier));
+
+	vbus_waitq_wake(&ioq->wq);
+	if (ioq->notifier)
+		ioq->notifier->signal(ioq->notifier);
+}
+
+int ioq_init(struct ioq *ioq, const struct ioq_ops *ops,
+	     enum ioq_locality locale, struct ioq_ring_head *head,
+	     struct shm_signal *signal, __u32 count)
+{
+	if (!is_pow2(count) || count > IOQ_RING_MAX_COUNT)
+		return -EINVAL;
+
+	memset(ioq, 0, sizeof(*ioq));
+	vbus_ref_init(&ioq->ref);
+	vbus_waitq_init(&ioq->wq);
+
+	ioq->ops = ops;
+	ioq->locale = locale;
+	ioq->head_desc = head;
+	ioq->ring = &head->ring[0];
+	ioq->count = count;
+	ioq->mask = count - 1;
+	ioq->signal = signal;
+
+	ioq->shm_notifier.signal = ioq_shm_signal;
+	signal->notifier = &ioq->shm_notifier;
+	return 0;
+}
+VBUS_EXPORT(ioq_init);
+
+void ioq_put(struct ioq *ioq)
+{
+	if (vbus_ref_put(&ioq->ref)) {
+		struct shm_signal *signal = ioq->signal;
+
+		signal->notifier = NULL;
+		shm_signal_put(signal);
+		if (ioq->ops && ioq->ops->release)
+			ioq->ops->release(ioq);
+	}
+}
+VBUS_EXPORT(ioq_put);
+
+static struct ioq_ring_idx *idxtype_to_idx(struct ioq *ioq,
+					   enum ioq_idx_type type)
+{
+	switch (type) {
+	case ioq_idxtype_valid:
+	case ioq_idxtype_inuse:
+		return &ioq->head_desc->idx[type];
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * Descriptors in flight on @idx, or -EIO (and the channel faulted) when the
+ * pair cannot be right. Each index is read once.
+ */
+static int idx_count(struct ioq *ioq, struct ioq_ring_idx *idx,
+		     __u32 *headp, __u32 *tailp)
+{
+	__u32 head = VBUS_READ(idx->head);
+	__u32 tail = VBUS_READ(idx->tail);
+	__u32 n = tail - head;
+
+	if (n > ioq->count) {
+		SHM_SIGNAL_FAULT(ioq->signal, "ioq: index out of range");
+		return -EIO;
+	}
+	if (headp)
+		*headp = head;
+	if (tailp)
+		*tailp = tail;
+	return (int)n;
+}
+
+int ioq_count(struct ioq *ioq, enum ioq_idx_type type)
+{
+	struct ioq_ring_idx *idx = idxtype_to_idx(ioq, type);
+
+	if (!idx)
+		return -EINVAL;
+	return idx_count(ioq, idx, NULL, NULL);
+}
+VBUS_EXPORT(ioq_count);
+
+int ioq_remain(struct ioq *ioq, enum ioq_idx_type type)
+{
+	int n = ioq_count(ioq, type);
+
+	return n < 0 ? n : (int)ioq->count - n;
+}
+VBUS_EXPORT(ioq_remain);
+
+int ioq_size(struct ioq *ioq)
+{
+	return (int)ioq->count;
+}
+VBUS_EXPORT(ioq_size);
+
+/* Errors read as full: a caller that stops producing is the safe answer. */
+int ioq_full(struct ioq *ioq, enum ioq_idx_type type)
+{
+	int n = ioq_count(ioq, type);
+
+	return n < 0 ? n : n == (int)ioq->count;
+}
+VBUS_EXPORT(ioq_full);
+
+/* Errors read as empty: a caller that stops consuming is the safe answer. */
+int ioq_empty(struct ioq *ioq, enum ioq_idx_type type)
+{
+	int n = ioq_count(ioq, type);
+
+	return n < 0 ? n : n == 0;
+}
+VBUS_EXPORT(ioq_empty);
+
+static void iter_setpos(struct ioq_iterator *iter, __u32 pos)
+{
+	iter->pos = pos;
+	iter->desc = &iter->ioq->ring[pos & iter->ioq->mask];
+}
+
+int ioq_iter_init(struct ioq *ioq, struct ioq_iterator *iter,
+		  enum ioq_idx_type type, int flags)
+{
+	iter->ioq = ioq;
+	iter->update = !!(flags & IOQ_ITER_AUTOUPDATE);
+	iter->flipowner = !(flags & IOQ_ITER_NOFLIPOWNER);
+	iter->dualidx = 0;
+	iter->pos = 0;
+	iter->desc = NULL;
+
+	if (type == ioq_idxtype_both) {
+		/* walk the valid index; push moves the inuse tail along */
+		type = ioq_idxtype_valid;
+		iter->dualidx = 1;
+	}
+
+	iter->idx = idxtype_to_idx(ioq, type);
+	if (!iter->idx)
+		return -EINVAL;
+	return 0;
+}
+VBUS_EXPORT(ioq_iter_init);
+
+int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
+		  long offset, int flags)
+{
+	(void)flags;
+
+	switch (type) {
+	case ioq_seek_next:
+		iter_setpos(iter, iter->pos + 1);
+		break;
+	case ioq_seek_tail:
+		iter_setpos(iter, VBUS_READ(iter->idx->tail));
+		break;
+	case ioq_seek_head:
+		iter_setpos(iter, VBUS_READ(iter->idx->head));
+		break;
+	case ioq_seek_set:
+		if (offset < 0 || offset >= (long)iter->ioq->count)
+			return -EINVAL;
+		iter_setpos(iter, (__u32)offset);
+		break;
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
+VBUS_EXPORT(ioq_iter_seek);
+
+int ioq_iter_owned(struct ioq_iterator *iter)
+{
+	int owned;
+
+	if (!iter->desc)
+		return 0;
+	owned = VBUS_READ(iter->desc->sown) == (__u8)iter->ioq->locale;
+	/*
+	 * Order the ownership check before the caller reads the descriptor
+	 * body. Pairs with the writer's wmb between body and sown in
+	 * ioq_iter_push()/ioq_iter_pop().
+	 */
+	vbus_rmb();
+	return owned;
+}
+VBUS_EXPORT(ioq_iter_owned);
+
+/*
+ * Hand the descriptor under the iterator over: body, then sown, then the
+ * index (see the publication order at the top of this file).
+ */
+static void publish(struct ioq_iterator *iter)
+{
+	if (iter->flipowner) {
+		/*
+		 * The caller's descriptor body before the ownership flip.
+		 * Pairs with the rmb in the peer's ioq_iter_owned().
+		 */
+		vbus_wmb();
+		VBUS_WRITE(iter->desc->sown, (__u8)!iter->ioq->locale);
+	}
+	/*
+	 * Body and sown before the index moves. Pairs with the peer's rmb
+	 * between reading the index (ioq_count, seek) and the descriptor.
+	 */
+	vbus_wmb();
+}
+
+int ioq_iter_push(struct ioq_iterator *iter, int flags)
+{
+	struct ioq *ioq = iter->ioq;
+	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idxtype_inuse];
+	__u32 tail;
+	int n;
+
+	(void)flags;
+	n = idx_count(ioq, iter->idx, NULL, &tail);
+	if (n < 0)
+		return n;
+	if (!iter->desc || iter->pos != tail)
+		return -EINVAL;
+	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
+		return -EINVAL;
+	if (n == (int)ioq->count)
+		return -ENOSPC;
+
+	if (iter->dualidx) {
+		__u32 itail;
+		int in = idx_count(ioq, inuse, NULL, &itail);
+
+		if (in < 0)
+			return in;
+		if (itail != tail) {
+			SHM_SIGNAL_FAULT(ioq->signal,
+					 "ioq: tails not synchronized");
+			return -EIO;
+		}
+		if (in == (int)ioq->count)
+			return -ENOSPC;
+	}
+
+	publish(iter);
+	VBUS_WRITE(iter->idx->tail, tail + 1);
+	if (iter->dualidx)
+		VBUS_WRITE(inuse->tail, tail + 1);
+
+	iter_setpos(iter, tail + 1);
+
+	/* shm_signal_inject() orders the index stores before dirty=1 */
+	if (iter->update)
+		return ioq_signal(ioq, 0);
+	return 0;
+}
+VBUS_EXPORT(ioq_iter_push);
+
+int ioq_iter_pop(struct ioq_iterator *iter, int flags)
+{
+	struct ioq *ioq = iter->ioq;
+	__u32 head;
+	int n;
+
+	(void)flags;
+	n = idx_count(ioq, iter->idx, &head, NULL);
+	if (n < 0)
+		return n;
+	if (!iter->desc || iter->pos != head)
+		return -EINVAL;
+	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
+		return -EINVAL;
+	if (n == 0)
+		return -ENOENT;
+
+	publish(iter);
+	VBUS_WRITE(iter->idx->head, head + 1);
+
+	iter_setpos(iter, head + 1);
+
+	if (iter->update)
+		return ioq_signal(ioq, 0);
+	return 0;
+}
+VBUS_EXPORT(ioq_iter_pop);
