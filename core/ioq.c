@@ -249,15 +249,29 @@ VBUS_EXPORT(ioq_iter_seek);
 
 int ioq_iter_owned(struct ioq_iterator *iter)
 {
-	int owned;
+	__u32 head;
+	int n, owned;
 
 	if (!iter->desc)
 		return 0;
+	/*
+	 * Inside the index's window first: past the tail there is nothing
+	 * for us even if the slot's sown happens to match (a reaped slot
+	 * that has not been posted again is north-owned).
+	 */
+	n = idx_count(iter->ioq, iter->idx, &head, NULL);
+	if (n <= 0 || iter->pos - head >= (__u32)n)
+		return 0;
+	/*
+	 * Order the index load before the sown load. Pairs with the wmb in
+	 * publish() between sown and the index store.
+	 */
+	vbus_rmb();
 	owned = VBUS_READ(iter->desc->sown) == (__u8)iter->ioq->locale;
 	/*
 	 * Order the ownership check before the caller reads the descriptor
 	 * body. Pairs with the writer's wmb between body and sown in
-	 * ioq_iter_push()/ioq_iter_pop().
+	 * publish().
 	 */
 	vbus_rmb();
 	return owned;

@@ -221,9 +221,12 @@ int ioq_iter_push(struct ioq_iterator *iter, int flags);
 int ioq_iter_pop(struct ioq_iterator *iter, int flags);
 
 /*
- * True when this side owns the descriptor under the iterator. Use it, not a
+ * True when the descriptor under the iterator is inside its index's window
+ * (head <= pos < tail) and owned by this side: "there is one here for me".
+ * Consumers loop on it (south on valid, north reaping inuse). Use it, not a
  * plain read of desc->sown, before reading the descriptor body: it carries
- * the read barrier that pairs with the writer's publication.
+ * the read barriers that pair with the writer's publication. A corrupted
+ * index pair faults the channel and reads as false.
  */
 int ioq_iter_owned(struct ioq_iterator *iter);
 
