@@ -1,0 +1,98 @@
+# shellcheck shell=dash
+# Guest-side helpers, sourced by a guest test script (/test/run.sh, which the
+# harness copies next to this file as /test/lib.sh):  . /test/lib.sh
+# Runs under busybox sh (ash: POSIX sh plus `local`). Emits the protocol that lib/results.sh reads:
+#   VBUS-TEST PASS <name> | VBUS-TEST FAIL <name> <reason> | VBUS-TEST DONE
+# Test names must not contain spaces.
+
+VT_KMOD_DIR=/lib/modules/vbus
+VT_FAILED=0
+
+vt_pass() { echo "VBUS-TEST PASS $1"; }
+
+vt_fail() {
+	_vt_name=$1
+	shift
+	VT_FAILED=$((VT_FAILED + 1))
+	echo "VBUS-TEST FAIL $_vt_name ${*:-failed}"
+}
+
+# vt_check NAME CMD...: PASS iff CMD succeeds; on failure the reason is the
+# exit status and the last line of CMD's output (the output is also shown).
+vt_check() {
+	_vt_name=$1
+	shift
+	if "$@" >/tmp/.vt_check.out 2>&1; then
+		vt_pass "$_vt_name"
+		return 0
+	else
+		_vt_rc=$?
+		sed 's/^/  | /' /tmp/.vt_check.out
+		vt_fail "$_vt_name" "exit=$_vt_rc: $(tail -n 1 /tmp/.vt_check.out)"
+		return "$_vt_rc"
+	fi
+}
+
+vt_done() { echo "VBUS-TEST DONE"; }
+
+# vt_modref MODULE: print the module's reference count; fails if not loaded.
+vt_modref() {
+	if [ -r "/sys/module/$1/refcnt" ]; then
+		cat "/sys/module/$1/refcnt"
+	else
+		echo "absent"
+		return 1
+	fi
+}
+
+# vt_kmod_load NAME [PARAMS...]: insmod a module staged by the host's
+# vbus_initramfs_add_kmods, after its dependencies (NAME.deps); modules
+# already loaded are skipped (dependencies only; NAME itself must load).
+vt_kmod_load() {
+	local m=$1 d deps=""
+	shift
+	[ -f "$VT_KMOD_DIR/$m.deps" ] && read -r deps <"$VT_KMOD_DIR/$m.deps"
+	for d in $deps; do
+		[ -d "/sys/module/$d" ] && continue
+		vt_kmod_load "$d" || return 1
+	done
+	insmod "$VT_KMOD_DIR/$m.ko" "$@"
+}
+
+# Slab caches vt_slab_compare skips (ERE on the cache name). vmap_area is
+# freed lazily (vfree purges in batches), so it grows with any module load.
+: "${VT_SLAB_IGNORE:=^vmap_area$}"
+
+# vt_slab_snapshot FILE: "cache active_objects" per slab cache. Drops the
+# page/dentry/inode caches, flushes the per-CPU slabs (shrink) and lets RCU
+# run, so that snapshots taken at quiet points are comparable. (The shrink
+# loop's own open files are freed by RCU after it: shrink filp once more.)
+vt_slab_snapshot() {
+	local s
+	sync
+	echo 3 >/proc/sys/vm/drop_caches 2>/dev/null
+	for s in /sys/kernel/slab/*/shrink; do
+		echo 1 >"$s" 2>/dev/null
+	done
+	sleep 1
+	echo 1 >/sys/kernel/slab/filp/shrink 2>/dev/null
+	if [ -r /proc/slabinfo ]; then
+		awk 'NR > 2 { print $1, $2 }' /proc/slabinfo | sort >"$1"
+	else
+		for s in /sys/kernel/slab/*; do
+			[ -L "$s" ] && continue
+			echo "${s##*/} $(cut -d' ' -f1 "$s/objects")"
+		done | sort >"$1"
+	fi
+}
+
+# vt_slab_compare A B TOLERANCE: fail (and list them) if any cache grew by
+# more than TOLERANCE objects from snapshot A to snapshot B. Caches matching
+# $VT_SLAB_IGNORE are skipped.
+vt_slab_compare() {
+	awk -v tol="$3" -v ign="$VT_SLAB_IGNORE" '
+		NR == FNR { a[$1] = $2; next }
+		ign != "" && $1 ~ ign { next }
+		{ d = $2 - a[$1]; if (d > tol) { printf "  slab %s grew by %d (%d -> %d)\n", $1, d, a[$1], $2; bad = 1 } }
+		END { exit bad }' "$1" "$2"
+}
