@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * vbus-proxy: the guest's bus type for devices the host publishes.
+ *
+ * A bridge (vbus_pcibridge.ko) registers one vbus_device_proxy per device
+ * the host announces; drivers register a vbus_driver and bind by type
+ * string. The ops are the two verbs of the original design, call() and
+ * shm(), plus open/close of the host-side device.
+ */
+#ifndef VBUS_VBUS_DRIVER_H
+#define VBUS_VBUS_DRIVER_H
+
+#include <linux/device.h>
+#include <vbus/shm_signal.h>
+#include <vbus/ioq.h>
+
+struct vbus_device_proxy;
+struct vbus_driver;
+
+struct vbus_device_proxy_ops {
+	int (*open)(struct vbus_device_proxy *dev, int version, int flags);
+	int (*close)(struct vbus_device_proxy *dev, int flags);
+	/*
+	 * Register @len bytes at @ptr (physically contiguous, e.g. kmalloc)
+	 * as shm @id with the host. With @signal non-NULL, @sigdesc must lie
+	 * inside the region; *@signal gets a north-side shm_signal whose
+	 * inject notifies the host (caller owns one reference).
+	 */
+	int (*shm)(struct vbus_device_proxy *dev, int id, int prio,
+		   void *ptr, size_t len,
+		   struct shm_signal_desc *sigdesc, struct shm_signal **signal,
+		   int flags);
+	/* Synchronous call; @data (kmalloc'ed, may be NULL) is in/out. */
+	int (*call)(struct vbus_device_proxy *dev, u32 func,
+		    void *data, size_t len, int flags);
+	void (*release)(struct vbus_device_proxy *dev);
+};
+
+struct vbus_device_proxy {
+	char *type;
+	u64 id;
+	void *priv;	/* used by drivers */
+	struct vbus_device_proxy_ops *ops;
+	struct device dev;
+};
+
+#define to_vbus_device_proxy(d) container_of(d, struct vbus_device_proxy, dev)
+
+/*
+ * For bridges. Register: @dev->type, ->id and ->ops set by the caller; the
+ * device is named after its id unless the caller named it, and sits under
+ * /sys/devices/vbus-proxy unless the caller set dev.parent. As with
+ * device_register(), on failure the caller drops the device with
+ * put_device(&dev->dev), which ends in ops->release().
+ * Unregister runs the bound driver's remove op first.
+ */
+int vbus_device_proxy_register(struct vbus_device_proxy *dev);
+void vbus_device_proxy_unregister(struct vbus_device_proxy *dev);
+
+/* Returns the device with a reference held (put_device() when done). */
+struct vbus_device_proxy *vbus_device_proxy_find(u64 id);
+
+/*
+ * probe/remove run in process context. remove must leave nothing behind
+ * that the host can still reach: close() the device (the host stops using
+ * its shms when it answers DEVCLOSE) before ioq_put() of its rings.
+ */
+struct vbus_driver_ops {
+	int (*probe)(struct vbus_device_proxy *dev);
+	int (*remove)(struct vbus_device_proxy *dev);
+};
+
+struct vbus_driver {
+	char *type;
+	struct module *owner;
+	struct vbus_driver_ops *ops;
+	struct device_driver drv;
+};
+
+#define to_vbus_driver(d) container_of(d, struct vbus_driver, drv)
+
+int vbus_driver_register(struct vbus_driver *drv);
+void vbus_driver_unregister(struct vbus_driver *drv);
+
+/*
+ * Allocate and register an IOQ of @ringsize descriptors (power of two) as
+ * shm @id of @dev, north side, with its signal. On success *@ioq holds one
+ * reference (ioq_put() to free: the ring memory and signal go with it).
+ * The device must be open. Call close() before the last ioq_put(): the
+ * host may use the ring until it has answered DEVCLOSE. On error nothing
+ * is left allocated, except after -ETIMEDOUT (the host may have kept the
+ * ring), when the ring memory is deliberately leaked.
+ */
+int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
+			  size_t ringsize, struct ioq **ioq);
+
+#endif /* VBUS_VBUS_DRIVER_H */
