@@ -235,11 +235,22 @@ int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 	case ioq_seek_head:
 		iter_setpos(iter, VBUS_READ(iter->idx->head));
 		break;
-	case ioq_seek_set:
+	case ioq_seek_set: {
+		/*
+		 * @offset is a slot, as in v4. Positions are free-running, so
+		 * take the one in the window [head, head + count) that maps to
+		 * that slot: after the first lap a bare "pos = offset" would
+		 * match no head or tail ever again.
+		 */
+		__u32 head;
+
 		if (offset < 0 || offset >= (long)iter->ioq->count)
 			return -EINVAL;
-		iter_setpos(iter, (__u32)offset);
+		head = VBUS_READ(iter->idx->head);
+		iter_setpos(iter, head + (((__u32)offset - head) &
+					  iter->ioq->mask));
 		break;
+	}
 	default:
 		return -EINVAL;
 	}
@@ -310,12 +321,6 @@ int ioq_iter_push(struct ioq_iterator *iter, int flags)
 	n = idx_count(ioq, iter->idx, NULL, &tail);
 	if (n < 0)
 		return n;
-	if (!iter->desc || iter->pos != tail)
-		return -EINVAL;
-	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
-		return -EINVAL;
-	if (n == (int)ioq->count)
-		return -ENOSPC;
 
 	if (iter->dualidx) {
 		__u32 itail;
@@ -331,6 +336,17 @@ int ioq_iter_push(struct ioq_iterator *iter, int flags)
 		if (in == (int)ioq->count)
 			return -ENOSPC;
 	}
+	/*
+	 * Full before the position/ownership checks: on a full ring the slot
+	 * at the tail is still the peer's (or not yet reaped), and the caller
+	 * must hear "try later", not "you misused the iterator".
+	 */
+	if (n == (int)ioq->count)
+		return -ENOSPC;
+	if (!iter->desc || iter->pos != tail)
+		return -EINVAL;
+	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
+		return -EINVAL;
 
 	publish(iter);
 	VBUS_WRITE(iter->idx->tail, tail + 1);
@@ -356,12 +372,13 @@ int ioq_iter_pop(struct ioq_iterator *iter, int flags)
 	n = idx_count(ioq, iter->idx, &head, NULL);
 	if (n < 0)
 		return n;
+	/* empty first, for the same reason as full in ioq_iter_push() */
+	if (n == 0)
+		return -ENOENT;
 	if (!iter->desc || iter->pos != head)
 		return -EINVAL;
 	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
 		return -EINVAL;
-	if (n == 0)
-		return -ENOENT;
 
 	publish(iter);
 	VBUS_WRITE(iter->idx->head, head + 1);

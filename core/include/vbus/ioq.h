@@ -205,18 +205,24 @@ int ioq_empty(struct ioq *ioq, enum ioq_idx_type type);
 
 int ioq_iter_init(struct ioq *ioq, struct ioq_iterator *iter,
 		  enum ioq_idx_type type, int flags);
+/*
+ * Move the iterator: to the index's tail or head, to the next position, or
+ * (ioq_seek_set) to slot @offset (0 .. count-1) of the window that starts
+ * at the head. Returns 0 or -EINVAL (bad type, @offset out of range).
+ */
 int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 		  long offset, int flags);
 /*
- * Push: only at the tail, only when we own the descriptor and the ring is
- * not full (-EINVAL / -ENOSPC). Publishes the descriptor to the peer (flips
- * sown unless IOQ_ITER_NOFLIPOWNER), advances the tail, moves the iterator
- * to the next slot and signals the peer with IOQ_ITER_AUTOUPDATE.
+ * Push: -ENOSPC when the ring is full (checked first: "try later"), else
+ * only at the tail and only when we own the descriptor (-EINVAL).
+ * Publishes the descriptor to the peer (flips sown unless
+ * IOQ_ITER_NOFLIPOWNER), advances the tail, moves the iterator to the next
+ * slot and signals the peer with IOQ_ITER_AUTOUPDATE.
  */
 int ioq_iter_push(struct ioq_iterator *iter, int flags);
 /*
- * Pop: only at the head, only when we own it (-EINVAL) and the index is not
- * empty (-ENOENT).
+ * Pop: -ENOENT when the index is empty (checked first), else only at the
+ * head and only when we own it (-EINVAL).
  */
 int ioq_iter_pop(struct ioq_iterator *iter, int flags);
 
