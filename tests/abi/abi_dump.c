@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Prints the offset and size of every field of every wire structure. Built
+ * -m32 and -m64 (tests/abi/abi-check.sh) and the outputs must be identical:
+ * both sides of a vbus may be different ABIs (an i386 guest on an x86-64
+ * host), and the 2009 layouts were not (__u64 aligns to 4 on i386). The
+ * headers' static asserts pin the x86-64 numbers; this pins "the same
+ * everywhere". Alignment is not printed: it legitimately differs, and the
+ * explicit padding is what makes the layout independent of it.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <vbus/shm_signal.h>
+#include <vbus/ioq.h>
+#include <vbus/vbus_pci.h>
+#include <vbus/venet.h>
+
+#define S(type) \
+	printf("%-34s size %3zu\n", #type, sizeof(type))
+#define F(type, field) \
+	printf("  %-32s off %3zu size %3zu\n", #field, \
+	       offsetof(type, field), sizeof(((type *)0)->field))
+/* flexible array member: no size */
+#define FA(type, field) \
+	printf("  %-32s off %3zu elem %3zu\n", #field, \
+	       offsetof(type, field), sizeof(((type *)0)->field[0]))
+
+int main(void)
+{
+	printf("magic shm_signal %#x v%d ioq %#x v%d vbus_pci %#x v%d\n",
+	       SHM_SIGNAL_MAGIC, SHM_SIGNAL_VER, IOQ_RING_MAGIC, IOQ_RING_VER,
+	       VBUS_PCI_ABI_MAGIC, VBUS_PCI_ABI_VERSION);
+
+	S(struct shm_signal_irq);
+	F(struct shm_signal_irq, enabled);
+	F(struct shm_signal_irq, pending);
+	F(struct shm_signal_irq, dirty);
+
+	S(struct shm_signal_desc);
+	F(struct shm_signal_desc, magic);
+	F(struct shm_signal_desc, ver);
+	F(struct shm_signal_desc, irq);
+	F(struct shm_signal_desc, irq[0]);
+	F(struct shm_signal_desc, irq[1]);
+	F(struct shm_signal_desc, reserved);
+
+	S(struct ioq_ring_desc);
+	F(struct ioq_ring_desc, cookie);
+	F(struct ioq_ring_desc, ptr);
+	F(struct ioq_ring_desc, len);
+	F(struct ioq_ring_desc, valid);
+	F(struct ioq_ring_desc, sown);
+	F(struct ioq_ring_desc, reserved);
+
+	S(struct ioq_ring_idx);
+	F(struct ioq_ring_idx, head);
+	F(struct ioq_ring_idx, tail);
+	F(struct ioq_ring_idx, reserved_full);
+	F(struct ioq_ring_idx, reserved);
+
+	S(struct ioq_ring_head);
+	F(struct ioq_ring_head, magic);
+	F(struct ioq_ring_head, ver);
+	F(struct ioq_ring_head, signal);
+	F(struct ioq_ring_head, idx);
+	F(struct ioq_ring_head, idx[0]);
+	F(struct ioq_ring_head, idx[1]);
+	F(struct ioq_ring_head, count);
+	F(struct ioq_ring_head, reserved);
+	FA(struct ioq_ring_head, ring);
+	printf("  IOQ_HEAD_DESC_SIZE(256) %zu\n",
+	       (size_t)IOQ_HEAD_DESC_SIZE(256));
+
+	S(struct vbus_pci_negotiate);
+	F(struct vbus_pci_negotiate, magic);
+	F(struct vbus_pci_negotiate, version);
+	F(struct vbus_pci_negotiate, capabilities);
+
+	S(struct vbus_pci_deviceopen);
+	F(struct vbus_pci_deviceopen, devid);
+	F(struct vbus_pci_deviceopen, version);
+	F(struct vbus_pci_deviceopen, handle);
+
+	S(struct vbus_pci_devicecall);
+	F(struct vbus_pci_devicecall, devh);
+	F(struct vbus_pci_devicecall, func);
+	F(struct vbus_pci_devicecall, len);
+	F(struct vbus_pci_devicecall, flags);
+	F(struct vbus_pci_devicecall, reserved);
+	F(struct vbus_pci_devicecall, datap);
+
+	S(struct vbus_pci_deviceshm);
+	F(struct vbus_pci_deviceshm, devh);
+	F(struct vbus_pci_deviceshm, id);
+	F(struct vbus_pci_deviceshm, len);
+	F(struct vbus_pci_deviceshm, flags);
+	F(struct vbus_pci_deviceshm, reserved);
+	F(struct vbus_pci_deviceshm, signal);
+	F(struct vbus_pci_deviceshm, signal.offset);
+	F(struct vbus_pci_deviceshm, signal.prio);
+	F(struct vbus_pci_deviceshm, signal.cookie);
+	F(struct vbus_pci_deviceshm, datap);
+
+	S(struct vbus_pci_hypercall);
+	F(struct vbus_pci_hypercall, vector);
+	F(struct vbus_pci_hypercall, len);
+	F(struct vbus_pci_hypercall, datap);
+
+	S(struct vbus_pci_eventqreg);
+	F(struct vbus_pci_eventqreg, count);
+	F(struct vbus_pci_eventqreg, reserved);
+	F(struct vbus_pci_eventqreg, ring);
+	F(struct vbus_pci_eventqreg, data);
+
+	S(struct vbus_pci_busreg);
+	F(struct vbus_pci_busreg, count);
+	F(struct vbus_pci_busreg, reserved);
+	F(struct vbus_pci_busreg, eventq);
+
+	S(struct vbus_pci_add_event);
+	F(struct vbus_pci_add_event, id);
+	F(struct vbus_pci_add_event, type);
+
+	S(struct vbus_pci_handle_event);
+	F(struct vbus_pci_handle_event, handle);
+
+	S(struct vbus_pci_event);
+	F(struct vbus_pci_event, eventid);
+	F(struct vbus_pci_event, reserved);
+	F(struct vbus_pci_event, data);
+	F(struct vbus_pci_event, data.add);
+	F(struct vbus_pci_event, data.add.id);
+	F(struct vbus_pci_event, data.add.type);
+	F(struct vbus_pci_event, data.handle);
+	F(struct vbus_pci_event, data.handle.handle);
+
+	S(struct vbus_pci_shm);
+	F(struct vbus_pci_shm, magic);
+	F(struct vbus_pci_shm, version);
+	F(struct vbus_pci_shm, size);
+	F(struct vbus_pci_shm, host_peer);
+	F(struct vbus_pci_shm, features);
+	F(struct vbus_pci_shm, pad0);
+	F(struct vbus_pci_shm, hc);
+	F(struct vbus_pci_shm, hc.vector);
+	F(struct vbus_pci_shm, hc.datap);
+	F(struct vbus_pci_shm, hc_seq);
+	F(struct vbus_pci_shm, pad1);
+	F(struct vbus_pci_shm, hc_done);
+	F(struct vbus_pci_shm, hc_result);
+	F(struct vbus_pci_shm, pad2);
+	F(struct vbus_pci_shm, sigpending);
+
+	S(struct venet_capabilities);
+	F(struct venet_capabilities, gid);
+	F(struct venet_capabilities, bits);
+
+	S(struct venet_iov);
+	F(struct venet_iov, len);
+	F(struct venet_iov, reserved);
+	F(struct venet_iov, ptr);
+
+	S(struct venet_sg);
+	F(struct venet_sg, cookie);
+	F(struct venet_sg, flags);
+	F(struct venet_sg, len);
+	F(struct venet_sg, csum);
+	F(struct venet_sg, csum.start);
+	F(struct venet_sg, csum.offset);
+	F(struct venet_sg, gso);
+	F(struct venet_sg, gso.type);
+	F(struct venet_sg, gso.reserved);
+	F(struct venet_sg, gso.hdrlen);
+	F(struct venet_sg, gso.size);
+	F(struct venet_sg, reserved);
+	F(struct venet_sg, count);
+	FA(struct venet_sg, iov);
+	return 0;
+}
