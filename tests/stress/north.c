@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The producer (north): posts batches on ioq_idxtype_both and signals once
+ * per batch, reaps completions on the inuse index (IOQ_ITER_NOFLIPOWNER),
+ * and sleeps only when it can neither post (ring full, or all posted) nor
+ * reap. Notifications from south stay masked except while it sleeps, so a
+ * consumer popping at full speed costs the producer nothing.
+ */
+#include <stdlib.h>
+
+#include "stress.h"
+#include "hg.h"
+
+struct north {
+	const struct stress_cfg *cfg;
+	struct ioq *q;
+	struct ioq_iterator post, reap;
+	struct stress_shared *sh;
+	struct stress_result *res;
+	unsigned long posted, reaped;
+	__u64 *sent_len;	/* per slot: the len word we posted */
+};
+
+static int post(struct north *n)
+{
+	const struct stress_cfg *cfg = n->cfg;
+	int room = ioq_remain(n->q, ioq_idxtype_inuse), i, rc;
+	unsigned long k;
+
+	if (room < 0) {
+		stress_fail(n->res, "ioq_remain(inuse): %d", room);
+		return room;
+	}
+	k = cfg->n - n->posted;
+	if (k > cfg->batch)
+		k = cfg->batch;
+	if (k > (unsigned long)room)
+		k = (unsigned long)room;
+
+	for (i = 0; i < (int)k; i++) {
+		struct ioq_ring_desc *d = n->post.desc;
+		__u32 slot = n->post.pos & (cfg->ring - 1), len, csum;
+
+		stress_payload_fill(&n->sh->slots[slot], n->posted, &len,
+				    &csum);
+		d->cookie = n->posted;
+		d->ptr = (__u64)slot * sizeof(struct stress_slot);
+		d->len = (__u64)csum << 32 | len;
+		n->sent_len[slot] = d->len;
+		stress_hb_before(STRESS_HB_POST(&n->sh->slots[slot]));
+		rc = ioq_iter_push(&n->post, 0);
+		if (rc) {
+			stress_fail(n->res, "ioq_iter_push: %d", rc);
+			return rc;
+		}
+		n->posted++;
+	}
+	if (k) {
+		rc = ioq_signal(n->q, 0);
+		if (rc) {
+			stress_fail(n->res, "ioq_signal: %d", rc);
+			return rc;
+		}
+	}
+	return (int)k;
+}
+
+/*
+ * Completions to reap: those the consumer's valid.head has passed
+ * (valid.head - inuse.head, from two counts that share our own tail). Not
+ * "while the head slot is north-owned": pop flips the owner before it
+ * moves valid.head, so a reaper going by ownership alone can run ahead of
+ * valid.head, and the push that reuses the slot then fails with -ENOSPC
+ * (the valid index still counts it) although ioq_remain(inuse) said room.
+ */
+static int consumed(struct north *n)
+{
+	int in = ioq_count(n->q, ioq_idxtype_inuse);
+	int valid = ioq_count(n->q, ioq_idxtype_valid);
+
+	return in < 0 || valid < 0 || valid > in ? -EIO : in - valid;
+}
+
+static int reapable(void *arg)
+{
+	return consumed(arg) > 0;
+}
+
+/* Completions come back in order, each with the consumer's mark. */
+static int reap(struct north *n)
+{
+	int k = 0, rc, avail = consumed(n);
+
+	if (avail < 0) {
+		stress_fail(n->res, "reap: indexes out of order");
+		return avail;
+	}
+	for (; k < avail; k++) {
+		struct ioq_ring_desc *d = n->reap.desc;
+		__u32 slot = n->reap.pos & (n->cfg->ring - 1);
+
+		/* valid.head moved past it, so the owner flip came first */
+		if (!ioq_iter_owned(&n->reap)) {
+			stress_fail(n->res, "reap: pos %u consumed but not "
+				    "north-owned", n->reap.pos);
+			return -EPROTO;
+		}
+		stress_hb_after(STRESS_HB_DONE(&n->sh->slots[slot]));
+		if (d->cookie != n->reaped)
+			stress_fail(n->res, "reap: expected seq %lu, got %llu",
+				    n->reaped, (unsigned long long)d->cookie);
+		else if (d->len != ~n->sent_len[slot])
+			stress_fail(n->res, "reap: seq %lu completion mark wrong",
+				    n->reaped);
+		rc = ioq_iter_pop(&n->reap, 0);
+		if (rc) {
+			stress_fail(n->res, "ioq_iter_pop(inuse): %d", rc);
+			return rc;
+		}
+		n->reaped++;
+	}
+	return k;
+}
+
+int stress_north(const struct stress_cfg *cfg, struct ioq_channel *ch,
+		 struct stress_shared *sh, int (*peer_alive)(void))
+{
+	struct north n = { .cfg = cfg, .sh = sh, .res = &sh->north };
+	int rc, p, r;
+
+	n.q = ioq_channel_ioq(ch);
+	n.sent_len = calloc(cfg->ring, sizeof(*n.sent_len));
+	if (!n.sent_len) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	ioq_channel_set_notifier(ch, stress_count_notifier, n.res);
+	rc = ioq_iter_init(n.q, &n.post, ioq_idxtype_both, 0);
+	if (!rc)
+		rc = ioq_iter_seek(&n.post, ioq_seek_tail, 0, 0);
+	if (!rc)
+		rc = ioq_iter_init(n.q, &n.reap, ioq_idxtype_inuse,
+				   IOQ_ITER_NOFLIPOWNER);
+	if (!rc)
+		rc = ioq_iter_seek(&n.reap, ioq_seek_head, 0, 0);
+	if (rc) {
+		stress_fail(n.res, "iterator setup: %d", rc);
+		goto out;
+	}
+
+	while (n.reaped < cfg->n) {
+		r = reap(&n);
+		p = n.posted < cfg->n ? post(&n) : 0;
+		if (r < 0 || p < 0) {
+			rc = r < 0 ? r : p;
+			goto out;
+		}
+		if (r || p)
+			continue;
+		/* stuck: unmask, re-check, and only then sleep */
+		ioq_notify_enable(n.q, 0);
+		if (!reapable(&n)) {
+			rc = stress_wait(cfg, ch, sh, n.res, reapable, &n,
+					 peer_alive);
+			if (rc)
+				goto out;
+		}
+		ioq_notify_disable(n.q, 0);
+	}
+	if (ioq_count(n.q, ioq_idxtype_valid) != 0 ||
+	    ioq_count(n.q, ioq_idxtype_inuse) != 0)
+		stress_fail(n.res, "end: ring not empty (valid %d, inuse %d)",
+			    ioq_count(n.q, ioq_idxtype_valid),
+			    ioq_count(n.q, ioq_idxtype_inuse));
+	rc = 0;
+out:
+	n.res->msgs = n.reaped;
+	ioq_channel_stats(ch, &n.res->st);
+	free(n.sent_len);
+	if (rc)
+		stress_abort(sh);
+	return rc;
+}
