@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * vbus_pcibridge.ko internals: the guest side of the ivshmem transport
+ * (docs/transport.md), shared by the pci_bridge_*.c files.
+ *
+ *   pci_bridge_main.c    PCI probe/remove, BAR mapping, MSI-X, stats
+ *   pci_bridge_hc.c      hypercalls through the BAR2 mailbox
+ *   pci_bridge_signal.c  guest->host signals (sigpending + doorbell) and
+ *                        the cookie table for host->guest SHMSIGNAL
+ *   pci_bridge_eventq.c  the host->guest event queue
+ *   pci_bridge_dev.c     vbus_device_proxy ops, DEVADD/DEVDROP
+ *   pci_bridge_debugfs.c fault injection for the tests
+ *
+ * Everything in BAR2 and in the eventq is written by the host and is
+ * untrusted: read once, check, then use. Nothing the host does may crash
+ * or hang the guest; it only costs the host its devices.
+ */
+#ifndef VBUS_PCI_BRIDGE_H
+#define VBUS_PCI_BRIDGE_H
+
+#include <linux/pci.h>
+#include <linux/mutex.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <linux/interrupt.h>
+#include <linux/xarray.h>
+#include <linux/atomic.h>
+#include <linux/completion.h>
+#include <vbus/vbus_pci.h>
+#include <vbus/ioq.h>
+#include <vbus/vbus_driver.h>
+
+#define VBUS_PCI_DRV_NAME	"vbus-pcibridge"
+#define VBUS_PCI_EVENTQ_COUNT	1024	/* transport.md: 1024 entries */
+#define VBUS_PCI_EVENTQ_BUDGET	64	/* events per tasklet run */
+
+struct vbus_pci_stats {
+	atomic_long_t hypercalls;
+	atomic_long_t hc_timeouts;
+	atomic_long_t hc_leaked;	/* buffers of timed-out calls */
+	atomic_long_t doorbells;
+	atomic_long_t events;
+	atomic_long_t ev_bad;		/* unknown id, bad cookie, ... */
+	atomic_long_t ev_runs;		/* eventq tasklet runs */
+	atomic_long_t ev_budget;	/* runs that hit the budget */
+	atomic_long_t devadd;
+	atomic_long_t devdrop;
+	atomic_long_t shmsignal;
+	atomic_long_t shmclose;
+};
+
+struct vbus_pci_bridge {
+	struct pci_dev *pdev;
+	void __iomem *regs;		/* BAR0: IVPosition, Doorbell */
+	struct vbus_pci_shm *shm;	/* BAR2, memremap WB */
+	u32 host_peer;
+	int irq_hc;
+	int irq_eventq;
+
+	/* hypercalls: one at a time */
+	struct mutex hc_lock;
+	wait_queue_head_t hc_wq;	/* woken by MSI-X vector HC */
+	u32 hc_seq;			/* under hc_lock */
+
+	/* eventq (north side); its signal is ours, never freed by a put */
+	struct ioq eventq;
+	struct shm_signal eventq_signal;
+	struct ioq_notifier eventq_notifier;
+	struct ioq_ring_head *eventq_ring;
+	size_t eventq_ring_len;
+	struct vbus_pci_event *events;	/* events[slot] for ring slot */
+	size_t events_len;
+	struct tasklet_struct eventq_tasklet;
+	bool eventq_ready;		/* ioq_init done */
+	bool eventq_stop;		/* teardown: tasklet does nothing */
+	bool eventq_leak;		/* host may still write: never free */
+
+	/* devices */
+	struct workqueue_struct *wq;	/* ordered: DEVADD/DEVDROP in order */
+	struct mutex dev_lock;		/* devices, dying */
+	struct list_head devices;
+	bool dying;
+	atomic_t ndevs;			/* 1 + proxies not yet released */
+	struct completion devs_gone;	/* ndevs reached 0 */
+
+	/* cookie -> struct vbus_pci_signal; an entry owns a reference */
+	struct xarray signals;
+	u32 sig_next;
+
+	struct vbus_pci_stats stats;
+
+	/* test fault injection (pci_bridge_debugfs.c) */
+	struct dentry *debugfs;
+	spinlock_t inject_lock;
+	unsigned int ninject;
+	struct vbus_pci_event inject[8];
+};
+
+struct vbus_pci_device {
+	struct vbus_device_proxy vdev;
+	struct vbus_pci_bridge *bridge;
+	struct list_head node;		/* bridge->devices, under dev_lock */
+	struct mutex lock;		/* handle and the ops */
+	u64 handle;			/* host's devh; 0 = closed */
+	bool host_dropped;		/* DEVDROP: the host closed it itself */
+	char type[VBUS_MAX_DEVTYPE_LEN];
+};
+
+struct vbus_pci_signal {
+	struct shm_signal signal;
+	struct vbus_pci_bridge *bridge;
+	struct vbus_pci_device *dev;
+	u32 handle;			/* host's signal handle, 1..1023 */
+	u32 cookie;			/* our key in bridge->signals */
+	bool detached;			/* device closed: inject is a no-op */
+	struct list_head detach_node;	/* local list in signals_detach */
+	struct work_struct free_work;
+};
+
+#define vbus_pci_stat_inc(b, f) atomic_long_inc(&(b)->stats.f)
+
+/* pci_bridge_hc.c */
+#define VBUS_PCI_HC_NO_DATAP ((size_t)-1)
+int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
+		       void *req, u32 reqlen, size_t datap_off,
+		       void *data, u32 datalen);
+irqreturn_t vbus_pci_hc_irq(int irq, void *arg);
+extern unsigned int vbus_pci_hc_timeout_ms;
+
+/* pci_bridge_signal.c */
+void vbus_pci_doorbell(struct vbus_pci_bridge *b, u32 vector);
+int vbus_pci_signal_handle(struct vbus_pci_bridge *b, u32 handle);
+void vbus_pci_eventq_signal_init(struct vbus_pci_bridge *b);
+struct vbus_pci_signal *vbus_pci_signal_alloc(struct vbus_pci_device *dev,
+					      struct shm_signal_desc *desc);
+int vbus_pci_signal_reserve(struct vbus_pci_signal *sig);
+void vbus_pci_signal_publish(struct vbus_pci_signal *sig, u32 handle);
+void vbus_pci_signal_unreserve(struct vbus_pci_signal *sig);
+void vbus_pci_signals_detach(struct vbus_pci_bridge *b,
+			     struct vbus_pci_device *dev);
+void vbus_pci_event_shmsignal(struct vbus_pci_bridge *b, u64 cookie);
+void vbus_pci_event_shmclose(struct vbus_pci_bridge *b, u64 cookie);
+int vbus_pci_signal_module_init(void);
+void vbus_pci_signal_module_exit(void);
+
+/* pci_bridge_eventq.c */
+int vbus_pci_eventq_setup(struct vbus_pci_bridge *b);
+int vbus_pci_eventq_register(struct vbus_pci_bridge *b);
+void vbus_pci_eventq_detach(struct vbus_pci_bridge *b);
+void vbus_pci_eventq_stop(struct vbus_pci_bridge *b);
+void vbus_pci_eventq_free(struct vbus_pci_bridge *b);
+irqreturn_t vbus_pci_eventq_irq(int irq, void *arg);
+
+/* pci_bridge_debugfs.c */
+void vbus_pci_inject_drain(struct vbus_pci_bridge *b,
+			   void (*handle)(struct vbus_pci_bridge *,
+					  const struct vbus_pci_event *));
+void vbus_pci_debugfs_add(struct vbus_pci_bridge *b);
+void vbus_pci_debugfs_remove(struct vbus_pci_bridge *b);
+void vbus_pci_debugfs_init(void);
+void vbus_pci_debugfs_exit(void);
+
+/* pci_bridge_dev.c */
+void vbus_pci_queue_devadd(struct vbus_pci_bridge *b,
+			   const struct vbus_pci_add_event *ev);
+void vbus_pci_queue_devdrop(struct vbus_pci_bridge *b, u64 id);
+void vbus_pci_devices_remove_all(struct vbus_pci_bridge *b);
+
+#endif /* VBUS_PCI_BRIDGE_H */

@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The devices the host publishes: one vbus_device_proxy per DEVADD, with
+ * ops that turn open/close/call/shm into hypercalls.
+ *
+ * DEVADD and DEVDROP arrive in the eventq tasklet and are carried out on
+ * an ordered workqueue (registration sleeps; the order of an add and a
+ * drop of the same id must hold). A device is on bridge->devices from its
+ * successful registration until its drop; dropping unregisters it (the
+ * bound driver's remove runs), closes it if the driver left it open, and
+ * puts it; the memory goes in the proxy's release.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/ctype.h>
+#include "pci_bridge.h"
+
+struct vbus_pci_event_work {
+	struct work_struct work;
+	struct vbus_pci_bridge *bridge;
+	u64 id;
+	char type[VBUS_MAX_DEVTYPE_LEN];
+};
+
+static struct vbus_pci_device *to_pci_dev_proxy(struct vbus_device_proxy *v)
+{
+	return container_of(v, struct vbus_pci_device, vdev);
+}
+
+/* ---- vbus_device_proxy ops ---- */
+
+static int vbus_pci_dev_open(struct vbus_device_proxy *vdev, int version,
+			     int flags)
+{
+	struct vbus_pci_device *dev = to_pci_dev_proxy(vdev);
+	struct vbus_pci_deviceopen params = {
+		.devid = vdev->id,
+		.version = version,
+	};
+	int ret;
+
+	/* transport.md: DEVOPEN carries a 32-bit id */
+	if (vdev->id > U32_MAX)
+		return -EINVAL;
+
+	mutex_lock(&dev->lock);
+	if (dev->handle) {
+		ret = -EBUSY;
+		goto out;
+	}
+	ret = vbus_pci_hypercall(dev->bridge, VBUS_PCI_HC_DEVOPEN, &params,
+				 sizeof(params), VBUS_PCI_HC_NO_DATAP, NULL, 0);
+	if (ret < 0)
+		goto out;
+	if (!params.handle) {
+		dev_err_ratelimited(&vdev->dev, "host opened with handle 0\n");
+		ret = -EPROTO;
+		goto out;
+	}
+	dev->handle = params.handle;
+	ret = 0;
+out:
+	mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/* Under dev->lock. Detaches our signals whatever the host answers. */
+static int vbus_pci_dev_close_locked(struct vbus_pci_device *dev)
+{
+	u64 handle = dev->handle;
+	int ret;
+
+	if (!handle)
+		return -EINVAL;
+
+	/*
+	 * DEVCLOSE closes all the device's shms on the host side. Sent even
+	 * after a DEVDROP (the memory is about to be freed, so the host must
+	 * be told); a host that closed the device itself when it dropped it
+	 * answers -EINVAL, which is then the expected answer.
+	 */
+	ret = vbus_pci_hypercall(dev->bridge, VBUS_PCI_HC_DEVCLOSE, &handle,
+				 sizeof(handle), VBUS_PCI_HC_NO_DATAP, NULL, 0);
+	if (ret == -EINVAL && READ_ONCE(dev->host_dropped))
+		ret = 0;
+	if (ret < 0)
+		dev_err_ratelimited(&dev->vdev.dev, "close failed: %d\n", ret);
+
+	vbus_pci_signals_detach(dev->bridge, dev);
+	dev->handle = 0;
+	return ret < 0 ? ret : 0;
+}
+
+static int vbus_pci_dev_close(struct vbus_device_proxy *vdev, int flags)
+{
+	struct vbus_pci_device *dev = to_pci_dev_proxy(vdev);
+	int ret;
+
+	mutex_lock(&dev->lock);
+	ret = vbus_pci_dev_close_locked(dev);
+	mutex_unlock(&dev->lock);
+	return ret;
+}
+
+static int vbus_pci_dev_shm(struct vbus_device_proxy *vdev, int id, int prio,
+			    void *ptr, size_t len,
+			    struct shm_signal_desc *sdesc,
+			    struct shm_signal **signal, int flags)
+{
+	struct vbus_pci_device *dev = to_pci_dev_proxy(vdev);
+	struct vbus_pci_signal *sig = NULL;
+	struct vbus_pci_deviceshm params = {
+		.id = id,
+		.len = len,
+		.flags = flags,
+		.signal.offset = VBUS_PCI_SHM_NO_SIGNAL,
+		.signal.prio = prio,
+	};
+	int ret;
+
+	if (!ptr || !len || len > U32_MAX || !virt_addr_valid(ptr))
+		return -EINVAL;
+	params.datap = virt_to_phys(ptr);
+
+	if (signal) {
+		/* the descriptor must sit inside the region, formatted */
+		if (!sdesc || (void *)sdesc < ptr ||
+		    (void *)sdesc + sizeof(*sdesc) > ptr + len)
+			return -EINVAL;
+		if (shm_signal_desc_check(sdesc))
+			return -EINVAL;
+		sig = vbus_pci_signal_alloc(dev, sdesc);
+		if (!sig)
+			return -ENOMEM;
+		ret = vbus_pci_signal_reserve(sig);
+		if (ret) {
+			shm_signal_put(&sig->signal);
+			return ret;
+		}
+		params.signal.offset = (void *)sdesc - ptr;
+		params.signal.cookie = sig->cookie;
+	}
+
+	mutex_lock(&dev->lock);
+	if (!dev->handle) {
+		ret = -EINVAL;
+		goto err;
+	}
+	params.devh = dev->handle;
+	ret = vbus_pci_hypercall(dev->bridge, VBUS_PCI_HC_DEVSHM, &params,
+				 sizeof(params), VBUS_PCI_HC_NO_DATAP, NULL, 0);
+	if (ret < 0)
+		goto err;
+	if (sig && (ret < 1 || ret >= VBUS_PCI_MAX_SIGNALS)) {
+		dev_err_ratelimited(&vdev->dev,
+				    "shm %d: host gave signal handle %d\n",
+				    id, ret);
+		ret = -EPROTO;
+		goto err;
+	}
+	if (sig) {
+		vbus_pci_signal_publish(sig, ret);
+		*signal = &sig->signal;	/* the caller's reference */
+	}
+	mutex_unlock(&dev->lock);
+	return 0;
+
+err:
+	mutex_unlock(&dev->lock);
+	if (sig) {
+		vbus_pci_signal_unreserve(sig);
+		shm_signal_put(&sig->signal);
+	}
+	return ret;
+}
+
+static int vbus_pci_dev_call(struct vbus_device_proxy *vdev, u32 func,
+			     void *data, size_t len, int flags)
+{
+	struct vbus_pci_device *dev = to_pci_dev_proxy(vdev);
+	struct vbus_pci_devicecall params = {
+		.func = func,
+		.flags = flags,
+	};
+	int ret;
+
+	if (len > U32_MAX || (len && !data))
+		return -EINVAL;
+	params.len = data ? len : 0;
+
+	mutex_lock(&dev->lock);
+	if (!dev->handle) {
+		ret = -EINVAL;
+		goto out;
+	}
+	params.devh = dev->handle;
+	/* the data goes through the hypercall's bounce buffer */
+	ret = vbus_pci_hypercall(dev->bridge, VBUS_PCI_HC_DEVCALL, &params,
+				 sizeof(params),
+				 offsetof(struct vbus_pci_devicecall, datap),
+				 data, params.len);
+out:
+	mutex_unlock(&dev->lock);
+	return ret;
+}
+
+static void vbus_pci_dev_release(struct vbus_device_proxy *vdev)
+{
+	struct vbus_pci_device *dev = to_pci_dev_proxy(vdev);
+	struct vbus_pci_bridge *b = dev->bridge;
+
+	kfree(dev);
+	/*
+	 * The bridge waits for this before it frees itself. complete() is
+	 * done with @b when the waiter can return (it takes the wait lock).
+	 */
+	if (atomic_dec_and_test(&b->ndevs))
+		complete(&b->devs_gone);
+}
+
+static struct vbus_device_proxy_ops vbus_pci_dev_ops = {
+	.open = vbus_pci_dev_open,
+	.close = vbus_pci_dev_close,
+	.shm = vbus_pci_dev_shm,
+	.call = vbus_pci_dev_call,
+	.release = vbus_pci_dev_release,
+};
+
+/* ---- DEVADD / DEVDROP ---- */
+
+static struct vbus_pci_device *find_locked(struct vbus_pci_bridge *b, u64 id)
+{
+	struct vbus_pci_device *dev;
+
+	lockdep_assert_held(&b->dev_lock);
+	list_for_each_entry(dev, &b->devices, node)
+		if (dev->vdev.id == id)
+			return dev;
+	return NULL;
+}
+
+/* Unregister (driver remove runs), close what the driver left open, put. */
+static void vbus_pci_device_drop(struct vbus_pci_device *dev)
+{
+	get_device(&dev->vdev.dev);
+	vbus_device_proxy_unregister(&dev->vdev);
+
+	mutex_lock(&dev->lock);
+	if (dev->handle)
+		vbus_pci_dev_close_locked(dev);
+	mutex_unlock(&dev->lock);
+
+	put_device(&dev->vdev.dev);
+}
+
+static bool type_ok(const char *type)
+{
+	const char *p;
+
+	if (!*type)
+		return false;
+	for (p = type; *p; p++)
+		if (!isgraph(*p))
+			return false;
+	return true;
+}
+
+static void vbus_pci_devadd_work(struct work_struct *work)
+{
+	struct vbus_pci_event_work *ew = container_of(work,
+						struct vbus_pci_event_work,
+						work);
+	struct vbus_pci_bridge *b = ew->bridge;
+	struct vbus_pci_device *dev;
+	int ret;
+
+	mutex_lock(&b->dev_lock);
+	if (b->dying)
+		goto out_unlock;
+	if (find_locked(b, ew->id)) {
+		dev_warn_ratelimited(&b->pdev->dev,
+				     "DEVADD of id %llu twice ignored\n",
+				     ew->id);
+		goto out_unlock;
+	}
+	mutex_unlock(&b->dev_lock);
+
+	if (!type_ok(ew->type)) {
+		vbus_pci_stat_inc(b, ev_bad);
+		dev_warn_ratelimited(&b->pdev->dev,
+				     "DEVADD of id %llu with a bad type ignored\n",
+				     ew->id);
+		goto out;
+	}
+
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev) {
+		dev_err_ratelimited(&b->pdev->dev,
+				    "DEVADD %llu: out of memory\n", ew->id);
+		goto out;
+	}
+	dev->bridge = b;
+	mutex_init(&dev->lock);
+	INIT_LIST_HEAD(&dev->node);
+	strscpy(dev->type, ew->type, sizeof(dev->type));
+	dev->vdev.type = dev->type;
+	dev->vdev.id = ew->id;
+	dev->vdev.ops = &vbus_pci_dev_ops;
+	atomic_inc(&b->ndevs);
+
+	/* the bound driver's probe runs in here */
+	ret = vbus_device_proxy_register(&dev->vdev);
+	if (ret) {
+		dev_err_ratelimited(&b->pdev->dev,
+				    "cannot register device %llu (%s): %d\n",
+				    ew->id, dev->type, ret);
+		/* ends in vbus_pci_dev_release() */
+		put_device(&dev->vdev.dev);
+		goto out;
+	}
+	dev_info(&b->pdev->dev, "device %llu (%s) added\n", ew->id, dev->type);
+
+	mutex_lock(&b->dev_lock);
+	list_add_tail(&dev->node, &b->devices);
+out_unlock:
+	mutex_unlock(&b->dev_lock);
+out:
+	kfree(ew);
+}
+
+static void vbus_pci_devdrop_work(struct work_struct *work)
+{
+	struct vbus_pci_event_work *ew = container_of(work,
+						struct vbus_pci_event_work,
+						work);
+	struct vbus_pci_bridge *b = ew->bridge;
+	struct vbus_pci_device *dev;
+	bool dying;
+
+	mutex_lock(&b->dev_lock);
+	dying = b->dying;
+	dev = dying ? NULL : find_locked(b, ew->id);
+	if (dev)
+		list_del_init(&dev->node);
+	mutex_unlock(&b->dev_lock);
+
+	if (dev) {
+		WRITE_ONCE(dev->host_dropped, true);
+		vbus_pci_device_drop(dev);
+		dev_info(&b->pdev->dev, "device %llu dropped\n", ew->id);
+	} else if (!dying) {
+		vbus_pci_stat_inc(b, ev_bad);
+		dev_warn_ratelimited(&b->pdev->dev,
+				     "DEVDROP of unknown id %llu ignored\n",
+				     ew->id);
+	}
+	kfree(ew);
+}
+
+/* From the eventq tasklet: no sleeping. */
+static struct vbus_pci_event_work *event_work_alloc(struct vbus_pci_bridge *b,
+						    u64 id, work_func_t fn)
+{
+	struct vbus_pci_event_work *ew;
+
+	ew = kzalloc(sizeof(*ew), GFP_ATOMIC);
+	if (!ew) {
+		dev_err_ratelimited(&b->pdev->dev,
+				    "event for device %llu lost: out of memory\n",
+				    id);
+		return NULL;
+	}
+	INIT_WORK(&ew->work, fn);
+	ew->bridge = b;
+	ew->id = id;
+	return ew;
+}
+
+void vbus_pci_queue_devadd(struct vbus_pci_bridge *b,
+			   const struct vbus_pci_add_event *ev)
+{
+	struct vbus_pci_event_work *ew;
+
+	vbus_pci_stat_inc(b, devadd);
+	ew = event_work_alloc(b, ev->id, vbus_pci_devadd_work);
+	if (!ew)
+		return;
+	/* the host need not terminate it: we do, at 127 bytes */
+	memcpy(ew->type, ev->type, sizeof(ew->type));
+	ew->type[sizeof(ew->type) - 1] = '\0';
+	queue_work(b->wq, &ew->work);
+}
+
+void vbus_pci_queue_devdrop(struct vbus_pci_bridge *b, u64 id)
+{
+	struct vbus_pci_event_work *ew;
+
+	vbus_pci_stat_inc(b, devdrop);
+	ew = event_work_alloc(b, id, vbus_pci_devdrop_work);
+	if (ew)
+		queue_work(b->wq, &ew->work);
+}
+
+/*
+ * Bridge teardown: no new devices from here on, drop every device and
+ * wait until the last proxy is released (its release is our code).
+ */
+void vbus_pci_devices_remove_all(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_device *dev, *tmp;
+	LIST_HEAD(list);
+
+	mutex_lock(&b->dev_lock);
+	b->dying = true;
+	mutex_unlock(&b->dev_lock);
+	/* a DEVADD already past its dying check finishes and lists itself */
+	flush_workqueue(b->wq);
+
+	mutex_lock(&b->dev_lock);
+	list_splice_init(&b->devices, &list);
+	mutex_unlock(&b->dev_lock);
+
+	list_for_each_entry_safe(dev, tmp, &list, node) {
+		list_del_init(&dev->node);
+		vbus_pci_device_drop(dev);
+	}
+
+	/* drop the bridge's own count; the last release completes */
+	if (atomic_dec_and_test(&b->ndevs))
+		return;
+	while (!wait_for_completion_timeout(&b->devs_gone, 30 * HZ))
+		dev_warn(&b->pdev->dev,
+			 "waiting for %d device(s) still referenced\n",
+			 atomic_read(&b->ndevs));
+}

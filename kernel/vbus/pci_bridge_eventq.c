@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The host->guest event queue (docs/transport.md, "The event queue").
+ *
+ * 1024 descriptors, each pointing at its own struct vbus_pci_event; the
+ * slot index ties a descriptor to its event buffer (we never read a
+ * pointer or index back from the host: desc->cookie is host-writable).
+ * All descriptors stay posted. The host fills an event, pops the
+ * descriptor (hands it back to us) and signals; MSI-X EVENTQ runs
+ * _shm_signal_wakeup() whose notifier schedules the tasklet below. The
+ * tasklet reaps the inuse head while it is north-owned, copies the event
+ * out, handles it and re-posts the slot at the tail; at most
+ * VBUS_PCI_EVENTQ_BUDGET per run, then it reschedules itself.
+ *
+ * The tasklet is the only reader of the ring on our side (a tasklet never
+ * runs concurrently with itself), so the iterators need no lock.
+ */
+#include <linux/module.h>
+#include <linux/gfp.h>
+#include <linux/io.h>
+#include "pci_bridge.h"
+
+static void eventq_repost(struct vbus_pci_bridge *b, struct ioq_iterator *post)
+{
+	struct ioq *ioq = &b->eventq;
+	u32 slot = post->pos & ioq->mask;
+	struct ioq_ring_desc *desc = post->desc;
+	int ret;
+
+	/*
+	 * Rewrite every field: the host had the descriptor and may have
+	 * changed any of them.
+	 */
+	WRITE_ONCE(desc->cookie, slot);
+	WRITE_ONCE(desc->ptr, (u64)virt_to_phys(&b->events[slot]));
+	WRITE_ONCE(desc->len, sizeof(struct vbus_pci_event));
+	WRITE_ONCE(desc->valid, 1);
+
+	/* publishes body -> sown -> both tails (see core/ioq.c) */
+	ret = ioq_iter_push(post, 0);
+	if (ret)
+		dev_err_ratelimited(&b->pdev->dev,
+				    "eventq: cannot re-post slot %u: %d (host broke the ring)\n",
+				    slot, ret);
+}
+
+static void eventq_handle(struct vbus_pci_bridge *b,
+			  const struct vbus_pci_event *ev)
+{
+	vbus_pci_stat_inc(b, events);
+
+	switch (ev->eventid) {
+	case VBUS_PCI_EVENT_DEVADD:
+		vbus_pci_queue_devadd(b, &ev->data.add);
+		break;
+	case VBUS_PCI_EVENT_DEVDROP:
+		vbus_pci_queue_devdrop(b, ev->data.handle.handle);
+		break;
+	case VBUS_PCI_EVENT_SHMSIGNAL:
+		vbus_pci_event_shmsignal(b, ev->data.handle.handle);
+		break;
+	case VBUS_PCI_EVENT_SHMCLOSE:
+		vbus_pci_event_shmclose(b, ev->data.handle.handle);
+		break;
+	default:
+		vbus_pci_stat_inc(b, ev_bad);
+		dev_warn_ratelimited(&b->pdev->dev,
+				     "eventq: unknown event id %u ignored\n",
+				     ev->eventid);
+		break;
+	}
+}
+
+static void vbus_pci_eventq_tasklet(struct tasklet_struct *t)
+{
+	struct vbus_pci_bridge *b = from_tasklet(b, t, eventq_tasklet);
+	struct ioq *ioq = &b->eventq;
+	struct ioq_iterator reap, post;
+	struct vbus_pci_event ev;
+	int budget = VBUS_PCI_EVENTQ_BUDGET;
+	int done = 0;
+	int ret;
+
+	if (READ_ONCE(b->eventq_stop))
+		return;
+	vbus_pci_inject_drain(b, eventq_handle);
+	if (shm_signal_faulted(ioq->signal))
+		return;
+	vbus_pci_stat_inc(b, ev_runs);
+
+	ioq_iter_init(ioq, &reap, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER);
+	ioq_iter_seek(&reap, ioq_seek_head, 0, 0);
+	ioq_iter_init(ioq, &post, ioq_idxtype_both, 0);
+	ioq_iter_seek(&post, ioq_seek_tail, 0, 0);
+
+	for (;;) {
+		/* nothing handed out: the head slot is not ours to read */
+		ret = ioq_count(ioq, ioq_idxtype_inuse);
+		if (ret <= 0)
+			break;
+		/*
+		 * North-owned = the host popped it. Carries the rmb that
+		 * orders sown before the event body (pairs with the host's
+		 * wmb between writing the event and flipping sown).
+		 */
+		if (!ioq_iter_owned(&reap))
+			break;
+		if (!budget) {
+			/* more waiting: let others run, come back */
+			vbus_pci_stat_inc(b, ev_budget);
+			tasklet_schedule(&b->eventq_tasklet);
+			break;
+		}
+		budget--;
+
+		/* one copy; the host can rewrite the buffer at any time */
+		memcpy(&ev, &b->events[reap.pos & ioq->mask], sizeof(ev));
+
+		ret = ioq_iter_pop(&reap, 0);
+		if (ret) {
+			dev_err_ratelimited(&b->pdev->dev,
+					    "eventq: reap failed: %d\n", ret);
+			break;
+		}
+		eventq_handle(b, &ev);
+		eventq_repost(b, &post);
+		done++;
+	}
+
+	/* tell the host there are free slots again (and retry its backlog) */
+	if (done)
+		ioq_signal(ioq, 0);
+}
+
+/* ioq notifier, from _shm_signal_wakeup() of the eventq signal. */
+static void vbus_pci_eventq_notify(struct ioq_notifier *n)
+{
+	struct vbus_pci_bridge *b = container_of(n, struct vbus_pci_bridge,
+						 eventq_notifier);
+
+	if (!READ_ONCE(b->eventq_stop))
+		tasklet_schedule(&b->eventq_tasklet);
+}
+
+irqreturn_t vbus_pci_eventq_irq(int irq, void *arg)
+{
+	struct vbus_pci_bridge *b = arg;
+
+	/* set once setup has bound the ioq; the irq is requested after */
+	if (READ_ONCE(b->eventq_ready))
+		_shm_signal_wakeup(&b->eventq_signal);
+	return IRQ_HANDLED;
+}
+
+/*
+ * Allocate and format the ring and event array (physically contiguous,
+ * zeroed), bind the north ioq and post every descriptor. The host sees
+ * none of it until BUSREG.
+ */
+int vbus_pci_eventq_setup(struct vbus_pci_bridge *b)
+{
+	struct ioq_iterator post;
+	int ret, i;
+
+	b->eventq_ring_len = IOQ_HEAD_DESC_SIZE(VBUS_PCI_EVENTQ_COUNT);
+	b->events_len = sizeof(struct vbus_pci_event) * VBUS_PCI_EVENTQ_COUNT;
+
+	b->eventq_ring = alloc_pages_exact(b->eventq_ring_len,
+					   GFP_KERNEL | __GFP_ZERO);
+	b->events = alloc_pages_exact(b->events_len, GFP_KERNEL | __GFP_ZERO);
+	if (!b->eventq_ring || !b->events)
+		return -ENOMEM;
+
+	ret = ioq_ring_format(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT);
+	if (ret)
+		return ret;
+
+	vbus_pci_eventq_signal_init(b);
+	/* takes over the signal's initial reference (never released) */
+	ret = ioq_init(&b->eventq, NULL, ioq_locality_north, b->eventq_ring,
+		       &b->eventq_signal, VBUS_PCI_EVENTQ_COUNT);
+	if (ret)
+		return ret;
+	b->eventq_notifier.signal = vbus_pci_eventq_notify;
+	b->eventq.notifier = &b->eventq_notifier;
+	tasklet_setup(&b->eventq_tasklet, vbus_pci_eventq_tasklet);
+
+	ioq_iter_init(&b->eventq, &post, ioq_idxtype_both, 0);
+	ioq_iter_seek(&post, ioq_seek_tail, 0, 0);
+	for (i = 0; i < VBUS_PCI_EVENTQ_COUNT; i++) {
+		struct ioq_ring_desc *desc = post.desc;
+
+		desc->cookie = i;
+		desc->ptr = virt_to_phys(&b->events[i]);
+		desc->len = sizeof(struct vbus_pci_event);
+		desc->valid = 1;
+		ret = ioq_iter_push(&post, 0);
+		if (ret)
+			return ret;
+	}
+
+	/* the irq handler may now run the wakeup */
+	WRITE_ONCE(b->eventq_ready, true);
+	return ioq_notify_enable(&b->eventq, 0);
+}
+
+int vbus_pci_eventq_register(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_busreg params = {
+		.count = 1,
+		.eventq = {
+			{
+				.count = VBUS_PCI_EVENTQ_COUNT,
+				.ring = virt_to_phys(b->eventq_ring),
+				.data = virt_to_phys(b->events),
+			},
+		},
+	};
+	int ret;
+
+	ret = vbus_pci_hypercall(b, VBUS_PCI_HC_BUSREG, &params, sizeof(params),
+				 VBUS_PCI_HC_NO_DATAP, NULL, 0);
+	if (ret == -ETIMEDOUT)
+		WRITE_ONCE(b->eventq_leak, true);	/* it may have attached */
+	return ret;
+}
+
+/*
+ * BUSREG with count 0: the host stops writing the eventq. Only after it
+ * says so may the memory go back to the allocator.
+ */
+void vbus_pci_eventq_detach(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_busreg params = { .count = 0 };
+	int ret;
+
+	ret = vbus_pci_hypercall(b, VBUS_PCI_HC_BUSREG, &params, sizeof(params),
+				 VBUS_PCI_HC_NO_DATAP, NULL, 0);
+	if (ret) {
+		WRITE_ONCE(b->eventq_leak, true);
+		dev_warn(&b->pdev->dev,
+			 "host did not detach the eventq (%d): leaking its %zu bytes\n",
+			 ret, b->eventq_ring_len + b->events_len);
+	}
+}
+
+/*
+ * Stop event processing for good. The eventq irq must be freed first, so
+ * nothing but the signal's deferred notify can schedule the tasklet.
+ */
+void vbus_pci_eventq_stop(struct vbus_pci_bridge *b)
+{
+	if (!b->eventq_ready)
+		return;
+	WRITE_ONCE(b->eventq_stop, true);
+	tasklet_kill(&b->eventq_tasklet);
+	vbus_defer_cancel(&b->eventq_signal.deferred_notify);
+	/* a deferred notify that ran before the cancel saw eventq_stop */
+	tasklet_kill(&b->eventq_tasklet);
+	ioq_put(&b->eventq);
+	b->eventq_ready = false;
+}
+
+void vbus_pci_eventq_free(struct vbus_pci_bridge *b)
+{
+	if (READ_ONCE(b->eventq_leak))
+		return;
+	if (b->eventq_ring)
+		free_pages_exact(b->eventq_ring, b->eventq_ring_len);
+	if (b->events)
+		free_pages_exact(b->events, b->events_len);
+	b->eventq_ring = NULL;
+	b->events = NULL;
+}

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Hypercalls through the BAR2 mailbox (docs/transport.md, "Hypercalls").
+ *
+ * The request struct and the call's data buffer are copied into one
+ * kmalloc'ed bounce buffer that the host reaches by guest-physical address:
+ * callers may pass stack memory (not physically addressable with
+ * VMAP_STACK), and a buffer whose call timed out must never return to the
+ * allocator because the host may still write it. One call at a time
+ * (hc_lock); the wait is bounded (hc_timeout_ms), never an unbounded spin.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/io.h>
+#include "pci_bridge.h"
+
+unsigned int vbus_pci_hc_timeout_ms = 5000;
+module_param_named(hc_timeout_ms, vbus_pci_hc_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(hc_timeout_ms, "hypercall timeout in ms (default 5000)");
+
+irqreturn_t vbus_pci_hc_irq(int irq, void *arg)
+{
+	struct vbus_pci_bridge *b = arg;
+
+	/* The waiter re-checks hc_done; a spurious interrupt is harmless. */
+	wake_up(&b->hc_wq);
+	return IRQ_HANDLED;
+}
+
+static bool hc_done(struct vbus_pci_bridge *b, u32 seq)
+{
+	return READ_ONCE(b->shm->hc_done) == seq;
+}
+
+/*
+ * Issue hypercall @vector with @req (@reqlen bytes). With @data, @datalen
+ * bytes of it travel in the bounce buffer too and the u64 at @datap_off in
+ * the request is pointed at them; @data is copied back on success.
+ * Returns the host's result (>= 0 or -errno), -ETIMEDOUT, or -ENOMEM.
+ */
+int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
+		       void *req, u32 reqlen, size_t datap_off,
+		       void *data, u32 datalen)
+{
+	struct vbus_pci_shm *shm = b->shm;
+	size_t off = ALIGN(reqlen, 8);
+	u64 orig_datap = 0;
+	long left;
+	void *buf;
+	u32 seq;
+	int ret;
+
+	if (datap_off != VBUS_PCI_HC_NO_DATAP &&
+	    datap_off + sizeof(u64) > reqlen)
+		return -EINVAL;
+	if (!data)
+		datalen = 0;
+
+	buf = kmalloc(off + datalen, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, req, reqlen);
+	if (datap_off != VBUS_PCI_HC_NO_DATAP) {
+		memcpy(&orig_datap, req + datap_off, sizeof(u64));
+		*(u64 *)(buf + datap_off) = datalen ?
+			(u64)virt_to_phys(buf + off) : 0;
+	}
+	if (datalen)
+		memcpy(buf + off, data, datalen);
+
+	mutex_lock(&b->hc_lock);
+	vbus_pci_stat_inc(b, hypercalls);
+
+	/* seq 0 is what hc_done reads before the first answer: skip it */
+	seq = ++b->hc_seq;
+	if (!seq)
+		seq = ++b->hc_seq;
+
+	WRITE_ONCE(shm->hc.vector, vector);
+	WRITE_ONCE(shm->hc.len, reqlen);
+	WRITE_ONCE(shm->hc.datap, (u64)virt_to_phys(buf));
+	/*
+	 * The mailbox and the bounce buffer before the new hc_seq: the host
+	 * reads hc_seq first and then the rest (its rmb pairs with this).
+	 */
+	virt_wmb();
+	WRITE_ONCE(shm->hc_seq, seq);
+	/* iowrite32 (in the doorbell) is ordered after the stores above */
+	vbus_pci_doorbell(b, VBUS_PCI_DB_HC);
+
+	left = wait_event_timeout(b->hc_wq, hc_done(b, seq),
+				  msecs_to_jiffies(vbus_pci_hc_timeout_ms));
+	if (!left && !hc_done(b, seq)) {
+		vbus_pci_stat_inc(b, hc_timeouts);
+		vbus_pci_stat_inc(b, hc_leaked);
+		mutex_unlock(&b->hc_lock);
+		dev_err_ratelimited(&b->pdev->dev,
+				    "hypercall %u (seq %u) timed out after %u ms; leaking its %zu-byte buffer\n",
+				    vector, seq, vbus_pci_hc_timeout_ms,
+				    off + datalen);
+		/* buf is deliberately not freed: the host may still write it */
+		return -ETIMEDOUT;
+	}
+	/*
+	 * hc_done before hc_result and the buffer: pairs with the host's wmb
+	 * between writing them and hc_done.
+	 */
+	virt_rmb();
+	ret = READ_ONCE(shm->hc_result);
+	mutex_unlock(&b->hc_lock);
+
+	if (ret >= 0) {
+		/* results the host wrote into the struct (e.g. a handle) */
+		memcpy(req, buf, reqlen);
+		if (datap_off != VBUS_PCI_HC_NO_DATAP)
+			memcpy(req + datap_off, &orig_datap, sizeof(u64));
+		if (datalen)
+			memcpy(data, buf + off, datalen);
+	}
+	kfree(buf);
+	return ret;
+}

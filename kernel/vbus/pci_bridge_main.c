@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vbus_pcibridge.ko: the guest side of the vbus transport over QEMU's stock
+ * ivshmem-doorbell device (1af4:1110), see docs/transport.md.
+ *
+ * Probe claims the device only if BAR2 carries the vbus magic and an ABI
+ * version we speak; any other ivshmem user gets -ENODEV and is left alone.
+ * Then: bus master (TCG drops MSI-X without it), two MSI-X vectors
+ * (hypercall completion, eventq), NEGOTIATE, the eventq, BUSREG. The host
+ * answers BUSREG with a DEVADD per device of this guest's bus.
+ *
+ * Remove undoes it in the order that keeps the host away from freed
+ * memory: devices go first (each closed: DEVCLOSE), then the eventq is
+ * detached (BUSREG count 0) while events still flow, then interrupts and
+ * work stop, and memory is freed last, unless the host may still write it.
+ */
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/io.h>
+#include <linux/slab.h>
+#include "pci_bridge.h"
+
+static ssize_t vbus_stats_show(struct device *d, struct device_attribute *attr,
+			       char *buf)
+{
+	struct vbus_pci_bridge *b = dev_get_drvdata(d);
+	struct vbus_pci_stats *s = &b->stats;
+
+	return sysfs_emit(buf,
+			  "hypercalls %ld\nhc_timeouts %ld\nhc_leaked %ld\n"
+			  "doorbells %ld\nevents %ld\nev_bad %ld\nev_runs %ld\n"
+			  "ev_budget %ld\ndevadd %ld\ndevdrop %ld\n"
+			  "shmsignal %ld\nshmclose %ld\nhost_peer %u\n",
+			  atomic_long_read(&s->hypercalls),
+			  atomic_long_read(&s->hc_timeouts),
+			  atomic_long_read(&s->hc_leaked),
+			  atomic_long_read(&s->doorbells),
+			  atomic_long_read(&s->events),
+			  atomic_long_read(&s->ev_bad),
+			  atomic_long_read(&s->ev_runs),
+			  atomic_long_read(&s->ev_budget),
+			  atomic_long_read(&s->devadd),
+			  atomic_long_read(&s->devdrop),
+			  atomic_long_read(&s->shmsignal),
+			  atomic_long_read(&s->shmclose),
+			  b->host_peer);
+}
+static DEVICE_ATTR_RO(vbus_stats);
+
+static struct attribute *vbus_pci_attrs[] = {
+	&dev_attr_vbus_stats.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(vbus_pci);
+
+static int vbus_pci_negotiate(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_negotiate params = {
+		.magic = VBUS_PCI_ABI_MAGIC,
+		.version = VBUS_PCI_HC_VERSION,
+		.capabilities = 0,
+	};
+
+	return vbus_pci_hypercall(b, VBUS_PCI_HC_NEGOTIATE, &params,
+				  sizeof(params), VBUS_PCI_HC_NO_DATAP, NULL, 0);
+}
+
+/* Is BAR2 ours? Read each host-written field once. */
+static int vbus_pci_check_shm(struct vbus_pci_bridge *b, resource_size_t len)
+{
+	struct pci_dev *pdev = b->pdev;
+	u32 magic = READ_ONCE(b->shm->magic);
+	u32 version = READ_ONCE(b->shm->version);
+	u32 size = READ_ONCE(b->shm->size);
+	u32 peer = READ_ONCE(b->shm->host_peer);
+
+	if (magic != VBUS_PCI_ABI_MAGIC) {
+		dev_info(&pdev->dev, "not a vbus bridge (BAR2 magic %#x)\n",
+			 magic);
+		return -ENODEV;
+	}
+	if (version != VBUS_PCI_ABI_VERSION) {
+		dev_info(&pdev->dev, "vbus ABI version %u, we speak %u\n",
+			 version, VBUS_PCI_ABI_VERSION);
+		return -ENODEV;
+	}
+	if (size < sizeof(struct vbus_pci_shm) || size > len) {
+		dev_err(&pdev->dev, "vbus BAR2 size %u bad (BAR is %llu)\n",
+			size, (unsigned long long)len);
+		return -ENODEV;
+	}
+	if (peer > 0xffff) {
+		dev_err(&pdev->dev, "vbus host peer %u out of range\n", peer);
+		return -ENODEV;
+	}
+	b->host_peer = peer;
+	/*
+	 * Continue from the last answer an earlier instance of the bridge
+	 * got (transport.md): the host ignores a seq equal to the last one
+	 * it answered, so a reloaded bridge must not start again at 1.
+	 */
+	b->hc_seq = READ_ONCE(b->shm->hc_done);
+	return 0;
+}
+
+/* Everything probe may have set up, in reverse; safe on partial setup. */
+static void vbus_pci_teardown(struct vbus_pci_bridge *b)
+{
+	struct pci_dev *pdev = b->pdev;
+
+	vbus_pci_debugfs_remove(b);
+	if (b->irq_eventq > 0)
+		free_irq(b->irq_eventq, b);
+	vbus_pci_eventq_stop(b);
+	if (b->wq)
+		destroy_workqueue(b->wq);	/* drains queued DEVADD/DROP */
+	/* host references of signals whose device never closed */
+	vbus_pci_signals_detach(b, NULL);
+	xa_destroy(&b->signals);
+	if (b->irq_hc > 0)
+		free_irq(b->irq_hc, b);
+	pci_free_irq_vectors(pdev);
+	vbus_pci_eventq_free(b);
+	if (b->regs)
+		pci_iounmap(pdev, b->regs);
+	if (b->shm)
+		memunmap(b->shm);
+	pci_release_regions(pdev);
+	pci_disable_device(pdev);
+	kfree(b);
+}
+
+static int vbus_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct vbus_pci_bridge *b;
+	resource_size_t start, len;
+	int ret;
+
+	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	b->pdev = pdev;
+	mutex_init(&b->hc_lock);
+	init_waitqueue_head(&b->hc_wq);
+	mutex_init(&b->dev_lock);
+	INIT_LIST_HEAD(&b->devices);
+	/* the bridge's own count: dropped in remove, see devices_remove_all */
+	atomic_set(&b->ndevs, 1);
+	init_completion(&b->devs_gone);
+	xa_init_flags(&b->signals, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	b->sig_next = 1;
+	spin_lock_init(&b->inject_lock);
+
+	ret = pci_enable_device(pdev);
+	if (ret) {
+		kfree(b);
+		return ret;
+	}
+	ret = pci_request_regions(pdev, VBUS_PCI_DRV_NAME);
+	if (ret) {
+		pci_disable_device(pdev);
+		kfree(b);
+		return ret;
+	}
+
+	start = pci_resource_start(pdev, 2);
+	len = pci_resource_len(pdev, 2);
+	if (!start || len < sizeof(struct vbus_pci_shm)) {
+		ret = -ENODEV;
+		goto err;
+	}
+	/* ordinary cacheable shared memory (a file the host maps) */
+	b->shm = memremap(start, len, MEMREMAP_WB);
+	if (!b->shm) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = vbus_pci_check_shm(b, len);
+	if (ret)
+		goto err;
+
+	b->regs = pci_iomap(pdev, 0, 0);
+	if (!b->regs) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	pci_set_master(pdev);
+
+	ret = pci_alloc_irq_vectors(pdev, VBUS_PCI_NR_VECTORS,
+				    VBUS_PCI_NR_VECTORS, PCI_IRQ_MSIX);
+	if (ret < 0) {
+		dev_err(&pdev->dev, "no MSI-X (%d)\n", ret);
+		goto err;
+	}
+	ret = request_irq(pci_irq_vector(pdev, VBUS_PCI_MSIX_HC),
+			  vbus_pci_hc_irq, 0, "vbus-hc", b);
+	if (ret)
+		goto err;
+	b->irq_hc = pci_irq_vector(pdev, VBUS_PCI_MSIX_HC);
+
+	ret = vbus_pci_negotiate(b);
+	if (ret) {
+		dev_err(&pdev->dev, "NEGOTIATE failed: %d\n", ret);
+		if (ret > 0)
+			ret = -EPROTO;
+		goto err;
+	}
+
+	b->wq = alloc_ordered_workqueue("vbus-pci-%s", 0, pci_name(pdev));
+	if (!b->wq) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = vbus_pci_eventq_setup(b);
+	if (ret)
+		goto err;
+	ret = request_irq(pci_irq_vector(pdev, VBUS_PCI_MSIX_EVENTQ),
+			  vbus_pci_eventq_irq, 0, "vbus-eventq", b);
+	if (ret)
+		goto err;
+	b->irq_eventq = pci_irq_vector(pdev, VBUS_PCI_MSIX_EVENTQ);
+	vbus_pci_debugfs_add(b);
+
+	pci_set_drvdata(pdev, b);
+	ret = vbus_pci_eventq_register(b);
+	if (ret) {
+		dev_err(&pdev->dev, "BUSREG failed: %d\n", ret);
+		if (ret > 0)
+			ret = -EPROTO;
+		goto err_drvdata;
+	}
+
+	dev_info(&pdev->dev,
+		 "vbus bridge: ABI %u, host peer %u, eventq %u entries\n",
+		 VBUS_PCI_ABI_VERSION, b->host_peer, VBUS_PCI_EVENTQ_COUNT);
+	return 0;
+
+err_drvdata:
+	/* DEVADDs may have been queued: discard them */
+	vbus_pci_devices_remove_all(b);
+	pci_set_drvdata(pdev, NULL);
+err:
+	vbus_pci_teardown(b);
+	return ret;
+}
+
+static void vbus_pci_remove(struct pci_dev *pdev)
+{
+	struct vbus_pci_bridge *b = pci_get_drvdata(pdev);
+
+	/* drivers' remove, DEVCLOSE; events (SHMSIGNAL) still flow */
+	vbus_pci_devices_remove_all(b);
+	/* the host stops writing the eventq before we free it */
+	vbus_pci_eventq_detach(b);
+	vbus_pci_teardown(b);
+	pci_set_drvdata(pdev, NULL);
+	dev_info(&pdev->dev, "vbus bridge removed\n");
+}
+
+static const struct pci_device_id vbus_pci_tbl[] = {
+	{ PCI_DEVICE(VBUS_PCI_IVSHMEM_VENDOR, VBUS_PCI_IVSHMEM_DEVICE) },
+	{ 0 },
+};
+MODULE_DEVICE_TABLE(pci, vbus_pci_tbl);
+
+static struct pci_driver vbus_pci_driver = {
+	.name = VBUS_PCI_DRV_NAME,
+	.id_table = vbus_pci_tbl,
+	.probe = vbus_pci_probe,
+	.remove = vbus_pci_remove,
+	.dev_groups = vbus_pci_groups,
+};
+
+static int __init vbus_pci_init(void)
+{
+	int ret;
+
+	ret = vbus_pci_signal_module_init();
+	if (ret)
+		return ret;
+	vbus_pci_debugfs_init();
+	ret = pci_register_driver(&vbus_pci_driver);
+	if (ret) {
+		vbus_pci_debugfs_exit();
+		vbus_pci_signal_module_exit();
+	}
+	return ret;
+}
+
+static void __exit vbus_pci_exit(void)
+{
+	pci_unregister_driver(&vbus_pci_driver);
+	vbus_pci_debugfs_exit();
+	vbus_pci_signal_module_exit();
+}
+
+module_init(vbus_pci_init);
+module_exit(vbus_pci_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("vbus: pci-to-vbus bridge over ivshmem-doorbell");
+MODULE_AUTHOR("vbus developers");

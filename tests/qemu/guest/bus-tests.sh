@@ -1,0 +1,324 @@
+# shellcheck shell=dash
+# Guest side of the bus tests (tests/qemu/run-bus-tests.sh); runs as
+# /test/run.sh under busybox sh. Loads vbus_core, vbus_proxy,
+# vbus_pcibridge and vbus_testdev and checks the bus end to end against
+# vbus-hostd's "vbus-test" devices.
+#
+# Knobs from /test/config.sh (written by the host script):
+#   VBT_ROLE      main   : the full test (below)
+#                 victim : load, check its own devices, run a little traffic,
+#                          then ask the host to kill this QEMU
+#                 rejoin : load, check its devices, traffic, done
+#   VBT_DEVS      ids this guest's bus has at boot, e.g. "1 2"
+#   VBT_FOREIGN   ids of another guest's bus: must never appear here
+#   VBT_MSGS      descriptors of the big ring run (default 100000)
+#   VBT_CYCLES    rmmod/insmod cycles of all modules (default 10)
+#   VBT_LAT_N     samples of each latency figure (default 1000)
+#
+# Host requests: a line "VBUS-HOSTREQ <seq> <add|drop|kill|stop|cont> <id>" on the
+# console; the host script acts on each <seq> once. The guest repeats the
+# line while it waits (a console line can be garbled by kernel messages).
+
+# shellcheck source=tests/qemu/guest/lib.sh
+. /test/lib.sh
+# shellcheck disable=SC1091
+[ -f /test/config.sh ] && . /test/config.sh
+: "${VBT_ROLE:=main}"
+: "${VBT_DEVS:=1 2}"
+: "${VBT_FOREIGN:=}"
+: "${VBT_MSGS:=100000}"
+: "${VBT_CYCLES:=10}"
+: "${VBT_LAT_N:=1000}"
+
+BUS=/sys/bus/vbus-proxy/devices
+PCIDRV=/sys/bus/pci/drivers/vbus-pcibridge
+MODS="vbus_core vbus_proxy vbus_pcibridge vbus_testdev"
+REQ=0
+
+log() { echo "vbus-bus-tests: $*"; }
+
+load_all() {
+	local m
+	for m in $MODS; do
+		vt_kmod_load "$m" || { echo "insmod $m failed"; return 1; }
+	done
+}
+
+unload_all() {
+	local m
+	for m in vbus_testdev vbus_pcibridge vbus_proxy vbus_core; do
+		[ -d "/sys/module/$m" ] || continue
+		rmmod "$m" || { echo "rmmod $m failed"; return 1; }
+	done
+}
+
+# wait_dev ID [SECS]: the device is on the bus and bound to vbus-test.
+wait_dev() {
+	local n=0 max=$((${2:-20} * 10))
+	while [ "$n" -lt "$max" ]; do
+		[ -e "$BUS/$1/driver" ] && return 0
+		n=$((n + 1))
+		usleep 100000
+	done
+	echo "device $1 not bound after ${2:-20} s (present: $(ls $BUS 2>/dev/null | tr '\n' ' '))"
+	return 1
+}
+
+# wait_gone ID [SECS]
+wait_gone() {
+	local n=0 max=$((${2:-20} * 10))
+	while [ "$n" -lt "$max" ]; do
+		[ -e "$BUS/$1" ] || return 0
+		n=$((n + 1))
+		usleep 100000
+	done
+	echo "device $1 still present after ${2:-20} s"
+	return 1
+}
+
+# hostreq CMD ID COND...: ask the host, then wait (up to 30 s) until COND
+# holds, repeating the request every 5 s.
+hostreq() {
+	local cmd=$1 id=$2 t=0
+	shift 2
+	REQ=$((REQ + 1))
+	while [ "$t" -lt 6 ]; do
+		echo "VBUS-HOSTREQ $REQ $cmd $id" >/dev/console
+		"$@" 5 >/dev/null && return 0
+		t=$((t + 1))
+	done
+	echo "host request $REQ ($cmd $id) not honoured"
+	return 1
+}
+
+# hostreq_nowait CMD ID: ask the host for something the guest cannot
+# observe (stop/cont of vbus-hostd); the host polls the log 5x a second.
+hostreq_nowait() {
+	REQ=$((REQ + 1))
+	echo "VBUS-HOSTREQ $REQ $1 $2" >/dev/console
+	sleep 2
+}
+
+# run DEV ATTR ARG: write ARG to the device's trigger, print the result.
+run() {
+	local rc=0
+	echo "$3" >"$BUS/$1/$2" || rc=1
+	cat "$BUS/$1/result"
+	return $rc
+}
+
+check_type() {
+	local t i
+	t=$(cat "$BUS/$1/type") || return 1
+	i=$(cat "$BUS/$1/id") || return 1
+	[ "$t" = vbus-test ] || { echo "device $1 type '$t'"; return 1; }
+	[ "$i" = "$1" ] || { echo "device $1 id '$i'"; return 1; }
+	[ "$(basename "$(readlink "$BUS/$1/driver")")" = vbus-test ] ||
+		{ echo "device $1 not bound to vbus-test"; return 1; }
+}
+
+# only_devs "IDS": exactly these devices are on the bus.
+only_devs() {
+	local want have
+	want=$(echo "$1" | tr ' ' '\n' | grep . | sort | tr '\n' ' ')
+	have=$(ls "$BUS" | sort | tr '\n' ' ')
+	[ "$want" = "$have" ] || { echo "devices: want '$want' have '$have'"; return 1; }
+}
+
+no_foreign() {
+	local f
+	for f in $VBT_FOREIGN; do
+		[ -e "$BUS/$f" ] && { echo "device $f of another bus is visible"; return 1; }
+	done
+	return 0
+}
+
+ring_ok() {
+	local out
+	out=$(run "$1" run_ring "$2") || { echo "$out"; return 1; }
+	echo "$out"
+	case "$out" in "ok $2 msgs"*) return 0 ;; esac
+	return 1
+}
+
+bridge_bound() {
+	local d
+	for d in "$PCIDRV"/0000:*; do
+		[ -e "$d/vbus_stats" ] && return 0
+	done
+	echo "no device bound to vbus-pcibridge"
+	return 1
+}
+
+# ---- common start ----
+vt_check load-modules load_all || { vt_done; exit 0; }
+vt_check bridge-bound bridge_bound
+for d in $VBT_DEVS; do
+	vt_check "dev$d-appears" wait_dev "$d" 20 && vt_check "dev$d-type-id-bound" check_type "$d"
+done
+vt_check only-configured-devices only_devs "$VBT_DEVS"
+vt_check foreign-devices-absent no_foreign
+first=${VBT_DEVS%% *}
+
+if [ "$VBT_ROLE" != main ]; then
+	vt_check "ring-1000-dev$first" ring_ok "$first" 1000
+	if [ "$VBT_ROLE" = victim ]; then
+		# The host kills QEMU now; we never get past this.
+		while :; do
+			echo "VBUS-HOSTREQ 1 kill 0" >/dev/console
+			sleep 2
+		done
+	fi
+	vt_done
+	exit 0
+fi
+
+# ---- main ----
+vt_check call-echo run "$first" run_call 100
+
+# hot add / hot drop (the host holds the add until the other guest of
+# this run is gone: the figures below are then measured alone)
+vt_check hot-add-3 hostreq add 3 wait_dev 3
+vt_check hot-added-3-type check_type 3
+vt_check hot-added-3-ring ring_ok 3 1000
+vt_check hot-drop-3 hostreq drop 3 wait_gone 3
+
+if out=$(ring_ok "$first" "$VBT_MSGS"); then
+	log "RING $out"
+	vt_pass "ring-$VBT_MSGS-verified"
+else
+	vt_fail "ring-$VBT_MSGS-verified" "$out"
+fi
+cat "$PCIDRV"/*/vbus_stats | sed 's/^/  bridge: /'
+
+if out=$(run "$first" run_hc_lat "$VBT_LAT_N"); then
+	log "HC-LATENCY $out"
+	vt_pass hypercall-latency
+else
+	vt_fail hypercall-latency "$out"
+fi
+if out=$(run "$first" run_irq_lat "$VBT_LAT_N"); then
+	log "EVENT-LATENCY $out"
+	vt_pass event-latency
+else
+	vt_fail event-latency "$out"
+fi
+
+# close + reopen: unbinding the driver closes the device, binding opens it
+vt_check close-reopen sh -c "rmmod vbus_testdev && insmod $VT_KMOD_DIR/vbus_testdev.ko"
+for d in $VBT_DEVS; do
+	vt_check "dev$d-rebound" wait_dev "$d" 20
+done
+vt_check ring-after-reopen ring_ok "$first" 1000
+
+# DEVDROP while traffic flows on that device
+second=$(echo "$VBT_DEVS" | awk '{ print $2 }')
+if [ -n "$second" ]; then
+	( echo 5000000 >"$BUS/$second/run_ring" ) 2>/dev/null &
+	bg=$!
+	sleep 1
+	vt_check "drop-dev$second-under-traffic" hostreq drop "$second" wait_gone "$second"
+	wait "$bg" && log "busy run_ring ended with success (?)"
+	vt_check "other-dev-survives" ring_ok "$first" 1000
+	vt_check "re-add-dev$second" hostreq add "$second" wait_dev "$second"
+	vt_check "re-added-dev$second-ring" ring_ok "$second" 1000
+fi
+cat "$PCIDRV"/*/vbus_stats | sed 's/^/  bridge: /'
+
+# ---- what a broken host could send (bridge fault injection) ----
+bstat() { awk -v k="$1" '$1 == k { print $2 }' "$PCIDRV"/*/vbus_stats; }
+inject() { echo "$*" >"$(echo /sys/kernel/debug/vbus-pcibridge/*/inject_event)"; }
+garbage() {
+	local bad0 bad1 t
+	bad0=$(bstat ev_bad)
+	inject raw 99 || return 1
+	inject raw 4294967295 || return 1
+	inject shmsignal 123456789 || return 1
+	inject shmsignal 0 || return 1
+	inject shmclose 987654321 || return 1
+	inject devdrop 4242 || return 1
+	sleep 1
+	inject devadd "$first" vbus-test || return 1	# duplicate id
+	inject devadd 60 - || return 1			# empty type
+	inject devadd-unterm 50 || return 1		# 128 bytes, no NUL
+	inject devadd 51 vbus-test || return 1		# host does not know it
+	sleep 2
+	bad1=$(bstat ev_bad)
+	[ $((bad1 - bad0)) -ge 6 ] || { echo "ev_bad $bad0 -> $bad1"; return 1; }
+	[ ! -e "$BUS/60" ] || { echo "device with empty type registered"; return 1; }
+	t=$(cat "$BUS/50/type") || { echo "unterminated DEVADD not registered"; return 1; }
+	[ "${#t}" = 127 ] || { echo "type of 50 has ${#t} bytes"; return 1; }
+	[ ! -e "$BUS/50/driver" ] || { echo "50 bound"; return 1; }
+	if [ ! -e "$BUS/51" ] || [ -e "$BUS/51/driver" ]; then
+		echo "51: want present and unbound (its open must fail)"
+		return 1
+	fi
+	inject devdrop 50 || return 1
+	inject devdrop 51 || return 1
+	wait_gone 50 10 && wait_gone 51 10 || return 1
+	only_devs "$VBT_DEVS" || return 1
+	ring_ok "$first" 1000
+}
+vt_check host-garbage-survived garbage
+
+# a hypercall that never completes: vbus-hostd is stopped (SIGSTOP)
+P=/sys/module/vbus_pcibridge/parameters/hc_timeout_ms
+hc_timeout() {
+	local r0 out
+	r0=$(bstat hc_timeouts)
+	echo 1000 >$P
+	hostreq_nowait stop 0
+	out=$(run "$first" run_call 1) && { echo "call succeeded with the host stopped: $out"; return 1; }
+	case "$out" in *"-110"*) ;; *) echo "want -ETIMEDOUT: $out"; return 1 ;; esac
+	hostreq_nowait cont 0
+	echo 5000 >$P
+	[ "$(bstat hc_timeouts)" -gt "$r0" ] || { echo "no timeout counted"; return 1; }
+	run "$first" run_call 10 || return 1
+	ring_ok "$first" 1000
+}
+vt_check hypercall-timeout-survived hc_timeout
+echo 5000 >$P
+
+# unbind/bind the bridge with devices present and a driver bound
+rebind() {
+	local pci
+	pci=$(basename "$(echo "$PCIDRV"/0000:*)")
+	echo "$pci" >"$PCIDRV/unbind" || return 1
+	[ -z "$(ls "$BUS")" ] || { echo "devices left after unbind: $(ls "$BUS")"; return 1; }
+	echo "$pci" >"$PCIDRV/bind" || return 1
+	for d in $VBT_DEVS; do
+		wait_dev "$d" 20 || return 1
+	done
+	ring_ok "$first" 1000
+}
+vt_check bridge-unbind-bind rebind
+
+# the bridge goes first, its devices still bound to vbus-test
+vt_check rmmod-bridge-first sh -c "rmmod vbus_pcibridge && [ -z \"\$(ls $BUS)\" ] && rmmod vbus_testdev"
+
+# unload/reload everything; slab must not grow
+cycle() {
+	unload_all || return 1
+	[ ! -d /sys/bus/vbus-proxy ] || { echo "vbus-proxy bus still there"; return 1; }
+	load_all || return 1
+	for d in $VBT_DEVS; do
+		wait_dev "$d" 20 || return 1
+	done
+	ring_ok "$first" 200 >/dev/null || { echo "ring after reload failed"; return 1; }
+}
+vt_check reload-warmup cycle
+vt_slab_snapshot /tmp/slab0
+i=0
+bad=
+while [ "$i" -lt "$VBT_CYCLES" ]; do
+	out=$(cycle 2>&1) || { bad="cycle $i: $out"; break; }
+	i=$((i + 1))
+done
+if [ -z "$bad" ]; then vt_pass "rmmod-insmod-x$VBT_CYCLES"; else vt_fail "rmmod-insmod-x$VBT_CYCLES" "$bad"; fi
+vt_slab_snapshot /tmp/slab1
+vt_check "slab-stable-after-$VBT_CYCLES-cycles" vt_slab_compare /tmp/slab0 /tmp/slab1 16
+# every unload got BUSREG detach answered: no eventq memory was leaked
+vt_check eventq-detached-on-unload sh -c '! dmesg | grep "did not detach"'
+
+vt_check final-unload unload_all
+vt_done
