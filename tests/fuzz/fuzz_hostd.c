@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * libFuzzer target over vbus-hostd's guest-facing entry points: hypercall
+ * dispatch (the BAR2 mailbox and structs in a fuzzed guest memory image),
+ * ring consumption (vbus-test rings and the eventq, with descriptors and
+ * indexes the fuzzer writes) and sigpending processing.
+ *
+ * The input is a program for a hostile guest: a sequence of operations,
+ * each an opcode byte and its operands. Raw operations write anything
+ * anywhere in guest RAM or the mailbox; "helper" operations build
+ * well-formed requests (a formatted ring, a NEGOTIATE, a DEVSHM naming a
+ * ring the input formatted earlier) so the fuzzer gets deep quickly and
+ * then corrupts from there. Every iteration starts from a fresh bus.
+ *
+ * Built with -fsanitize=fuzzer,address,undefined by tests/fuzz (clang), and
+ * also as a plain replay program (replay.c) that runs the corpus as a
+ * regression test in any build.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "hostd.h"
+
+#define RAM_LOW		(64u << 10)
+#define RAM_HIGH	(64u << 10)
+#define HIGH_GPA	(4ull << 30)
+#define SCRATCH		0x100ull	/* default hypercall argument gpa */
+#define NRINGS		4
+
+struct in {
+	const uint8_t *p;
+	size_t n;
+};
+
+static uint8_t u8(struct in *in)
+{
+	if (!in->n)
+		return 0;
+	in->n--;
+	return *in->p++;
+}
+
+static uint16_t u16(struct in *in)
+{
+	return (uint16_t)(u8(in) | (u8(in) << 8));
+}
+
+static uint32_t u32(struct in *in)
+{
+	return (uint32_t)u16(in) | ((uint32_t)u16(in) << 16);
+}
+
+static uint64_t u64(struct in *in)
+{
+	return (uint64_t)u32(in) | ((uint64_t)u32(in) << 32);
+}
+
+/* A guest-physical address: mostly in or near RAM, sometimes anything. */
+static uint64_t gpa(struct in *in)
+{
+	uint8_t sel = u8(in);
+
+	switch (sel & 3) {
+	case 0:
+	case 1:
+		return u16(in) & ~7u;			/* low block, aligned */
+	case 2:
+		return HIGH_GPA + (u16(in) & ~7u);	/* high block */
+	default:
+		return sel & 4 ? u64(in) : (uint64_t)u32(in);
+	}
+}
+
+static struct hostd_guest G;
+static bool ready;
+static struct {
+	uint64_t gpa;
+	uint32_t count;
+} rings[NRINGS];
+static uint64_t handles[4];
+static uint32_t seq;
+
+static void *ptr(uint64_t a, uint64_t len)
+{
+	return hostd_gpa(&G, a, len);
+}
+
+static void add_dev(const char *spec)
+{
+	struct hostd_dev_cfg dc;
+	char err[128];
+
+	if (!hostd_parse_dev_spec(spec, false, &dc, err, sizeof(err))) {
+		hostd_dev_add(&G, &dc, err, sizeof(err));
+		hostd_dev_cfg_free(&dc);
+	}
+}
+
+static void setup_once(void)
+{
+	struct hostd_guest_cfg cfg = { .name = "fuzz", .size = RAM_LOW + RAM_HIGH };
+	int fd = memfd_create("fuzz-ram", MFD_CLOEXEC);
+
+	if (fd < 0 || hostd_guest_init(&G, &cfg, fd))
+		abort();
+	hostd_mem_layout(&G.mem, cfg.size, RAM_LOW);
+	ready = true;
+}
+
+static void reset(void)
+{
+	hostd_guest_conn_teardown(&G);
+	hostd_dev_free_all(&G);
+	memset(G.mem.base, 0, G.mem.size);
+	G.hypercalls = G.hc_errors = G.doorbells = G.sig_unknown = 0;
+	G.bus_faults = G.evq.posted = G.evq.backlogged = G.evq.dropped = 0;
+	if (hostd_guest_conn_setup(&G))
+		abort();
+	add_dev("type=vbus-test,id=1");
+	add_dev("type=vbus-test,id=2");
+	memset(rings, 0, sizeof(rings));
+	memset(handles, 0, sizeof(handles));
+	seq = 0;
+}
+
+static void pump(void)
+{
+	int i;
+
+	/* bounded: the daemon must go idle; if it does not, that is a bug */
+	for (i = 0; i < 64; i++) {
+		hostd_guest_poll(&G, 0);
+		if (!G.defer_pending)
+			return;
+	}
+	abort();
+}
+
+static int hypercall(uint32_t vector, uint32_t len, uint64_t datap)
+{
+	VBUS_WRITE(G.shm->hc.vector, vector);
+	VBUS_WRITE(G.shm->hc.len, len);
+	VBUS_WRITE(G.shm->hc.datap, datap);
+	vbus_wmb();
+	if (!++seq)
+		seq = 1;
+	VBUS_WRITE(G.shm->hc_seq, seq);
+	hostd_hc_doorbell(&G);
+	pump();
+	return VBUS_READ(G.shm->hc_result);
+}
+
+/* A struct at SCRATCH (or at a fuzzed gpa) and its hypercall. */
+static int hc_struct(struct in *in, uint32_t vector, void *s, uint32_t len)
+{
+	uint64_t at = (u8(in) & 7) ? SCRATCH : gpa(in);
+	void *p = ptr(at, len);
+	int ret;
+
+	if (p)
+		memcpy(p, s, len);
+	ret = hypercall(vector, len, at);
+	if (p && vector == VBUS_PCI_HC_DEVOPEN && ret == 0)
+		memcpy(s, p, len);
+	return ret;
+}
+
+static void op_format_ring(struct in *in)
+{
+	unsigned int k = u8(in) % NRINGS;
+	uint8_t c = u8(in);
+	uint32_t count = 1u << (c % 7);	/* 1 .. 64 */
+	uint64_t at = gpa(in);
+	struct ioq_ring_head *h = ptr(at, IOQ_HEAD_DESC_SIZE(count));
+
+	if (!h || (at & 7))
+		return;
+	ioq_ring_format(h, count);
+	/* the guest wants notifications, unless told otherwise */
+	if (!(c & 0x80))
+		h->signal.irq[shm_locality_north].enabled = 1;
+	rings[k].gpa = at;
+	rings[k].count = count;
+}
+
+/* North posts one descriptor on ring k, raw (like a guest would). */
+static void op_post(struct in *in)
+{
+	unsigned int k = u8(in) % NRINGS;
+	uint8_t how = u8(in);
+	struct ioq_ring_head *h;
+	struct ioq_ring_desc *d;
+	uint32_t tail;
+
+	if (!rings[k].count)
+		return;
+	h = ptr(rings[k].gpa, IOQ_HEAD_DESC_SIZE(rings[k].count));
+	if (!h)
+		return;
+	tail = h->idx[ioq_idxtype_valid].tail;
+	d = &h->ring[tail & (rings[k].count - 1)];
+	d->cookie = tail;
+	d->ptr = (how & 1) ? gpa(in) : 0x8000 + (uint64_t)(u8(in)) * 64;
+	d->len = (how & 2) ? u64(in) : (uint64_t)(u8(in) + 1);
+	if (k == 0 && (how & 4))
+		d->len = sizeof(struct vbus_pci_event);
+	d->valid = 1;
+	d->sown = (how & 8) ? u8(in) : 1;
+	h->idx[ioq_idxtype_valid].tail = tail + 1;
+	h->idx[ioq_idxtype_inuse].tail = tail + 1;
+	if (!(how & 16))
+		h->signal.irq[shm_locality_south].dirty = 1;
+}
+
+/* North reaps what the host handed back on ring k. */
+static void op_reap(struct in *in)
+{
+	unsigned int k = u8(in) % NRINGS;
+	struct ioq_ring_head *h;
+	uint32_t n = 0;
+
+	if (!rings[k].count)
+		return;
+	h = ptr(rings[k].gpa, IOQ_HEAD_DESC_SIZE(rings[k].count));
+	if (!h)
+		return;
+	while (n++ < rings[k].count &&
+	       h->idx[ioq_idxtype_inuse].head != h->idx[ioq_idxtype_valid].head &&
+	       !h->ring[h->idx[ioq_idxtype_inuse].head & (rings[k].count - 1)].sown)
+		h->idx[ioq_idxtype_inuse].head++;
+	h->signal.irq[shm_locality_north].pending = 0;
+}
+
+static void op_signal(struct in *in)
+{
+	uint8_t w = u8(in);
+	uint64_t bits;
+
+	switch (w & 3) {
+	case 0:		/* one handle */
+		bits = 1ull << (u8(in) % 64);
+		w = (uint8_t)(u8(in) % 4);
+		break;
+	case 1:		/* the eventq */
+		bits = 1;
+		w = 0;
+		break;
+	default:	/* garbage */
+		bits = u64(in);
+		w = (uint8_t)((w >> 2) % (VBUS_PCI_MAX_SIGNALS / 64));
+		break;
+	}
+	__atomic_fetch_or(&G.shm->sigpending[w], bits, __ATOMIC_SEQ_CST);
+	hostd_sig_doorbell(&G);
+	pump();
+}
+
+static void op_hc(struct in *in)
+{
+	uint8_t v = u8(in);
+
+	switch (v % 8) {
+	case 0: {
+		struct vbus_pci_negotiate n = { VBUS_PCI_ABI_MAGIC, VBUS_PCI_HC_VERSION, 0 };
+
+		if (v & 8)
+			n.magic = u32(in);
+		if (v & 16)
+			n.version = u32(in);
+		hc_struct(in, VBUS_PCI_HC_NEGOTIATE, &n, sizeof(n));
+		break;
+	}
+	case 1: {
+		struct vbus_pci_busreg b = { .count = 1 };
+		unsigned int k = u8(in) % NRINGS;
+
+		b.eventq[0].count = rings[k].count;
+		b.eventq[0].ring = rings[k].gpa;
+		b.eventq[0].data = 0x8000;
+		if (v & 8)
+			b.count = u8(in) % 3;
+		if (v & 16)
+			b.eventq[0].count = u32(in);
+		if (v & 32)
+			b.eventq[0].ring = gpa(in);
+		if (v & 64)
+			b.eventq[0].data = gpa(in);
+		hc_struct(in, VBUS_PCI_HC_BUSREG, &b, sizeof(b));
+		break;
+	}
+	case 2: {
+		struct vbus_pci_deviceopen o = { .devid = 1 + u8(in) % 3,
+						 .version = 1 };
+		unsigned int k = u8(in) % 4;
+
+		if (v & 8)
+			o.version = u32(in);
+		if (hc_struct(in, VBUS_PCI_HC_DEVOPEN, &o, sizeof(o)) == 0)
+			handles[k] = o.handle;
+		break;
+	}
+	case 3: {
+		__u64 h = (v & 8) ? u64(in) : handles[u8(in) % 4];
+
+		hc_struct(in, VBUS_PCI_HC_DEVCLOSE, &h, sizeof(h));
+		break;
+	}
+	case 4: {
+		struct vbus_pci_devicecall c = { .devh = handles[u8(in) % 4] };
+
+		c.func = u8(in) % 3;
+		c.len = u8(in);
+		c.datap = (v & 8) ? gpa(in) : 0x4000;
+		if (v & 16)
+			c.len = u32(in);
+		if (v & 32)
+			c.devh = u64(in);
+		hc_struct(in, VBUS_PCI_HC_DEVCALL, &c, sizeof(c));
+		break;
+	}
+	case 5: {
+		struct vbus_pci_deviceshm s = { .devh = handles[u8(in) % 4] };
+		unsigned int k = u8(in) % NRINGS;
+
+		s.id = u8(in) % 2;
+		s.datap = rings[k].gpa;
+		s.len = (__u32)IOQ_HEAD_DESC_SIZE(rings[k].count);
+		s.signal.offset = offsetof(struct ioq_ring_head, signal);
+		s.signal.cookie = u8(in);
+		if (v & 8)
+			s.len = u32(in);
+		if (v & 16)
+			s.signal.offset = u32(in);
+		if (v & 32)
+			s.datap = gpa(in);
+		if (v & 64)
+			s.devh = u64(in);
+		hc_struct(in, VBUS_PCI_HC_DEVSHM, &s, sizeof(s));
+		break;
+	}
+	default:
+		/* a raw mailbox */
+		hypercall(u32(in), u32(in), gpa(in));
+		break;
+	}
+}
+
+static void op_write(struct in *in)
+{
+	uint64_t at = gpa(in);
+	uint8_t len = u8(in);
+	uint8_t *p = ptr(at, len ? len : 1);
+	unsigned int i;
+
+	for (i = 0; i < len; i++) {
+		uint8_t b = u8(in);
+
+		if (p)
+			p[i] = b;
+	}
+}
+
+static void op_mailbox(struct in *in)
+{
+	/* garbage anywhere in BAR2 but line 0 (which the guest cannot make
+	 * the host re-read anyway) */
+	uint16_t off = (uint16_t)(64 + u16(in) % (VBUS_PCI_SHM_SIZE - 64 - 8));
+
+	memcpy((char *)G.shm + off, &(uint64_t){ u64(in) }, 8);
+	if (u8(in) & 1) {
+		hostd_hc_doorbell(&G);
+		pump();
+	}
+}
+
+static void op_ctl(struct in *in)
+{
+	char spec[64];
+	uint8_t b = u8(in);
+
+	if (b & 1) {
+		snprintf(spec, sizeof(spec), "type=vbus-test,id=%u", 1 + b % 5);
+		add_dev(spec);
+	} else {
+		hostd_dev_drop(&G, 1 + (uint32_t)(b >> 1) % 5);
+	}
+	pump();
+}
+
+/* For replay -v: what the last input did. */
+void fuzz_hostd_report(FILE *f)
+{
+	struct hostd_buf b = { 0 };
+
+	hostd_ctl_exec("stats fuzz", (struct hostd_guest *[]){ &G }, 1, &b);
+	fprintf(f, "%s", b.s ? b.s : "");
+	hostd_buf_free(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct in in = { data, size };
+	unsigned int ops = 0;
+
+	if (!ready)
+		setup_once();
+	reset();
+	while (in.n && ops++ < 256) {
+		switch (u8(&in) % 11) {
+		case 0: op_write(&in); break;
+		case 1: op_format_ring(&in); break;
+		case 2: op_post(&in); break;
+		case 3: op_reap(&in); break;
+		case 4: op_signal(&in); break;
+		case 5: op_mailbox(&in); break;
+		case 6: op_ctl(&in); break;
+		case 7: pump(); break;
+		case 8:		/* QEMU restarts */
+			hostd_guest_conn_teardown(&G);
+			if (hostd_guest_conn_setup(&G))
+				abort();
+			seq = 0;
+			break;
+		default: op_hc(&in); break;
+		}
+	}
+	return 0;
+}

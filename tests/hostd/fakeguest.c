@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* The synthetic guest of the host-side tests (see fakeguest.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "fakeguest.h"
+
+static void die(const char *what)
+{
+	fprintf(stderr, "fakeguest: %s\n", what);
+	abort();
+}
+
+void *fg_ptr(struct fg *f, __u64 gpa, __u64 len)
+{
+	void *p = hostd_gpa(&f->g, gpa, len);
+
+	if (!p)
+		die("fg_ptr outside RAM");
+	return p;
+}
+
+__u64 fg_alloc(struct fg *f, __u64 size)
+{
+	__u64 gpa = (f->brk + 63) & ~63ull;
+
+	if (gpa + size > FG_LOW)
+		die("fg_alloc: out of low memory");
+	f->brk = gpa + size;
+	memset(fg_ptr(f, gpa, size), 0, size);
+	return gpa;
+}
+
+void fg_init(struct fg *f, const char *name)
+{
+	struct hostd_guest_cfg cfg;
+	int fd;
+
+	memset(f, 0, sizeof(*f));
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(cfg.name, sizeof(cfg.name), "%s", name);
+	cfg.size = FG_LOW + FG_HIGH;
+	cfg.machine = HOSTD_MACHINE_Q35;
+	fd = memfd_create("fg-ram", MFD_CLOEXEC);
+	if (fd < 0)
+		die("memfd");
+	if (hostd_guest_init(&f->g, &cfg, fd))
+		die("hostd_guest_init");
+	/* QEMU's rule would put 512K all below 4G: make a hole to test */
+	hostd_mem_layout(&f->g.mem, cfg.size, FG_LOW);
+	if (hostd_guest_conn_setup(&f->g))
+		die("conn_setup");
+	f->brk = 0x1000;
+	f->scratch = fg_alloc(f, 4096);
+}
+
+void fg_fini(struct fg *f)
+{
+	if (f->evq_live) {
+		f->evq_live = false;
+		ioq_put(&f->evq);
+	}
+	hostd_guest_fini(&f->g);
+}
+
+void fg_pump(struct fg *f)
+{
+	int i;
+
+	for (i = 0; i < 10000; i++) {
+		int n = hostd_guest_poll(&f->g, 0);
+
+		if (n <= 0 && !f->g.defer_pending)
+			return;
+	}
+	die("fg_pump: the guest's loop never went idle");
+}
+
+__u64 fg_msix(struct fg *f, unsigned int v)
+{
+	__u64 val = 0;
+
+	if (f->g.msix_fd[v] < 0 || read(f->g.msix_fd[v], &val, sizeof(val)) != sizeof(val))
+		return 0;
+	return val;
+}
+
+int fg_hc_raw(struct fg *f, __u32 vector, __u32 len, __u64 datap)
+{
+	struct vbus_pci_shm *shm = f->g.shm;
+	__u64 one = 1;
+
+	VBUS_WRITE(shm->hc.vector, vector);
+	VBUS_WRITE(shm->hc.len, len);
+	VBUS_WRITE(shm->hc.datap, datap);
+	/* the request before its number; pairs with the host's rmb */
+	vbus_wmb();
+	/* a guest starts from the hc_done it finds (docs/transport.md) */
+	if (!f->seq)
+		f->seq = VBUS_READ(shm->hc_done);
+	VBUS_WRITE(shm->hc_seq, ++f->seq);
+	if (write(f->g.db_fd[VBUS_PCI_DB_HC], &one, sizeof(one)) != sizeof(one))
+		die("doorbell");
+	fg_pump(f);
+	if (VBUS_READ(shm->hc_done) != f->seq)
+		return -ETIMEDOUT;
+	/* hc_done before the result; pairs with the host's wmb */
+	vbus_rmb();
+	return VBUS_READ(shm->hc_result);
+}
+
+int fg_hc(struct fg *f, __u32 vector, void *data, __u32 len)
+{
+	int ret;
+
+	if (len > 4096)
+		die("fg_hc: too long");
+	memcpy(fg_ptr(f, f->scratch, 4096), data, len);
+	ret = fg_hc_raw(f, vector, len, f->scratch);
+	memcpy(data, fg_ptr(f, f->scratch, 4096), len);
+	return ret;
+}
+
+void fg_signal(struct fg *f, __u32 h)
+{
+	__u64 one = 1;
+
+	__atomic_fetch_or(&f->g.shm->sigpending[h / 64], 1ull << (h % 64),
+			  __ATOMIC_SEQ_CST);
+	if (write(f->g.db_fd[VBUS_PCI_DB_SIGNAL], &one, sizeof(one)) != sizeof(one))
+		die("doorbell");
+	fg_pump(f);
+}
+
+int fg_negotiate(struct fg *f)
+{
+	struct vbus_pci_negotiate n = {
+		.magic = VBUS_PCI_ABI_MAGIC,
+		.version = VBUS_PCI_HC_VERSION,
+		.capabilities = ~0ull,
+	};
+	int ret = fg_hc(f, VBUS_PCI_HC_NEGOTIATE, &n, sizeof(n));
+
+	if (!ret && n.capabilities)
+		return -EPROTO;
+	return ret;
+}
+
+static struct fg *evq_fg(struct shm_signal *s)
+{
+	return hostd_container_of(s, struct fg, evq_sig);
+}
+
+static int evq_inject(struct shm_signal *s)
+{
+	fg_signal(evq_fg(s), VBUS_PCI_EVENTQ_HANDLE);
+	return 0;
+}
+
+static const struct shm_signal_ops evq_ops = { .inject = evq_inject };
+
+int fg_busreg(struct fg *f, __u32 count, __u32 posted)
+{
+	struct vbus_pci_busreg br;
+	struct ioq_ring_head *head;
+	struct ioq_iterator it;
+	__u32 i;
+
+	if (f->evq_live) {
+		f->evq_live = false;
+		ioq_put(&f->evq);
+	}
+	f->evq_count = count;
+	f->evq_gpa = fg_alloc(f, IOQ_HEAD_DESC_SIZE(count));
+	f->evq_data = fg_alloc(f, (__u64)count * sizeof(struct vbus_pci_event));
+	head = fg_ptr(f, f->evq_gpa, IOQ_HEAD_DESC_SIZE(count));
+	if (ioq_ring_format(head, count))
+		die("format");
+	shm_signal_init(&f->evq_sig, shm_locality_north, &evq_ops, &head->signal);
+	if (ioq_init(&f->evq, NULL, ioq_locality_north, head, &f->evq_sig, count))
+		die("ioq_init");
+	f->evq_live = true;
+	if (ioq_iter_init(&f->evq, &it, ioq_idxtype_both, 0) ||
+	    ioq_iter_seek(&it, ioq_seek_tail, 0, 0))
+		die("iter");
+	for (i = 0; i < posted; i++) {
+		it.desc->cookie = i;
+		it.desc->ptr = f->evq_data + i * sizeof(struct vbus_pci_event);
+		it.desc->len = sizeof(struct vbus_pci_event);
+		it.desc->valid = 1;
+		if (ioq_iter_push(&it, 0))
+			die("push");
+	}
+	ioq_notify_enable(&f->evq, 0);
+
+	memset(&br, 0, sizeof(br));
+	br.count = 1;
+	br.eventq[0].count = count;
+	br.eventq[0].ring = f->evq_gpa;
+	br.eventq[0].data = f->evq_data;
+	return fg_hc(f, VBUS_PCI_HC_BUSREG, &br, sizeof(br));
+}
+
+unsigned int fg_events(struct fg *f, struct vbus_pci_event *out,
+		       unsigned int max, bool repost)
+{
+	struct ioq_iterator it, post;
+	unsigned int n = 0;
+
+	if (!f->evq_live)
+		return 0;
+	if (ioq_iter_init(&f->evq, &it, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER) ||
+	    ioq_iter_seek(&it, ioq_seek_head, 0, 0) ||
+	    ioq_iter_init(&f->evq, &post, ioq_idxtype_both, 0))
+		die("iter");
+	while (n < max && ioq_iter_owned(&it)) {
+		__u64 ptr = it.desc->ptr, cookie = it.desc->cookie;
+
+		memcpy(&out[n++], fg_ptr(f, ptr, sizeof(*out)), sizeof(*out));
+		if (ioq_iter_pop(&it, 0))
+			die("reap pop");
+		if (repost) {
+			if (ioq_iter_seek(&post, ioq_seek_tail, 0, 0))
+				die("seek");
+			post.desc->cookie = cookie;
+			post.desc->ptr = ptr;
+			post.desc->len = sizeof(struct vbus_pci_event);
+			post.desc->valid = 1;
+			if (ioq_iter_push(&post, 0))
+				die("repost");
+		}
+	}
+	f->events_seen += n;
+	if (repost && n)
+		ioq_signal(&f->evq, 0);
+	return n;
+}
+
+__u64 fg_devopen(struct fg *f, __u32 id, __u32 version, int *ret)
+{
+	struct vbus_pci_deviceopen o = { .devid = id, .version = version };
+
+	*ret = fg_hc(f, VBUS_PCI_HC_DEVOPEN, &o, sizeof(o));
+	return o.handle;
+}
+
+int fg_devcall(struct fg *f, __u64 h, __u32 func, void *buf, __u32 len)
+{
+	struct vbus_pci_devicecall c = { .devh = h, .func = func, .len = len };
+	__u64 gpa = 0;
+	int ret;
+
+	if (len) {
+		gpa = fg_alloc(f, len);
+		memcpy(fg_ptr(f, gpa, len), buf, len);
+	}
+	c.datap = gpa;
+	ret = fg_hc(f, VBUS_PCI_HC_DEVCALL, &c, sizeof(c));
+	if (len)
+		memcpy(buf, fg_ptr(f, gpa, len), len);
+	return ret;
+}
+
+static int ring_inject(struct shm_signal *s)
+{
+	struct fg_ring *r = hostd_container_of(s, struct fg_ring, sig);
+
+	fg_signal(r->fg, r->handle);
+	return 0;
+}
+
+static const struct shm_signal_ops ring_ops = { .inject = ring_inject };
+
+int fg_ring_open(struct fg *f, struct fg_ring *r, __u64 h, __u32 id,
+		 __u32 count, __u64 cookie)
+{
+	struct vbus_pci_deviceshm s;
+	struct ioq_ring_head *head;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->fg = f;
+	r->count = count;
+	r->gpa = fg_alloc(f, IOQ_HEAD_DESC_SIZE(count));
+	head = fg_ptr(f, r->gpa, IOQ_HEAD_DESC_SIZE(count));
+	if (ioq_ring_format(head, count))
+		die("format");
+	shm_signal_init(&r->sig, shm_locality_north, &ring_ops, &head->signal);
+	if (ioq_init(&r->ioq, NULL, ioq_locality_north, head, &r->sig, count))
+		die("ioq_init");
+	r->live = true;
+	ioq_notify_enable(&r->ioq, 0);
+
+	memset(&s, 0, sizeof(s));
+	s.devh = h;
+	s.id = id;
+	s.len = (__u32)IOQ_HEAD_DESC_SIZE(count);
+	s.signal.offset = offsetof(struct ioq_ring_head, signal);
+	s.signal.cookie = cookie;
+	s.datap = r->gpa;
+	ret = fg_hc(f, VBUS_PCI_HC_DEVSHM, &s, sizeof(s));
+	if (ret > 0)
+		r->handle = (__u32)ret;
+	return ret;
+}
+
+void fg_ring_close(struct fg_ring *r)
+{
+	if (r->live) {
+		r->live = false;
+		ioq_put(&r->ioq);
+	}
+}
+
+int fg_ring_post(struct fg_ring *r, __u64 gpa, __u64 len, bool sig)
+{
+	struct ioq_iterator it;
+
+	if (ioq_iter_init(&r->ioq, &it, ioq_idxtype_both,
+			  sig ? IOQ_ITER_AUTOUPDATE : 0) ||
+	    ioq_iter_seek(&it, ioq_seek_tail, 0, 0))
+		return -EINVAL;
+	it.desc->ptr = gpa;
+	it.desc->len = len;
+	it.desc->valid = 1;
+	return ioq_iter_push(&it, 0);
+}
+
+unsigned int fg_ring_reap(struct fg_ring *r)
+{
+	struct ioq_iterator it;
+	unsigned int n = 0;
+
+	if (ioq_iter_init(&r->ioq, &it, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER) ||
+	    ioq_iter_seek(&it, ioq_seek_head, 0, 0))
+		return 0;
+	while (ioq_iter_owned(&it)) {
+		if (ioq_iter_pop(&it, 0))
+			break;
+		n++;
+	}
+	return n;
+}

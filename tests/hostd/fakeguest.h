@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * A synthetic guest for the host-side tests: a memfd as guest RAM (with a
+ * small below-4G block and an above-4G block, so the hole is cheap to
+ * test), BAR2 and the doorbell/MSI-X eventfds of a hostd_guest, and the
+ * north side of the eventq and of device rings built on core/ (the same
+ * code the guest bridge runs). No QEMU, no threads: fg_pump() runs the
+ * guest's loop until it is idle.
+ */
+#ifndef VBUS_TESTS_FAKEGUEST_H
+#define VBUS_TESTS_FAKEGUEST_H
+
+#include "hostd.h"
+
+#define FG_LOW		(1u << 20)	/* below-4G block */
+#define FG_HIGH		(256u << 10)	/* above-4G block */
+#define FG_HIGH_GPA	(4ull << 30)
+
+#define VT_VERSION	1
+#define VT_ECHO		0
+#define VT_SIGNAL	1
+#define VT_RING		0
+
+struct fg;
+
+struct fg_ring {
+	struct fg *fg;
+	__u64 gpa;
+	__u32 count;
+	struct ioq ioq;
+	struct shm_signal sig;
+	__u32 handle;		/* host's signal handle (DEVSHM result) */
+	bool live;
+};
+
+struct fg {
+	struct hostd_guest g;
+	__u32 seq;
+	__u64 brk;		/* bump allocator in the low block */
+	__u64 scratch;		/* gpa of the hypercall argument buffer */
+	/* north eventq */
+	bool evq_live;
+	__u64 evq_gpa, evq_data;
+	__u32 evq_count;
+	struct ioq evq;
+	struct shm_signal evq_sig;
+	unsigned int events_seen;
+};
+
+void fg_init(struct fg *f, const char *name);
+void fg_fini(struct fg *f);
+void *fg_ptr(struct fg *f, __u64 gpa, __u64 len);
+__u64 fg_alloc(struct fg *f, __u64 size);
+/* Run the guest's loop until nothing is left to do. */
+void fg_pump(struct fg *f);
+
+/* A hypercall with @len bytes of @data (copied back afterwards). */
+int fg_hc(struct fg *f, __u32 vector, void *data, __u32 len);
+/* A hypercall with a raw mailbox. */
+int fg_hc_raw(struct fg *f, __u32 vector, __u32 len, __u64 datap);
+/* Set sigpending bit @h, ring DB_SIGNAL, pump. */
+void fg_signal(struct fg *f, __u32 h);
+
+int fg_negotiate(struct fg *f);
+/* Format and post an eventq of @count events, BUSREG it. */
+int fg_busreg(struct fg *f, __u32 count, __u32 posted);
+/* Reap events (north, like the bridge), re-post their descriptors. */
+unsigned int fg_events(struct fg *f, struct vbus_pci_event *out,
+		       unsigned int max, bool repost);
+
+__u64 fg_devopen(struct fg *f, __u32 id, __u32 version, int *ret);
+int fg_devcall(struct fg *f, __u64 h, __u32 func, void *buf, __u32 len);
+/* Format a ring of @count and register it as shm @id with its signal. */
+int fg_ring_open(struct fg *f, struct fg_ring *r, __u64 h, __u32 id,
+		 __u32 count, __u64 cookie);
+void fg_ring_close(struct fg_ring *r);
+/* North posts a buffer of @len at @gpa. */
+int fg_ring_post(struct fg_ring *r, __u64 gpa, __u64 len, bool sig);
+/* North reaps completions; returns how many. */
+unsigned int fg_ring_reap(struct fg_ring *r);
+
+/* eventfd value (0 when nothing) */
+__u64 fg_msix(struct fg *f, unsigned int vector);
+
+#endif /* VBUS_TESTS_FAKEGUEST_H */

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The ivshmem server side of vbus-hostd against a fake QEMU: a unix socket
+ * client that receives the messages and checks their order, values and
+ * fds, then uses them the way QEMU and the guest would (BAR2 mapping,
+ * doorbell eventfds, MSI-X eventfds) with the guest's thread running.
+ * Also: a second client is refused, and a disconnect tears the guest
+ * down and lets a new QEMU in with a fresh BAR2.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <endian.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "hostd.h"
+
+static char dir[] = "/tmp/vbus-hostd-test-XXXXXX";
+
+struct fake_qemu {
+	int sock;
+	int bar2_fd;
+	int host_fd[2];		/* doorbell targets */
+	int msix_fd[2];
+	struct vbus_pci_shm *shm;
+};
+
+static int connect_sock(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 5 };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	strcpy(sa.sun_path, path);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* One message the way QEMU's ivshmem reads it: 8 bytes, maybe one fd. */
+static int recv_msg(int sock, __s64 *val, int *fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	__u64 le;
+	struct iovec iov = { .iov_base = &le, .iov_len = sizeof(le) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	ssize_t n = recvmsg(sock, &mh, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+
+	if (n != sizeof(le))
+		return -1;
+	*val = (__s64)le64toh(le);
+	*fd = -1;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			/* exactly one fd per message */
+			if (c->cmsg_len != CMSG_LEN(sizeof(int)))
+				return -2;
+			memcpy(fd, CMSG_DATA(c), sizeof(int));
+		}
+	}
+	return 0;
+}
+
+static void qemu_connect(struct fake_qemu *q, const char *path)
+{
+	struct stat st;
+	__s64 v;
+	int fd, i;
+
+	memset(q, 0, sizeof(*q));
+	q->sock = connect_sock(path);
+	/* 0: protocol version, no fd */
+	assert_int_equal(recv_msg(q->sock, &v, &fd), 0);
+	assert_true(v == 0);
+	assert_int_equal(fd, -1);
+	/* our peer id, no fd */
+	assert_int_equal(recv_msg(q->sock, &v, &fd), 0);
+	assert_true(v == 1);
+	assert_int_equal(fd, -1);
+	/* -1 + the shared memory, before any eventfd */
+	assert_int_equal(recv_msg(q->sock, &v, &fd), 0);
+	assert_true(v == -1);
+	assert_true(fd >= 0);
+	q->bar2_fd = fd;
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, VBUS_PCI_SHM_SIZE);
+	/* the host peer's vectors, then our own */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(recv_msg(q->sock, &v, &fd), 0);
+		assert_true(v == 0);
+		assert_true(fd >= 0);
+		q->host_fd[i] = fd;
+	}
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(recv_msg(q->sock, &v, &fd), 0);
+		assert_true(v == 1);
+		assert_true(fd >= 0);
+		/* QEMU does this to the eventfds it receives */
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		q->msix_fd[i] = fd;
+	}
+	/* nothing else follows */
+	{
+		struct pollfd p = { .fd = q->sock, .events = POLLIN };
+
+		assert_int_equal(poll(&p, 1, 200), 0);
+	}
+	q->shm = mmap(NULL, VBUS_PCI_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      q->bar2_fd, 0);
+	assert_true(q->shm != MAP_FAILED);
+	assert_true(q->shm->magic == VBUS_PCI_ABI_MAGIC);
+	assert_true(q->shm->version == VBUS_PCI_ABI_VERSION);
+	assert_true(q->shm->size == VBUS_PCI_SHM_SIZE);
+	assert_true(q->shm->host_peer == 0);
+	/* the size is sealed: nobody can pull it from under the daemon */
+	assert_true(ftruncate(q->bar2_fd, 0) < 0);
+}
+
+static void qemu_close(struct fake_qemu *q)
+{
+	int i;
+
+	munmap(q->shm, VBUS_PCI_SHM_SIZE);
+	close(q->bar2_fd);
+	for (i = 0; i < 2; i++) {
+		close(q->host_fd[i]);
+		close(q->msix_fd[i]);
+	}
+	close(q->sock);
+}
+
+/* The guest's side of a hypercall, through the real eventfds. */
+static int guest_hc(struct fake_qemu *q, unsigned char *ram, __u32 vector,
+		    void *data, __u32 len)
+{
+	struct pollfd p = { .fd = q->msix_fd[VBUS_PCI_MSIX_HC], .events = POLLIN };
+	__u32 seq = __atomic_load_n(&q->shm->hc_done, __ATOMIC_ACQUIRE) + 1;
+	__u64 one = 1, v;
+	int i;
+
+	memcpy(ram + 0x1000, data, len);
+	__atomic_store_n(&q->shm->hc.vector, vector, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->shm->hc.len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->shm->hc.datap, 0x1000, __ATOMIC_RELAXED);
+	/* release: the request before its number */
+	__atomic_store_n(&q->shm->hc_seq, seq, __ATOMIC_RELEASE);
+	/* Doorbell (peer 0, vector HC): QEMU writes the host's eventfd */
+	assert_int_equal(write(q->host_fd[VBUS_PCI_DB_HC], &one, 8), 8);
+	for (i = 0; i < 50; i++) {
+		if (__atomic_load_n(&q->shm->hc_done, __ATOMIC_ACQUIRE) == seq)
+			break;
+		poll(&p, 1, 100);
+	}
+	assert_true(__atomic_load_n(&q->shm->hc_done, __ATOMIC_ACQUIRE) == seq);
+	/* the MSI-X vector fired; O_NONBLOCK, so a second read is EAGAIN */
+	assert_int_equal(read(q->msix_fd[VBUS_PCI_MSIX_HC], &v, 8), 8);
+	memcpy(data, ram + 0x1000, len);
+	return __atomic_load_n(&q->shm->hc_result, __ATOMIC_RELAXED);
+}
+
+static bool wait_state(struct hostd_guest **gs, const char *want)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		struct hostd_buf out = { 0 };
+		bool ok;
+
+		hostd_ctl_exec("list", gs, 1, &out);
+		ok = out.s && strstr(out.s, want);
+		hostd_buf_free(&out);
+		if (ok)
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+static void test_protocol(void **state)
+{
+	struct hostd_guest_cfg cfg = { .name = "q", .size = 4 << 20 };
+	struct hostd_guest *g = calloc(1, sizeof(*g)), *gs[1] = { g };
+	struct vbus_pci_negotiate n = { VBUS_PCI_ABI_MAGIC, VBUS_PCI_HC_VERSION, 7 };
+	struct fake_qemu q, q2;
+	struct hostd_buf out = { 0 };
+	unsigned char *ram;
+	char spec[256];
+	int ramfd, extra;
+	__s64 v;
+
+	(void)state;
+	snprintf(cfg.sock, sizeof(cfg.sock), "%s/q.sock", dir);
+	snprintf(cfg.mem, sizeof(cfg.mem), "%s/q.ram", dir);
+	assert_int_equal(hostd_guest_init(g, &cfg, -1), 0);
+	assert_int_equal(hostd_guest_listen(g), 0);
+	snprintf(spec, sizeof(spec), "type=vbus-test,id=1");
+	{
+		struct hostd_dev_cfg dc;
+		char err[128];
+
+		assert_int_equal(hostd_parse_dev_spec(spec, false, &dc, err, sizeof(err)), 0);
+		assert_int_equal(hostd_dev_add(g, &dc, err, sizeof(err)), 0);
+		hostd_dev_cfg_free(&dc);
+	}
+	assert_int_equal(hostd_guest_start(g), 0);
+
+	/* the RAM file exists, sized, before any QEMU */
+	ramfd = open(cfg.mem, O_RDWR);
+	assert_true(ramfd >= 0);
+	ram = mmap(NULL, cfg.size, PROT_READ | PROT_WRITE, MAP_SHARED, ramfd, 0);
+	assert_true(ram != MAP_FAILED);
+
+	qemu_connect(&q, cfg.sock);
+	assert_true(wait_state(gs, "connected"));
+
+	/* a second QEMU on the same socket is turned away */
+	extra = connect_sock(cfg.sock);
+	{
+		int fd;
+
+		assert_int_equal(recv_msg(extra, &v, &fd), -1);
+		close(extra);
+	}
+
+	assert_int_equal(guest_hc(&q, ram, VBUS_PCI_HC_NEGOTIATE, &n, sizeof(n)), 0);
+	assert_true(n.capabilities == 0);
+	n.magic = 1;
+	assert_int_equal(guest_hc(&q, ram, VBUS_PCI_HC_NEGOTIATE, &n, sizeof(n)), -EPROTO);
+
+	/* the control path reaches into the guest's thread */
+	hostd_ctl_exec("stats q --json", gs, 1, &out);
+	assert_non_null(strstr(out.s, "\"hypercalls\": 2"));
+	hostd_buf_free(&out);
+	hostd_ctl_exec("add q type=vbus-test,id=9", gs, 1, &out);
+	assert_non_null(strstr(out.s, "OK"));
+	hostd_buf_free(&out);
+	hostd_ctl_exec("drop q 9", gs, 1, &out);
+	assert_non_null(strstr(out.s, "OK"));
+	hostd_buf_free(&out);
+
+	/* QEMU exits; the guest goes back to waiting and takes a new one */
+	qemu_close(&q);
+	assert_true(wait_state(gs, "waiting"));
+	qemu_connect(&q2, cfg.sock);
+	assert_true(q2.shm->hc_done == 0);	/* a fresh BAR2 */
+	n.magic = VBUS_PCI_ABI_MAGIC;
+	assert_int_equal(guest_hc(&q2, ram, VBUS_PCI_HC_NEGOTIATE, &n, sizeof(n)), 0);
+	qemu_close(&q2);
+
+	munmap(ram, cfg.size);
+	close(ramfd);
+	hostd_guest_fini(g);
+	free(g);
+	/* the daemon's socket is gone, the RAM file stays for QEMU */
+	assert_int_equal(access(cfg.sock, F_OK), -1);
+	unlink(cfg.mem);
+}
+
+static void test_send_framing(void **state)
+{
+	int sv[2], fd;
+	__s64 v;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(hostd_ivshmem_send(sv[0], -1, sv[0]), 0);
+	assert_int_equal(hostd_ivshmem_send(sv[0], 0x123456789abcll, -1), 0);
+	assert_int_equal(recv_msg(sv[1], &v, &fd), 0);
+	assert_true(v == -1);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(recv_msg(sv[1], &v, &fd), 0);
+	assert_true(v == 0x123456789abcll);
+	assert_int_equal(fd, -1);
+	close(sv[1]);
+	/* a peer that went away: an error, no SIGPIPE */
+	assert_true(hostd_ivshmem_send(sv[0], 0, -1) < 0);
+	close(sv[0]);
+}
+
+static void test_socket_in_use(void **state)
+{
+	char path[256], err[256];
+	int a, b;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/busy.sock", dir);
+	a = hostd_unix_listen(path, err, sizeof(err));
+	assert_true(a >= 0);
+	b = hostd_unix_listen(path, err, sizeof(err));
+	assert_true(b < 0);
+	assert_non_null(strstr(err, "in use"));
+	close(a);
+	/* now stale: taken over */
+	b = hostd_unix_listen(path, err, sizeof(err));
+	assert_true(b >= 0);
+	close(b);
+	unlink(path);
+	/* not a socket: refused */
+	close(open(path, O_CREAT | O_WRONLY, 0600));
+	b = hostd_unix_listen(path, err, sizeof(err));
+	assert_true(b < 0);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_send_framing),
+		cmocka_unit_test(test_socket_in_use),
+		cmocka_unit_test(test_protocol),
+	};
+	int ret;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (!mkdtemp(dir))
+		return 1;
+	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(dir);
+	return ret;
+}

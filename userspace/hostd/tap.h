@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * tap: the host end of a venet device, a Linux tap interface opened with
+ * IFF_TAP | IFF_NO_PI | IFF_VNET_HDR.
+ *
+ * Every frame crossing the tap fd is preceded by a 10-byte struct
+ * virtio_net_hdr (TAP_VNET_HDR_LEN). We set that size explicitly with
+ * TUNSETVNETHDRSZ rather than relying on the default, because a persistent
+ * tap we attach to keeps whatever size its previous user set. Why 10 and
+ * not the 12-byte virtio_net_hdr_mrg_rxbuf: the extra num_buffers field
+ * only means something to a virtio guest that merges rx buffers; the tap
+ * never fills it (it skips the bytes), and venet delivers one frame per
+ * posted guest buffer, so it would be two dead bytes on every frame. The
+ * header always lives in a local variable (never in guest memory), so its
+ * size has no alignment consequence for the payload either. The header is
+ * in the host's native byte order (legacy virtio), i.e. little-endian on
+ * the x86-64 hosts we run on.
+ *
+ * The fd is non-blocking: the daemon's event loop polls it.
+ */
+#ifndef VBUS_HOSTD_TAP_H
+#define VBUS_HOSTD_TAP_H
+
+#include <stddef.h>
+#include <net/if.h>
+#include <linux/virtio_net.h>
+
+#define TAP_VNET_HDR_LEN ((int)sizeof(struct virtio_net_hdr))
+
+struct tap {
+	int fd;			/* -1 when closed */
+	char name[IFNAMSIZ];	/* the kernel's name for it (may differ
+				 * from the request, e.g. "vbus%d") */
+	unsigned int offload;	/* TUN_F_* currently set */
+};
+
+/*
+ * Open (create when absent, attach when it exists) the tap @name; @name
+ * NULL or "" lets the kernel choose ("vbus%d"). Sets the vnet header size
+ * and no offloads (the tap then only hands us fully checksummed,
+ * segmented frames until tap_set_offload()). On failure returns -errno,
+ * leaves t->fd == -1 and writes a human-readable reason into @err (e.g.
+ * "/dev/net/tun is missing" or "needs CAP_NET_ADMIN").
+ */
+int tap_open(struct tap *t, const char *name, char *err, size_t errlen);
+
+/* Close the fd (a tap we created disappears with it). Idempotent. */
+void tap_close(struct tap *t);
+
+/*
+ * What the host kernel may hand us on read: TUN_F_CSUM (frames with a
+ * partial checksum), TUN_F_TSO4/6, TUN_F_TSO_ECN (GSO super-frames). The
+ * kernel does the work itself for everything not set here. TSO needs CSUM
+ * (the kernel rejects it otherwise); we drop TSO bits without CSUM rather
+ * than fail. Returns 0 or -errno.
+ */
+int tap_set_offload(struct tap *t, unsigned int tun_flags);
+
+/*
+ * Carrier of the host-side interface (TUNSETCARRIER, Linux >= 4.20): the
+ * guest's LINKUP/LINKDOWN shows up on the host as carrier on/off. Returns
+ * 0, or -errno (-EINVAL / -ENOTTY on older kernels; callers ignore it).
+ */
+int tap_set_carrier(struct tap *t, int on);
+
+#endif /* VBUS_HOSTD_TAP_H */
