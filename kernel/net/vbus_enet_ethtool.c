@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vbus_enet ethtool support: driver info, link, ring sizes (fixed at
+ * probe), and driver counters (`ethtool -S`). Offloads (`ethtool -k`) are
+ * the standard feature flags set from the negotiated capabilities.
+ */
+#include <linux/ethtool.h>
+#include <linux/netdevice.h>
+
+#include "vbus_enet.h"
+
+struct vbus_enet_stat {
+	char name[ETH_GSTRING_LEN];
+	bool tx;
+	size_t offset;
+};
+
+#define RX_STAT(n, f) { n, false, offsetof(struct vbus_enet_rx_stats, f) }
+#define TX_STAT(n, f) { n, true, offsetof(struct vbus_enet_tx_stats, f) }
+
+static const struct vbus_enet_stat vbus_enet_stats[] = {
+	RX_STAT("rx_packets", packets),
+	RX_STAT("rx_bytes", bytes),
+	RX_STAT("rx_length_errors", length_errors),
+	RX_STAT("rx_dropped", dropped),
+	RX_STAT("rx_flushed", flushed),
+	RX_STAT("rx_alloc_failed", alloc_failed),
+	TX_STAT("tx_packets", packets),
+	TX_STAT("tx_bytes", bytes),
+	TX_STAT("tx_errors", errors),
+	TX_STAT("tx_dropped", dropped),
+	TX_STAT("tx_gso_packets", gso_packets),
+	TX_STAT("tx_csum_partial", csum_partial),
+	TX_STAT("tx_busy", busy),
+	TX_STAT("tx_completed", completed),
+	TX_STAT("tx_timeouts", timeouts),
+};
+
+#define VBUS_ENET_NSTATS ARRAY_SIZE(vbus_enet_stats)
+
+static void vbus_enet_get_drvinfo(struct net_device *dev,
+				  struct ethtool_drvinfo *info)
+{
+	struct vbus_enet_priv *priv = netdev_priv(dev);
+
+	strscpy(info->driver, VBUS_ENET_DRV_NAME, sizeof(info->driver));
+	strscpy(info->version, VBUS_ENET_DRV_VERSION, sizeof(info->version));
+	strscpy(info->bus_info, dev_name(&priv->vdev->dev),
+		sizeof(info->bus_info));
+}
+
+static void vbus_enet_get_ringparam(struct net_device *dev,
+				    struct ethtool_ringparam *ring,
+				    struct kernel_ethtool_ringparam *kring,
+				    struct netlink_ext_ack *extack)
+{
+	struct vbus_enet_priv *priv = netdev_priv(dev);
+
+	/* sized by the module parameters at probe; not changeable later */
+	ring->rx_max_pending = priv->rx_count;
+	ring->tx_max_pending = priv->tx_count;
+	ring->rx_pending = priv->rx_count;
+	ring->tx_pending = priv->tx_count;
+}
+
+static int vbus_enet_get_sset_count(struct net_device *dev, int sset)
+{
+	return sset == ETH_SS_STATS ? VBUS_ENET_NSTATS : -EOPNOTSUPP;
+}
+
+static void vbus_enet_get_strings(struct net_device *dev, u32 sset, u8 *data)
+{
+	size_t i;
+
+	if (sset != ETH_SS_STATS)
+		return;
+	for (i = 0; i < VBUS_ENET_NSTATS; i++)
+		memcpy(data + i * ETH_GSTRING_LEN, vbus_enet_stats[i].name,
+		       ETH_GSTRING_LEN);
+}
+
+static void vbus_enet_get_ethtool_stats(struct net_device *dev,
+					struct ethtool_stats *stats, u64 *data)
+{
+	struct vbus_enet_priv *priv = netdev_priv(dev);
+	const struct u64_stats_sync *syncp;
+	unsigned int start;
+	size_t i;
+
+	for (i = 0; i < VBUS_ENET_NSTATS; i++) {
+		const struct vbus_enet_stat *s = &vbus_enet_stats[i];
+		const void *base;
+
+		if (s->tx) {
+			base = &priv->tx_stats;
+			syncp = &priv->tx_stats.syncp;
+		} else {
+			base = &priv->rx_stats;
+			syncp = &priv->rx_stats.syncp;
+		}
+		do {
+			start = u64_stats_fetch_begin(syncp);
+			data[i] = u64_stats_read(base + s->offset);
+		} while (u64_stats_fetch_retry(syncp, start));
+	}
+}
+
+const struct ethtool_ops vbus_enet_ethtool_ops = {
+	.get_drvinfo		= vbus_enet_get_drvinfo,
+	.get_link		= ethtool_op_get_link,
+	.get_ringparam		= vbus_enet_get_ringparam,
+	.get_sset_count		= vbus_enet_get_sset_count,
+	.get_strings		= vbus_enet_get_strings,
+	.get_ethtool_stats	= vbus_enet_get_ethtool_stats,
+};
