@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * tcprr: a tiny TCP request/response latency probe (netperf TCP_RR-like),
+ * built static so that the same binary runs on the host and in the guest.
+ *
+ *   tcprr -s PORT                 server: echo every connection's bytes back,
+ *                                 one connection at a time; a connection whose
+ *                                 first byte is 'Q' makes the server exit 0
+ *   tcprr -c IPV4 -p PORT [-n N] [-b BYTES] [-w WARMUP] [-t SEC] [-o FILE]
+ *                                 client: N round trips of BYTES (default
+ *                                 2000 x 1 byte, after 50 warm-up ones) on one
+ *                                 TCP_NODELAY connection; prints one line
+ *                                 "tcprr samples=N min_us=.. p50_us=.. p90_us=..
+ *                                  p99_us=.. max_us=.. mean_us=.." and writes
+ *                                 every sample (microseconds) to FILE
+ *   tcprr -q IPV4 -p PORT         ask the server to exit
+ *
+ * Every socket operation is bounded by -t SEC (default 10): a dead peer
+ * makes the client fail, never hang. Exit status: 0 ok, 1 error, 2 usage.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_BYTES 65536
+
+static int timeout_s = 10;
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: tcprr -s PORT\n"
+		"       tcprr -c IPV4 -p PORT [-n N] [-b BYTES] [-w WARMUP] [-t SEC] [-o FILE]\n"
+		"       tcprr -q IPV4 -p PORT\n");
+	return 2;
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int full_io(int fd, char *buf, size_t len, int wr)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = wr ? write(fd, buf + done, len - done)
+			       : read(fd, buf + done, len - done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			errno = ECONNRESET;
+			return -1;
+		}
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+static void set_timeouts(int fd)
+{
+	struct timeval tv = { .tv_sec = timeout_s };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static int serve(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((unsigned short)port),
+				 .sin_addr.s_addr = htonl(INADDR_ANY) };
+	static char buf[MAX_BYTES];
+	int one = 1, ls;
+
+	signal(SIGPIPE, SIG_IGN);
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	if (ls < 0) {
+		perror("tcprr: socket");
+		return 1;
+	}
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ls, (struct sockaddr *)&a, sizeof(a)) || listen(ls, 8)) {
+		perror("tcprr: bind/listen");
+		return 1;
+	}
+	for (;;) {
+		int c = accept(ls, NULL, NULL), first = 1;
+		ssize_t r;
+
+		if (c < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("tcprr: accept");
+			return 1;
+		}
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		/* a stuck client must not block the next one forever */
+		set_timeouts(c);
+		while ((r = read(c, buf, sizeof(buf))) > 0) {
+			if (first && buf[0] == 'Q') {
+				close(c);
+				close(ls);
+				return 0;
+			}
+			first = 0;
+			if (full_io(c, buf, (size_t)r, 1))
+				break;
+		}
+		close(c);
+	}
+}
+
+static int connect_to(const char *ip, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((unsigned short)port) };
+	int one = 1, fd;
+
+	if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
+		fprintf(stderr, "tcprr: bad IPv4 address %s\n", ip);
+		return -1;
+	}
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0) {
+		perror("tcprr: socket");
+		return -1;
+	}
+	set_timeouts(fd);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		fprintf(stderr, "tcprr: connect %s:%d: %s\n", ip, port, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* nearest-rank percentile of sorted v[0..n) */
+static double pct(const double *v, int n, double p)
+{
+	int k = (int)(p / 100.0 * n + 0.999999);
+
+	if (k < 1)
+		k = 1;
+	if (k > n)
+		k = n;
+	return v[k - 1];
+}
+
+static int client(const char *ip, int port, int n, int bytes, int warm, const char *out)
+{
+	static char buf[MAX_BYTES];
+	double *s, sum = 0;
+	int fd, i;
+
+	s = calloc((size_t)n, sizeof(*s));
+	if (!s)
+		return 1;
+	fd = connect_to(ip, port);
+	if (fd < 0)
+		return 1;
+	memset(buf, 'p', sizeof(buf));
+	for (i = -warm; i < n; i++) {
+		double t0 = now_us();
+
+		if (full_io(fd, buf, (size_t)bytes, 1) || full_io(fd, buf, (size_t)bytes, 0)) {
+			fprintf(stderr, "tcprr: round trip %d: %s\n", i, strerror(errno));
+			close(fd);
+			return 1;
+		}
+		if (i >= 0)
+			s[i] = now_us() - t0;
+	}
+	close(fd);
+	if (out) {
+		FILE *f = fopen(out, "w");
+
+		if (!f) {
+			perror(out);
+			return 1;
+		}
+		for (i = 0; i < n; i++)
+			fprintf(f, "%.1f\n", s[i]);
+		fclose(f);
+	}
+	for (i = 0; i < n; i++)
+		sum += s[i];
+	qsort(s, (size_t)n, sizeof(*s), cmp_d);
+	printf("tcprr samples=%d bytes=%d min_us=%.1f p50_us=%.1f p90_us=%.1f p99_us=%.1f max_us=%.1f mean_us=%.1f\n",
+	       n, bytes, s[0], pct(s, n, 50), pct(s, n, 90), pct(s, n, 99), s[n - 1], sum / n);
+	free(s);
+	return 0;
+}
+
+static int quit(const char *ip, int port)
+{
+	int fd = connect_to(ip, port);
+
+	if (fd < 0)
+		return 1;
+	if (write(fd, "Q", 1) != 1) {
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *ip = NULL, *out = NULL;
+	int opt, mode = 0, port = 0, n = 2000, bytes = 1, warm = 50;
+
+	while ((opt = getopt(argc, argv, "s:c:q:p:n:b:w:t:o:")) != -1) {
+		switch (opt) {
+		case 's': mode = 's'; port = atoi(optarg); break;
+		case 'c': mode = 'c'; ip = optarg; break;
+		case 'q': mode = 'q'; ip = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'n': n = atoi(optarg); break;
+		case 'b': bytes = atoi(optarg); break;
+		case 'w': warm = atoi(optarg); break;
+		case 't': timeout_s = atoi(optarg); break;
+		case 'o': out = optarg; break;
+		default: return usage();
+		}
+	}
+	if (!mode || port <= 0 || port > 65535 || n < 1 || bytes < 1 || bytes > MAX_BYTES ||
+	    warm < 0 || timeout_s < 1 || optind != argc)
+		return usage();
+	if (mode == 's')
+		return serve(port);
+	if (mode == 'q')
+		return quit(ip, port);
+	return client(ip, port, n, bytes, warm, out);
+}

@@ -1,0 +1,451 @@
+#!/usr/bin/env bash
+# venet vs virtio-net, in one guest, with the same tools, in the same run.
+#
+# Boots ONE guest (TCG unless hardware KVM; 2 vCPUs) with two NICs:
+#   venet   vbus_enet.ko over the ivshmem transport, served by vbus-hostd
+#           (--device g1:type=virtual-ethernet,id=2,tap=vbvenet0)
+#   virtio  virtio-net-pci, QEMU's userspace tap backend (vhost=off)
+# Each NIC's tap lives in a network namespace this script creates
+# (vbus-bench-PID), on its own subnet (venet 10.81.1.0/24, virtio
+# 10.81.2.0/24; host .1, guest .2); QEMU and vbus-hostd run in it. Every
+# measurement is driven from the namespace, for each NIC in turn:
+#   - ICMP round trip (ping -c N -i 0.01 host->guest, per-packet times)
+#   - TCP request/response round trip (bench/tcprr.c: 1-byte ping-pong on
+#     one TCP_NODELAY connection, server in the guest)
+#   - TCP throughput host->guest and guest->host (iperf3 -P STREAMS -t SEC,
+#     server in the guest; guest->host is iperf3 -R)
+#   - host CPU time of QEMU and of vbus-hostd per GB moved (utime+stime
+#     from /proc/PID/stat around each iperf3 run / bytes received)
+# and prints a table venet | virtio | venet/virtio, writes
+# $OUT/results.json and $OUT/results.png (gnuplot; skipped if absent) and
+# keeps the raw data in $OUT/raw/. It never asserts a speed.
+#
+# venet is measured when its pieces are there and work (modules and
+# vbus-hostd build, the daemon starts with a virtual-ethernet device, the
+# guest gets a netdev with carrier, ping goes through); otherwise the run
+# says "venet: unavailable (<reason>)" and measures virtio-net alone.
+#
+#   bench/venet-vs-virtio.sh [--time SEC] [--streams N] [--rounds N]
+#       [--ping-n N] [--rr-n N] [--nics "virtio venet"] [--mem SIZE]
+#       [--timeout SEC] [--out DIR] [--no-build] [--require-venet]
+#
+#   --time SEC       seconds per iperf3 run (default 5)
+#   --streams N      parallel iperf3 streams (default 4)
+#   --rounds N       measurement rounds; NIC order alternates per round and
+#                    the figures are the median over rounds (default 1)
+#   --ping-n N       ICMP echo requests per round (default 200)
+#   --rr-n N         TCP round trips per round (default 2000)
+#   --nics LIST      NICs to measure (default "virtio venet")
+#   --mem SIZE       guest RAM (default 1G)
+#   --timeout SEC    kill the guest after SEC seconds (default 600)
+#   --out DIR        results directory (default $VBUS_BUILD/bench)
+#   --no-build       use the modules and vbus-hostd already built
+#                    ($VBUS_HOSTD overrides where vbus-hostd is found)
+#   --require-venet  exit non-zero when venet could not be measured or the
+#                    guest's kernel log shows a problem
+# Exit status: 0 when every requested NIC that must work was measured
+# (virtio always; venet with --require-venet), 1 otherwise, 2 on usage.
+# Needs root (netns, taps). Accelerator: VBUS_QEMU_ACCEL (see tests/qemu).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/.." && pwd)
+qlib="$top/tests/qemu/lib"
+# shellcheck source=tests/qemu/lib/kernel.sh
+source "$qlib/kernel.sh"
+# shellcheck source=tests/qemu/lib/initramfs.sh
+source "$qlib/initramfs.sh"
+# shellcheck source=tests/qemu/lib/boot.sh
+source "$qlib/boot.sh"
+# shellcheck source=tests/qemu/lib/results.sh
+source "$qlib/results.sh"
+
+secs=5 streams=4 rounds=1 ping_n=200 rr_n=2000 nics="virtio venet" mem=1G
+timeout=600 out="" build=1 require_venet=0
+while (($#)); do
+	case "$1" in
+	--time) secs=$2; shift 2 ;;
+	--streams) streams=$2; shift 2 ;;
+	--rounds) rounds=$2; shift 2 ;;
+	--ping-n) ping_n=$2; shift 2 ;;
+	--rr-n) rr_n=$2; shift 2 ;;
+	--nics) nics=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--no-build) build=0; shift ;;
+	--require-venet) require_venet=1; shift ;;
+	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
+	esac
+done
+for v in "$secs" "$streams" "$rounds" "$ping_n" "$rr_n" "$timeout"; do
+	[[ "$v" =~ ^[1-9][0-9]*$ ]] || { vbus_err "not a positive number: $v"; exit 2; }
+done
+for n in $nics; do
+	[[ "$n" == virtio || "$n" == venet ]] || { vbus_err "--nics: unknown NIC $n"; exit 2; }
+done
+[[ -n "$nics" ]] || { vbus_err "--nics: empty"; exit 2; }
+want() { [[ " $nics " == *" $1 "* ]]; }
+((EUID == 0)) || { vbus_err "needs root (network namespace, taps)"; exit 1; }
+for t in iperf3 ip qemu-system-x86_64 gcc python3; do
+	command -v "$t" >/dev/null || { vbus_err "$t not found (scripts/deps.sh installs it)"; exit 1; }
+done
+
+bench_log() { printf 'bench: %s\n' "$*"; }
+
+t_start=$(vbus_now)
+vbus_fetch_kernel
+: "${out:=$VBUS_BUILD/bench}"
+raw="$out/raw"
+rm -rf "$raw"
+mkdir -p "$raw"
+cbuild="$VBUS_BUILD/cmake"
+
+# ---- venet: which pieces are there --------------------------------------------
+venet_reason=""
+venet_unavailable() {
+	[[ -n "$venet_reason" ]] || venet_reason="$*"
+	want venet && bench_log "venet: unavailable ($venet_reason)"
+	return 0
+}
+kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
+	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/vbus_enet.ko")
+hostd=""
+if ! want venet; then
+	venet_reason="not requested (--nics \"$nics\")"
+elif [[ ! -f "$top/kernel/net/Kbuild" ]]; then
+	venet_unavailable "no guest driver in the tree (kernel/net/Kbuild)"
+elif ! compgen -G "$top/userspace/hostd/venet*" >/dev/null; then
+	venet_unavailable "no venet backend in the tree (userspace/hostd/venet*)"
+else
+	if ((build)); then
+		t0=$(vbus_now)
+		if ! make -C "$top" modules KVER="$VBUS_KVER" VBUS_SUBDIRS="kernel/vbus kernel/net" \
+			>"$raw/build-modules.log" 2>&1; then
+			venet_unavailable "make modules failed: $(grep -m1 -E 'error|Error' "$raw/build-modules.log" || tail -n 1 "$raw/build-modules.log")"
+		else
+			bench_log "make modules: $(vbus_elapsed "$t0") s"
+		fi
+		t0=$(vbus_now)
+		if [[ -z "$venet_reason" ]] && ! { cmake -S "$top" -B "$cbuild" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+			cmake --build "$cbuild" --target vbus-hostd -j"$(nproc)"; } >"$raw/build-hostd.log" 2>&1; then
+			venet_unavailable "vbus-hostd build failed: $(grep -m1 -E 'error' "$raw/build-hostd.log" || tail -n 1 "$raw/build-hostd.log")"
+		elif [[ -z "$venet_reason" ]]; then
+			bench_log "cmake vbus-hostd: $(vbus_elapsed "$t0") s"
+		fi
+	fi
+	if [[ -z "$venet_reason" ]]; then
+		for ko in "${kos[@]}"; do
+			[[ -f "$ko" ]] || { venet_unavailable "${ko#"$top"/} not built"; break; }
+		done
+	fi
+	if [[ -z "$venet_reason" ]]; then
+		hostd=${VBUS_HOSTD:-}
+		[[ -n "$hostd" ]] ||
+			hostd=$(find "$cbuild" "$VBUS_BUILD/userspace/hostd" -maxdepth 4 -type f \
+				-name vbus-hostd -perm -u+x 2>/dev/null | head -n 1)
+		[[ -x "$hostd" ]] || venet_unavailable "no vbus-hostd binary under $cbuild (or \$VBUS_HOSTD)"
+	fi
+fi
+
+# ---- the guest-side probe ----------------------------------------------------------------
+tcprr="$out/tcprr"
+if ! gcc -O2 -Wall -static -o "$tcprr" "$here/tcprr.c" >"$raw/build-tcprr.log" 2>&1; then
+	cat "$raw/build-tcprr.log" >&2
+	vbus_err "cannot build bench/tcprr.c statically (libc6-dev)"
+	exit 1
+fi
+
+# ---- run directory, namespace, cleanup -----------------------------------------------------
+run=$(mktemp -d /tmp/vbus-bench.XXXXXX)
+tag="vbus-bench-$$"
+ns="$tag"
+hostd_pid="" boot_pid="" qemu_pid=""
+cleanup() {
+	local p
+	if [[ -f "$run/qemu.pid" ]]; then
+		p=$(cat "$run/qemu.pid" 2>/dev/null || true)
+		[[ -n "$p" ]] && kill -9 "$p" 2>/dev/null || true
+	fi
+	[[ -n "$boot_pid" ]] && kill "$boot_pid" 2>/dev/null || true
+	if [[ -n "$hostd_pid" ]] && kill -0 "$hostd_pid" 2>/dev/null; then
+		kill -TERM "$hostd_pid" 2>/dev/null || true
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$hostd_pid" 2>/dev/null || break
+			sleep 0.5
+		done
+		kill -9 "$hostd_pid" 2>/dev/null || true
+	fi
+	ip netns del "$ns" 2>/dev/null || true
+	rm -rf "$run"
+	rm -f "/dev/shm/$tag-g1"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+nsx() { ip netns exec "$ns" "$@"; }
+
+declare -A tap=([venet]=vbvenet0 [virtio]=vbvirtio0)
+declare -A hip=([venet]=10.81.1.1 [virtio]=10.81.2.1)
+declare -A gip=([venet]=10.81.1.2 [virtio]=10.81.2.2)
+declare -A mac=([venet]=52:54:00:b1:00:02 [virtio]=52:54:00:b2:00:02)
+venet_id=2 rr_port=7777
+
+make_netns() {
+	local n
+	ip netns add "$ns" && nsx ip link set lo up || return 1
+	for n in venet virtio; do
+		nsx ip tuntap add dev "${tap[$n]}" mode tap vnet_hdr &&
+			nsx ip addr add "${hip[$n]}/24" dev "${tap[$n]}" &&
+			nsx ip link set "${tap[$n]}" up || return 1
+	done
+}
+if ! make_netns >"$raw/netns.log" 2>&1; then
+	sed 's/^/    /' "$raw/netns.log"
+	vbus_err "cannot create the namespace $ns and its taps"
+	exit 1
+fi
+
+# ---- vbus-hostd (in the namespace: it opens the tap there) -------------------------------
+ctl() { "$hostd" ctl --ctl "$run/ctl.sock" "$@"; }
+if [[ -z "$venet_reason" ]]; then
+	# not through nsx(): $! must be the daemon itself (ip netns exec execs
+	# it), whose /proc/PID/stat the CPU figures read
+	ip netns exec "$ns" "$hostd" --foreground --ctl "$run/ctl.sock" \
+		--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
+		--device "g1:type=virtual-ethernet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}" \
+		>"$raw/hostd.log" 2>&1 &
+	hostd_pid=$!
+	for _ in $(seq 100); do
+		[[ -S "$run/ctl.sock" && -S "$run/g1.sock" ]] && break
+		kill -0 "$hostd_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [[ ! -S "$run/ctl.sock" || ! -S "$run/g1.sock" ]]; then
+		venet_unavailable "vbus-hostd did not start with a virtual-ethernet device: $(tail -n 1 "$raw/hostd.log")"
+		kill "$hostd_pid" 2>/dev/null || true
+		hostd_pid=""
+	elif [[ "$(cat "/proc/$hostd_pid/comm" 2>/dev/null)" != vbus-hostd ]]; then
+		bench_log "WARNING: pid $hostd_pid is not vbus-hostd; its CPU figures are wrong"
+	fi
+fi
+guest_nics=""
+want virtio && guest_nics="virtio"
+[[ -z "$venet_reason" ]] && guest_nics+=" venet"
+
+# ---- initramfs ----------------------------------------------------------------------------
+s="$run/stage"
+mkdir -p "$s/test"
+cp "$top/tests/qemu/guest/lib.sh" "$s/test/lib.sh"
+cp "$here/guest/bench-guest.sh" "$s/test/run.sh"
+cp "$tcprr" "$s/test/tcprr"
+cat >"$s/test/config.sh" <<EOF
+VB_NICS="$guest_nics"
+VB_VIRTIO_IP=${gip[virtio]}
+VB_VENET_IP=${gip[venet]}
+VB_PREFIX=24
+VB_RR_PORT=$rr_port
+EOF
+stage_ok=1
+want virtio && { vbus_initramfs_add_kmods "$s" virtio_pci virtio_net || stage_ok=0; }
+[[ -z "$venet_reason" ]] && { vbus_initramfs_add_kmods "$s" "${kos[@]}" || stage_ok=0; }
+vbus_initramfs_add_binary "$s" "$(command -v iperf3)" || stage_ok=0
+command -v ethtool >/dev/null && { vbus_initramfs_add_binary "$s" "$(command -v ethtool)" || stage_ok=0; }
+((stage_ok)) || { vbus_err "staging the initramfs failed"; exit 1; }
+vbus_make_initramfs "$run/bench.cpio.gz" "$s" >/dev/null
+
+# ---- boot (QEMU in the namespace: the virtio tap is looked up by name) --------------------
+mkdir -p "$run/bin"
+printf '#!/bin/sh\nexec ip netns exec %q %q "$@"\n' "$ns" "$(command -v qemu-system-x86_64)" \
+	>"$run/bin/qemu-system-x86_64"
+chmod +x "$run/bin/qemu-system-x86_64"
+qargs=(-pidfile "$run/qemu.pid")
+if want virtio; then
+	qargs+=(-netdev "tap,id=vq0,ifname=${tap[virtio]},script=no,downscript=no,vhost=off"
+		-device "virtio-net-pci,netdev=vq0,mac=${mac[virtio]},romfile=")
+fi
+if [[ -z "$venet_reason" ]]; then
+	# shellcheck disable=SC2054 # QEMU's commas
+	qargs+=(-object "memory-backend-file,id=ram,size=$mem,mem-path=/dev/shm/$tag-g1,share=on"
+		-machine q35,memory-backend=ram
+		-chardev "socket,id=vbus0,path=$run/g1.sock"
+		-device ivshmem-doorbell,chardev=vbus0,vectors=2)
+fi
+accel=$(vbus_qemu_accel)
+log="$out/serial.log"
+rm -f "$log" # vbus_boot_guest creates it; an old one would read as READY
+bench_log "accelerator: $accel (cpu $(vbus_qemu_cpu "$accel"), 2 vCPUs, RAM $mem, kernel $VBUS_KVER, $VBUS_KBOOT boot)"
+PATH="$run/bin:$PATH" vbus_boot_guest --initrd "$run/bench.cpio.gz" --log "$log" \
+	--mem "$mem" --smp 2 --timeout "$timeout" -- "${qargs[@]}" >"$raw/boot.out" 2>&1 &
+boot_pid=$!
+
+# wait for the guest's READY (or its end)
+ready=0
+t0=$(vbus_now)
+while kill -0 "$boot_pid" 2>/dev/null; do
+	if [[ -f "$log" ]] && tr -d '\r' <"$log" | grep -aq '^VBUS-BENCH READY'; then
+		ready=1
+		break
+	fi
+	sleep 0.2
+done
+glines=$(tr -d '\r' <"$log" 2>/dev/null | grep -aoE '^VBUS-BENCH .*' || true)
+qemu_pid=$(cat "$run/qemu.pid" 2>/dev/null || true)
+if ((!ready)); then
+	wait "$boot_pid" 2>/dev/null || true
+	boot_pid=""
+	sed 's/^/    /' "$raw/boot.out"
+	tr -d '\r' <"$log" | tail -n 30 | sed 's/^/    serial: /'
+	vbus_err "the guest never became ready (log $log)"
+	exit 1
+fi
+bench_log "guest ready after $(vbus_elapsed "$t0") s (qemu pid $qemu_pid${hostd_pid:+, vbus-hostd pid $hostd_pid})"
+
+# ---- which NICs are up -----------------------------------------------------------------------
+declare -A status
+for n in virtio venet; do
+	if ! want "$n"; then
+		status[$n]="unavailable not requested"
+	elif [[ "$n" == venet && -n "$venet_reason" ]]; then
+		status[$n]="unavailable $venet_reason"
+	elif l=$(grep -m1 "^VBUS-BENCH $n " <<<"$glines"); then
+		status[$n]=${l#"VBUS-BENCH $n "}
+	else
+		status[$n]="unavailable the guest said nothing about it"
+	fi
+	if [[ "${status[$n]}" == up* ]] &&
+		! nsx ping -c 3 -W 2 "${gip[$n]}" >"$raw/$n-ping-check.txt" 2>&1; then
+		status[$n]="unavailable no traffic: ping ${gip[$n]} from the host failed"
+	fi
+	[[ "$n" == venet && "${status[$n]}" == unavailable* && -z "$venet_reason" ]] &&
+		venet_reason=${status[$n]#unavailable }
+	mkdir -p "$raw/$n"
+	printf '%s\n' "${status[$n]}" >"$raw/$n/status"
+	want "$n" && bench_log "$n: ${status[$n]}"
+done
+
+# ---- measurements ----------------------------------------------------------------------------
+clk_tck=$(getconf CLK_TCK)
+# ticks PID: utime+stime of the whole process (all threads), 0 if none
+ticks() {
+	local st
+	[[ -n "$1" ]] && st=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+	st=${st##*) }
+	awk '{ print $12 + $13 }' <<<"$st"
+}
+if [[ -f "$(command -v ping)" ]] && ping -V 2>&1 | grep -q iputils; then
+	ping_tool=iputils
+else
+	ping_tool=busybox
+fi
+
+# iperf DIR NIC NAME [-R]
+iperf() {
+	local d=$1 n=$2 name=$3 q0 h0 q1 h1 t0 rc=0
+	shift 3
+	q0=$(ticks "$qemu_pid") h0=$(ticks "$hostd_pid") t0=$(vbus_now)
+	timeout $((secs + 60)) ip netns exec "$ns" iperf3 -c "${gip[$n]}" -t "$secs" -P "$streams" \
+		--connect-timeout 10000 -J "$@" >"$d/iperf-$name.json" 2>"$d/iperf-$name.err" || rc=$?
+	q1=$(ticks "$qemu_pid") h1=$(ticks "$hostd_pid")
+	printf '%s %s %s %s\n' $((q1 - q0)) $((h1 - h0)) "$(vbus_elapsed "$t0")" "$clk_tck" >"$d/cpu-$name.txt"
+	((rc == 0)) || bench_log "$n: iperf3 $name failed (exit $rc, $d/iperf-$name.err)"
+}
+
+measure() {
+	local n=$1 r=$2 d="$raw/$1/r$2" rc=0
+	mkdir -p "$d"
+	bench_log "round $r: $n (${gip[$n]})"
+	if [[ "$ping_tool" == iputils ]]; then
+		nsx ping -n -c "$ping_n" -i 0.01 -W 2 "${gip[$n]}" >"$d/ping.txt" 2>&1 || rc=$?
+	else
+		nsx busybox ping -A -c "$ping_n" -W 2 "${gip[$n]}" >"$d/ping.txt" 2>&1 || rc=$?
+	fi
+	((rc == 0)) || bench_log "$n: ping exit $rc"
+	rc=0
+	timeout 300 ip netns exec "$ns" "$tcprr" -c "${gip[$n]}" -p "$rr_port" -n "$rr_n" -t 10 \
+		-o "$d/rr.txt" >"$d/rr.out" 2>&1 || rc=$?
+	((rc == 0)) || bench_log "$n: tcprr exit $rc: $(tail -n 1 "$d/rr.out")"
+	iperf "$d" "$n" h2g
+	iperf "$d" "$n" g2h -R
+}
+
+for ((r = 1; r <= rounds; r++)); do
+	order="virtio venet"
+	((r % 2 == 0)) && order="venet virtio"
+	for n in $order; do
+		[[ "${status[$n]}" == up* ]] && measure "$n" "$r"
+	done
+done
+
+if [[ "${status[venet]}" == up* ]]; then
+	ctl stats g1 "$venet_id" >"$raw/hostd-stats.txt" 2>&1 || true
+	ctl stats g1 "$venet_id" --json >"$raw/hostd-stats.json" 2>/dev/null || rm -f "$raw/hostd-stats.json"
+fi
+
+# ---- end the guest ---------------------------------------------------------------------------
+quit_sent=0
+for n in virtio venet; do
+	if [[ "${status[$n]}" == up* ]] && nsx "$tcprr" -q "${gip[$n]}" -p "$rr_port" -t 5 >/dev/null 2>&1; then
+		quit_sent=1
+		break
+	fi
+done
+if ((quit_sent)); then
+	for _ in $(seq 300); do
+		kill -0 "$boot_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+else
+	bench_log "could not tell the guest to stop: killing QEMU"
+fi
+qemu_pid=$(cat "$run/qemu.pid" 2>/dev/null || true)
+if [[ -n "$qemu_pid" ]] && kill -0 "$qemu_pid" 2>/dev/null; then
+	kill -9 "$qemu_pid" 2>/dev/null || true
+fi
+wait "$boot_pid" 2>/dev/null || true
+boot_pid=""
+guest_ok=1
+vbus_check_results "$log" >"$raw/guest-check.txt" 2>&1 || guest_ok=0
+if ((!guest_ok)); then
+	bench_log "the guest's log shows problems ($log):"
+	sed 's/^/    /' "$raw/guest-check.txt"
+fi
+
+# ---- report --------------------------------------------------------------------------------------
+cat >"$raw/meta.env" <<EOF
+accel=$accel
+cpu=$(vbus_qemu_cpu "$accel")
+smp=2
+mem=$mem
+kernel=$VBUS_KVER
+kboot=$VBUS_KBOOT
+time_s=$secs
+streams=$streams
+rounds=$rounds
+ping_n=$ping_n
+ping_tool=$ping_tool
+rr_n=$rr_n
+host_cpus=$(nproc)
+host_loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
+qemu=$(qemu-system-x86_64 --version | head -n 1)
+date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+guest_log_ok=$guest_ok
+EOF
+python3 "$here/report.py" "$raw" "$out" || { vbus_err "report.py failed"; exit 1; }
+if [[ -f "$raw/hostd-stats.txt" ]]; then
+	printf 'vbus-hostd ctl stats g1 %s:\n' "$venet_id"
+	sed 's/^/    /' "$raw/hostd-stats.txt"
+fi
+bench_log "total $(vbus_elapsed "$t_start") s; serial log $log"
+
+rc=0
+if want virtio && [[ "${status[virtio]}" != up* ]]; then
+	vbus_err "the virtio-net baseline could not be measured: ${status[virtio]}"
+	rc=1
+fi
+if ((require_venet)); then
+	[[ "${status[venet]}" == up* ]] || { vbus_err "--require-venet: venet ${status[venet]}"; rc=1; }
+	((guest_ok)) || { vbus_err "--require-venet: the guest's kernel log shows problems"; rc=1; }
+fi
+exit "$rc"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install what building and testing vbus needs (Debian 12). Idempotent:
+# when everything is installed already it only checks, without apt-get.
+set -euo pipefail
+
+pkgs=(
+	build-essential cmake pkg-config	# userspace build
+	libcmocka-dev liburcu-dev		# unit tests; barriers (headers only)
+	gcc-multilib clang			# -m32 ABI test, TSan/fuzz builds
+	valgrind spin				# valgrind label; model checks
+	linux-headers-amd64 sparse kmod		# make modules, modules-check
+	qemu-system-x86 busybox-static cpio xz-utils	# tests/qemu
+	iproute2 iperf3 ethtool			# guest network tests
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$status" = "install ok installed" ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "deps: all ${#pkgs[@]} packages installed"
+	exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+sudo=()
+[ "$(id -u)" = 0 ] || sudo=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

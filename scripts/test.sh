@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Every check of the tree, in stages; see README.md for the list.
+# Prints one line per stage and, last, "N passed, N failed" over all of
+# them (ctest stages count their tests; build steps count as one each).
+# Exits non-zero if anything failed.
+#
+#   VBUS_TEST_STAGES="build ctest ..."  run only these stages
+#   VBUS_SKIP_KERNEL=1                  skip make modules and QEMU
+#   VBUS_BUILD_DIR=dir                  build tree (default: build/)
+#   JOBS=N                              parallelism (default: nproc)
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${VBUS_BUILD_DIR:-$root/build}
+jobs=${JOBS:-$(nproc)}
+stages=${VBUS_TEST_STAGES:-build ctest asan tsan valgrind kernel}
+
+passed=0
+failed=0
+report=()
+logdir=$build/test-logs
+
+note() { report+=("$(printf '%-9s %s' "$1" "$2")"); echo "== $1: $2"; }
+want() { [[ " $stages " == *" $1 "* ]]; }
+
+# step NAME LOG CMD...: one pass/fail unit (a build, a make)
+step() {
+	local name=$1 log=$2
+	shift 2
+	echo "== $name: $*"
+	if "$@" >"$log" 2>&1; then
+		passed=$((passed + 1))
+		return 0
+	fi
+	tail -n 40 "$log"
+	failed=$((failed + 1))
+	note "$name" "FAILED (log: $log)"
+	return 1
+}
+
+# build NAME DIR [cmake options]: configure + build one tree
+cmake_build() {
+	local name=$1 dir=$2
+	shift 2
+	step "$name" "$logdir/$name.configure.log" \
+		cmake -S "$root" -B "$dir" "$@" &&
+	step "$name" "$logdir/$name.build.log" \
+		cmake --build "$dir" -j "$jobs"
+}
+
+# run_ctest NAME DIR [ctest args]: adds its tests to the totals
+run_ctest() {
+	local name=$1 dir=$2 log=$logdir/$1.ctest.log out total nfail
+	shift 2
+	echo "== $name: ctest $*"
+	ctest --test-dir "$dir" -j "$jobs" --output-on-failure "$@" \
+		>"$log" 2>&1
+	out=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log")
+	if [ -z "$out" ]; then
+		if grep -q 'No tests were found' "$log"; then
+			note "$name" "SKIP (no tests with $*)"
+			return 0
+		fi
+		tail -n 40 "$log"
+		failed=$((failed + 1))
+		note "$name" "FAILED: ctest gave no summary (log: $log)"
+		return 1
+	fi
+	total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$out")
+	nfail=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$out")
+	passed=$((passed + total - nfail))
+	failed=$((failed + nfail))
+	if [ "$nfail" -ne 0 ]; then
+		sed -n '/The following tests FAILED/,$p' "$log"
+		note "$name" "$((total - nfail))/$total passed (log: $log)"
+		return 1
+	fi
+	note "$name" "$total/$total passed"
+}
+
+mkdir -p "$logdir"
+start=$(date +%s)
+
+default_ok=0
+if want build || want ctest || want valgrind; then
+	cmake_build build "$build" && default_ok=1 && note build ok
+fi
+if want ctest; then
+	if [ $default_ok = 1 ]; then
+		run_ctest ctest "$build" -LE valgrind
+	else
+		note ctest "SKIP (build failed)"
+	fi
+fi
+
+if want asan; then
+	# model/abi/valgrind do not depend on the sanitizer: run once, above
+	cmake_build asan "$build/asan" -DVBUS_SANITIZE=ON &&
+		ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		run_ctest asan "$build/asan" -LE 'valgrind|model|abi'
+fi
+
+if want tsan; then
+	cmake_build tsan "$build/tsan" -DVBUS_TSAN=ON &&
+		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+		run_ctest tsan "$build/tsan" -L 'tsan|stress'
+fi
+
+if want valgrind; then
+	if [ $default_ok = 1 ]; then
+		run_ctest valgrind "$build" -L valgrind
+	else
+		note valgrind "SKIP (build failed)"
+	fi
+fi
+
+if want kernel; then
+	kver=${KVER:-$(ls -1 /lib/modules 2>/dev/null | sort -V | tail -n 1)}
+	if [ -n "${VBUS_SKIP_KERNEL:-}" ]; then
+		note kernel "SKIP (VBUS_SKIP_KERNEL set)"
+	elif [ -z "$kver" ] || [ ! -d "/lib/modules/$kver/build" ]; then
+		note kernel "SKIP (no kernel headers; scripts/deps.sh)"
+	else
+		step modules "$logdir/modules.log" make -C "$root" modules \
+			KVER="$kver" && note modules "ok ($kver)" &&
+		step modules-check "$logdir/modules-check.log" \
+			make -C "$root" modules-check KVER="$kver" &&
+			note modules-check "ok (W=1 and sparse clean)"
+		if [ -x tests/qemu/run-all.sh ]; then
+			step qemu "$logdir/qemu.log" tests/qemu/run-all.sh &&
+				note qemu ok
+		else
+			note qemu "SKIP (tests/qemu/run-all.sh not there yet)"
+		fi
+	fi
+fi
+
+echo
+echo "== summary ($(($(date +%s) - start)) s)"
+printf '%s\n' "${report[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
