@@ -18,10 +18,19 @@
  * tail - head in u32 arithmetic; anything above the ring size means the
  * peer corrupted it, and faults the channel.
  *
- * Publication order, for both push and pop:
- *   writer: descriptor body -> wmb -> sown -> wmb -> index
- *   reader: index -> rmb -> sown -> rmb -> descriptor body
- * ioq_iter_owned() is the reader's "sown -> rmb" step.
+ * Memory model: ownership bytes and indexes are published with release
+ * stores and read with acquire loads (virt_store_release/virt_load_acquire
+ * in the kernel; plain moves on x86). Order of the stores:
+ *   push: caller's descriptor body, then sown (release), then tail (release)
+ *         - a peer that sees the tail move (acquire) sees sown and body;
+ *   pop:  head (release), then sown (release)
+ *         - the release on head also orders the caller's earlier READS of
+ *           the descriptor and its buffer before the hand-back; and a
+ *           reaper that sees sown flipped (acquire) already sees the head
+ *           moved, so "inuse has room" implies "valid has room" and the
+ *           next push cannot fail with -ENOSPC.
+ * ioq_iter_owned() is the reader's side: window (acquire on the index),
+ * then sown (acquire), then the caller reads the body.
  */
 #include <vbus/platform.h>
 #include <vbus/ioq.h>
@@ -71,10 +80,12 @@ static void ioq_shm_signal(struct shm_signal_notifier *notifier)
 {
 	struct ioq *ioq = (struct ioq *)((char *)notifier -
 				VBUS_OFFSETOF(struct ioq, shm_notifier));
+	/* read once: the owner may clear it at teardown */
+	struct ioq_notifier *n = VBUS_READ(ioq->notifier);
 
 	vbus_waitq_wake(&ioq->wq);
-	if (ioq->notifier)
-		ioq->notifier->signal(ioq->notifier);
+	if (n)
+		n->signal(n);
 }
 
 int ioq_init(struct ioq *ioq, const struct ioq_ops *ops,
@@ -129,16 +140,30 @@ static struct ioq_ring_idx *idxtype_to_idx(struct ioq *ioq,
 
 /*
  * Descriptors in flight on @idx, or -EIO (and the channel faulted) when the
- * pair cannot be right. Each index is read once.
+ * pair cannot be right. A reader that writes neither counter of the index
+ * (a dump tool, a test observer) can catch head and tail at different
+ * moments and see more than count in flight for an instant: re-read a
+ * bounded number of times before calling it corruption.
  */
 static int idx_count(struct ioq *ioq, struct ioq_ring_idx *idx,
 		     __u32 *headp, __u32 *tailp)
 {
-	__u32 head = VBUS_READ(idx->head);
-	__u32 tail = VBUS_READ(idx->tail);
-	__u32 n = tail - head;
+	int tries = 3;
+	__u32 head, tail;
 
-	if (n > ioq->count) {
+	do {
+		/*
+		 * Acquire: the descriptors counted here are read after the
+		 * index. Pairs with the release stores in ioq_iter_push()
+		 * (tail) and ioq_iter_pop() (head).
+		 */
+		head = VBUS_LOAD_ACQUIRE(idx->head);
+		tail = VBUS_LOAD_ACQUIRE(idx->tail);
+		if (tail - head <= ioq->count)
+			break;
+	} while (--tries);
+
+	if (!tries) {
 		SHM_SIGNAL_FAULT(ioq->signal, "ioq: index out of range");
 		return -EIO;
 	}
@@ -146,7 +171,7 @@ static int idx_count(struct ioq *ioq, struct ioq_ring_idx *idx,
 		*headp = head;
 	if (tailp)
 		*tailp = tail;
-	return (int)n;
+	return (int)(tail - head);
 }
 
 int ioq_count(struct ioq *ioq, enum ioq_idx_type type)
@@ -274,40 +299,27 @@ int ioq_iter_owned(struct ioq_iterator *iter)
 	if (n <= 0 || iter->pos - head >= (__u32)n)
 		return 0;
 	/*
-	 * Order the index load before the sown load. Pairs with the wmb in
-	 * publish() between sown and the index store.
+	 * Acquire: the caller reads the descriptor body after this. Pairs
+	 * with the release store of sown in ioq_iter_push()/ioq_iter_pop().
+	 * The window check above already loaded the index with acquire.
 	 */
-	vbus_rmb();
-	owned = VBUS_READ(iter->desc->sown) == (__u8)iter->ioq->locale;
-	/*
-	 * Order the ownership check before the caller reads the descriptor
-	 * body. Pairs with the writer's wmb between body and sown in
-	 * publish().
-	 */
-	vbus_rmb();
+	owned = VBUS_LOAD_ACQUIRE(iter->desc->sown) ==
+		(__u8)iter->ioq->locale;
 	return owned;
 }
 VBUS_EXPORT(ioq_iter_owned);
 
-/*
- * Hand the descriptor under the iterator over: body, then sown, then the
- * index (see the publication order at the top of this file).
- */
-static void publish(struct ioq_iterator *iter)
+/* Flip the descriptor under the iterator to the peer (unless NOFLIPOWNER). */
+static void hand_over(struct ioq_iterator *iter)
 {
-	if (iter->flipowner) {
-		/*
-		 * The caller's descriptor body before the ownership flip.
-		 * Pairs with the rmb in the peer's ioq_iter_owned().
-		 */
-		vbus_wmb();
-		VBUS_WRITE(iter->desc->sown, (__u8)!iter->ioq->locale);
-	}
 	/*
-	 * Body and sown before the index moves. Pairs with the peer's rmb
-	 * between reading the index (ioq_count, seek) and the descriptor.
+	 * Release: the caller's descriptor body (and, on pop, its reads of
+	 * it) before the flip. Pairs with the acquire in the peer's
+	 * ioq_iter_owned().
 	 */
-	vbus_wmb();
+	if (iter->flipowner)
+		VBUS_STORE_RELEASE(iter->desc->sown,
+				   (__u8)!iter->ioq->locale);
 }
 
 int ioq_iter_push(struct ioq_iterator *iter, int flags)
@@ -348,10 +360,15 @@ int ioq_iter_push(struct ioq_iterator *iter, int flags)
 	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
 		return -EINVAL;
 
-	publish(iter);
-	VBUS_WRITE(iter->idx->tail, tail + 1);
+	hand_over(iter);
+	/*
+	 * Release: sown and the body before the tail. Pairs with the acquire
+	 * in the peer's idx_count(). inuse.tail is north-private in use but
+	 * shares the rule.
+	 */
+	VBUS_STORE_RELEASE(iter->idx->tail, tail + 1);
 	if (iter->dualidx)
-		VBUS_WRITE(inuse->tail, tail + 1);
+		VBUS_STORE_RELEASE(inuse->tail, tail + 1);
 
 	iter_setpos(iter, tail + 1);
 
@@ -380,8 +397,13 @@ int ioq_iter_pop(struct ioq_iterator *iter, int flags)
 	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
 		return -EINVAL;
 
-	publish(iter);
-	VBUS_WRITE(iter->idx->head, head + 1);
+	/*
+	 * Release: our reads of the descriptor and its buffer complete
+	 * before the head moves (the producer may reuse the slot once it
+	 * sees it). Head before sown, see the top of this file.
+	 */
+	VBUS_STORE_RELEASE(iter->idx->head, head + 1);
+	hand_over(iter);
 
 	iter_setpos(iter, head + 1);
 

@@ -67,7 +67,9 @@ VBUS_EXPORT(shm_signal_put);
 
 void shm_signal_fault(struct shm_signal *s, const char *msg)
 {
-	VBUS_WRITE(s->faulted, 1);
+	/* report once: a corrupted index would re-fault on every query */
+	if (vbus_xchg(&s->faulted, 1))
+		return;
 	if (s->ops && s->ops->fault)
 		s->ops->fault(s, msg);
 	else
@@ -154,7 +156,7 @@ int shm_signal_inject(struct shm_signal *s, int flags)
 		 * see the notification and then our old pending=0.
 		 */
 		vbus_wmb();
-		s->injects++;
+		vbus_stat_inc(&s->injects);
 		return s->ops->inject(s);
 	}
 
@@ -167,6 +169,7 @@ void _shm_signal_wakeup(struct shm_signal *s)
 	struct shm_signal_irq *irq = &s->desc->irq[s->locale];
 	unsigned long iflags = 0;
 	unsigned int budget = SHM_SIGNAL_WAKEUP_BUDGET;
+	struct shm_signal_notifier *notifier;
 	int dirty;
 
 	vbus_lock(&s->lock, iflags);
@@ -195,9 +198,10 @@ void _shm_signal_wakeup(struct shm_signal *s)
 			vbus_mb();
 			vbus_unlock(&s->lock, iflags);
 
-			if (s->notifier)
-				s->notifier->signal(s->notifier);
-			s->wakeups++;
+			notifier = VBUS_READ(s->notifier);
+			if (notifier)
+				notifier->signal(notifier);
+			vbus_stat_inc(&s->wakeups);
 
 			vbus_lock(&s->lock, iflags);
 			dirty = VBUS_READ(irq->dirty);

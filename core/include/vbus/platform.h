@@ -21,6 +21,8 @@
  *                          fence is needed by the shm-signal Dekker pattern)
  *     vbus_wmb()           orders earlier stores before later stores
  *     vbus_rmb()           orders earlier loads before later loads
+ *     VBUS_LOAD_ACQUIRE(x) load; no later access moves before it
+ *     VBUS_STORE_RELEASE(x, v)  store; no earlier access moves after it
  *
  *   Local (never shared) state:
  *     vbus_lock_t          lock; vbus_lock_init/vbus_lock/vbus_unlock with an
@@ -31,6 +33,10 @@
  *                          vbus_defer_schedule(d) runs fn(arg) later, in
  *                          another context, never from inside the caller
  *     vbus_waitq_t         vbus_waitq_init/vbus_waitq_wake for sleepers
+ *     vbus_defer_cancel(d) forget a scheduled run (kernel: waits for a
+ *                          running one; never call it from inside fn)
+ *     vbus_stat_inc(p)     bump a statistic touched by several contexts
+ *     vbus_xchg(p, v)      atomic exchange (sticky flags)
  *     vbus_log_fault(...)  rate-limited error log (printf format)
  *     VBUS_EXPORT(sym)     export a core symbol to other modules (or nothing)
  *     VBUS_EINVAL etc.     come from the usual errno headers on both sides

@@ -31,6 +31,12 @@
 #define vbus_mb()         virt_mb()
 #define vbus_wmb()        virt_wmb()
 #define vbus_rmb()        virt_rmb()
+#define VBUS_LOAD_ACQUIRE(x)      virt_load_acquire(&(x))
+#define VBUS_STORE_RELEASE(x, v)  virt_store_release(&(x), (v))
+
+/* A statistic may be bumped from two contexts; a lost count is harmless. */
+#define vbus_stat_inc(p)      WRITE_ONCE(*(p), READ_ONCE(*(p)) + 1)
+#define vbus_xchg(p, v)       xchg((p), (v))
 
 typedef spinlock_t vbus_lock_t;
 #define vbus_lock_init(l)        spin_lock_init(l)

@@ -26,6 +26,18 @@
 #define VBUS_STATIC_ASSERT(expr, msg) _Static_assert(expr, msg)
 #define VBUS_OFFSETOF(type, member) offsetof(type, member)
 
+/*
+ * Acquire loads and release stores of ring ownership bytes and indexes.
+ * GCC builtins on plain fields: on x86 both are plain moves (TSO), but they
+ * also order the compiler and say what they pair with to TSan.
+ */
+#define VBUS_LOAD_ACQUIRE(x)      __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define VBUS_STORE_RELEASE(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+
+/* Statistics and sticky flags touched from more than one context. */
+#define vbus_stat_inc(p)      __atomic_fetch_add((p), 1, __ATOMIC_RELAXED)
+#define vbus_xchg(p, v)       __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
+
 #ifdef VBUS_PLATFORM_C11_ATOMICS
 #define VBUS_READ(x)      __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define VBUS_WRITE(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
