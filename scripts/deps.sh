@@ -10,7 +10,8 @@ pkgs=(
 	valgrind spin				# valgrind label; model checks
 	linux-headers-amd64 sparse kmod		# make modules, modules-check
 	qemu-system-x86 busybox-static cpio xz-utils	# tests/qemu
-	iproute2 iperf3 ethtool			# guest network tests
+	iproute2 iperf3 ethtool iputils-ping	# guest network tests
+	python3 gnuplot-nox			# bench: report and plot
 )
 
 missing=()

@@ -79,6 +79,34 @@ run_ctest() {
 	note "$name" "$total/$total passed"
 }
 
+# run_qemu: every QEMU suite; adds their test counts to the totals
+run_qemu() {
+	local log=$logdir/qemu.log out p f
+	echo "== qemu: tests/qemu/run-all.sh (log: $log)"
+	tests/qemu/run-all.sh >"$log" 2>&1
+	local rc=$?
+	sed -n '/=== qemu summary/,$p' "$log"
+	out=$(grep -aE '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+	if [ -z "$out" ]; then
+		tail -n 40 "$log"
+		failed=$((failed + 1))
+		note qemu "FAILED: no summary (log: $log)"
+		return 1
+	fi
+	p=${out%% passed*}
+	f=${out#*passed, }
+	f=${f%% failed*}
+	[ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	passed=$((passed + p))
+	failed=$((failed + f))
+	if [ "$f" -ne 0 ]; then
+		grep -a '^FAIL\|VBUS-TEST FAIL\| FAIL ' "$log" | head -n 30
+		note qemu "$p passed, $f failed (log: $log)"
+		return 1
+	fi
+	note qemu "$p/$p passed"
+}
+
 mkdir -p "$logdir"
 start=$(date +%s)
 
@@ -128,8 +156,7 @@ if want kernel; then
 			make -C "$root" modules-check KVER="$kver" &&
 			note modules-check "ok (W=1 and sparse clean)"
 		if [ -x tests/qemu/run-all.sh ]; then
-			step qemu "$logdir/qemu.log" tests/qemu/run-all.sh &&
-				note qemu ok
+			run_qemu
 		else
 			note qemu "SKIP (tests/qemu/run-all.sh not there yet)"
 		fi

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Every QEMU test, one after the other (each guest wants both cores under
+# TCG): the harness's own fail-path checks, the kernel selftests, the bus
+# (bridge + vbus-hostd), and venet end to end. Prints each suite's summary
+# and, last, the totals as "N passed, N failed"; exits non-zero on any
+# failure. Extra arguments are not passed on; set VBUS_QEMU_SUITES to run a
+# subset, e.g. VBUS_QEMU_SUITES="kernel bus".
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+suites=${VBUS_QEMU_SUITES:-harness kernel bus venet}
+passed=0
+failed=0
+lines=()
+
+run_suite() {
+	local name=$1 t0 log summary p f
+	shift
+	log=$(mktemp)
+	t0=$(date +%s)
+	echo "=== qemu/$name: $*"
+	"$@" 2>&1 | tee "$log"
+	local rc=${PIPESTATUS[0]}
+	summary=$(grep -aE '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+	rm -f "$log"
+	if [[ -z "$summary" ]]; then
+		# no summary at all: the suite itself broke; count it once
+		summary="0 passed, 1 failed"
+	fi
+	p=${summary%% passed*}
+	f=${summary#*passed, }
+	f=${f%% failed*}
+	if [[ $rc -ne 0 && $f -eq 0 ]]; then
+		f=1	# a non-zero exit is a failure even if no test said so
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	lines+=("$(printf '%-8s %s passed, %s failed (%d s)' "$name" "$p" "$f" \
+		$(($(date +%s) - t0)))")
+}
+
+for s in $suites; do
+	case $s in
+	harness) run_suite harness "$here/harness-selftest.sh" ;;
+	kernel) run_suite kernel "$here/run-kernel-tests.sh" --msgs 300000 ;;
+	bus) run_suite bus "$here/run-bus-tests.sh" ;;
+	venet) run_suite venet "$here/run-venet-tests.sh" ;;
+	*) echo "run-all: unknown suite '$s'" >&2; failed=$((failed + 1)) ;;
+	esac
+done
+
+echo "=== qemu summary"
+printf '%s\n' "${lines[@]}"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
