@@ -60,35 +60,21 @@ static int north_init(struct bench_side *side, struct north *n)
 }
 
 /*
- * Completions to reap: what valid.head has passed (valid.head - inuse.head,
- * as two counts over our own tail). Going by the owner byte alone can run
- * ahead of valid.head (pop flips the owner first), and the push that
- * reuses that slot would then see a full valid index (-ENOSPC).
+ * Completions to reap: the north-owned descriptors from the inuse head.
+ * Pop moves valid.head before it hands a descriptor back (core/ioq.c), so
+ * reusing a reaped slot never sees a full valid index.
  */
-static int consumed(struct north *n)
-{
-	int in = ioq_count(n->q, ioq_idxtype_inuse);
-	int valid = ioq_count(n->q, ioq_idxtype_valid);
-
-	return in < 0 || valid < 0 || valid > in ? -EIO : in - valid;
-}
-
 static int reapable(struct north *n)
 {
-	return consumed(n) > 0;
+	return ioq_iter_owned(&n->reap);
 }
 
 static int reap(struct bench_side *side, struct north *n)
 {
-	int k, rc, avail = consumed(n);
+	int k, rc;
 
-	if (avail < 0) {
-		bench_fail(side->sh, avail);
-		return -1;
-	}
-	for (k = 0; k < avail; k++) {
-		rc = ioq_iter_owned(&n->reap) ? ioq_iter_pop(&n->reap, 0) :
-						 -EPROTO;
+	for (k = 0; ioq_iter_owned(&n->reap); k++) {
+		rc = ioq_iter_pop(&n->reap, 0);
 		if (rc) {
 			bench_fail(side->sh, rc);
 			return -1;
