@@ -59,6 +59,8 @@ source "$qlib/initramfs.sh"
 source "$qlib/boot.sh"
 # shellcheck source=tests/qemu/lib/results.sh
 source "$qlib/results.sh"
+# shellcheck source=tests/qemu/lib/hostd.sh
+source "$qlib/hostd.sh"
 
 secs=5 streams=4 rounds=1 ping_n=200 rr_n=2000 nics="virtio venet" mem=1G
 timeout=600 out="" build=1 require_venet=0
@@ -128,8 +130,7 @@ else
 			bench_log "make modules: $(vbus_elapsed "$t0") s"
 		fi
 		t0=$(vbus_now)
-		if [[ -z "$venet_reason" ]] && ! { cmake -S "$top" -B "$cbuild" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-			cmake --build "$cbuild" --target vbus-hostd -j"$(nproc)"; } >"$raw/build-hostd.log" 2>&1; then
+		if [[ -z "$venet_reason" ]] && ! vbus_build_hostd "$cbuild" "$raw/build-hostd.log" >/dev/null; then
 			venet_unavailable "vbus-hostd build failed: $(grep -m1 -E 'error' "$raw/build-hostd.log" || tail -n 1 "$raw/build-hostd.log")"
 		elif [[ -z "$venet_reason" ]]; then
 			bench_log "cmake vbus-hostd: $(vbus_elapsed "$t0") s"
@@ -169,14 +170,7 @@ cleanup() {
 		[[ -n "$p" ]] && kill -9 "$p" 2>/dev/null || true
 	fi
 	[[ -n "$boot_pid" ]] && kill "$boot_pid" 2>/dev/null || true
-	if [[ -n "$hostd_pid" ]] && kill -0 "$hostd_pid" 2>/dev/null; then
-		kill -TERM "$hostd_pid" 2>/dev/null || true
-		for _ in 1 2 3 4 5 6 7 8 9 10; do
-			kill -0 "$hostd_pid" 2>/dev/null || break
-			sleep 0.5
-		done
-		kill -9 "$hostd_pid" 2>/dev/null || true
-	fi
+	vbus_stop_pid "$hostd_pid"
 	ip netns del "$ns" 2>/dev/null || true
 	rm -rf "$run"
 	rm -f "/dev/shm/$tag-g1"

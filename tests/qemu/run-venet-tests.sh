@@ -36,6 +36,8 @@ source "$here/lib/initramfs.sh"
 source "$here/lib/boot.sh"
 # shellcheck source=tests/qemu/lib/results.sh
 source "$here/lib/results.sh"
+# shellcheck source=tests/qemu/lib/hostd.sh
+source "$here/lib/hostd.sh"
 
 sg_modes="1 0" cycles=20 data_mb=8 mem=1G timeout=900 build=1
 while (($#)); do
@@ -87,9 +89,7 @@ if ((build)); then
 	fi
 	vbus_log "make modules: $(vbus_elapsed "$t0") s"
 	t0=$(vbus_now)
-	if ! { cmake -S "$top" -B "$cbuild" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-		cmake --build "$cbuild" --target vbus-hostd -j"$(nproc)"; } \
-		>"$out/build-userspace.log" 2>&1; then
+	if ! vbus_build_hostd "$cbuild" "$out/build-userspace.log" >/dev/null; then
 		tail -n 40 "$out/build-userspace.log" | sed 's/^/    /'
 		h_fail build-userspace "cmake build of vbus-hostd failed (log $out/build-userspace.log)"
 		finish
@@ -101,8 +101,7 @@ kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done
-hostd=$(find "$cbuild" -type f -name vbus-hostd -perm -u+x 2>/dev/null | head -n 1)
-[[ -n "$hostd" ]] || { h_fail build "no vbus-hostd binary under $cbuild"; finish; }
+hostd=$(vbus_find_hostd "$cbuild") || { h_fail build "no vbus-hostd binary under $cbuild"; finish; }
 busybox=$(command -v busybox) || { h_fail setup "no busybox on the host"; finish; }
 
 # ---- run directory, namespace, cleanup ----------------------------------
@@ -116,14 +115,7 @@ cleanup() {
 	for p in "$boot_pid" "$httpd_pid"; do
 		[[ -n "$p" ]] && kill "$p" 2>/dev/null || true
 	done
-	if [[ -n "$hostd_pid" ]] && kill -0 "$hostd_pid" 2>/dev/null; then
-		kill -TERM "$hostd_pid" 2>/dev/null || true
-		for _ in 1 2 3 4 5 6 7 8 9 10; do
-			kill -0 "$hostd_pid" 2>/dev/null || break
-			sleep 0.5
-		done
-		kill -9 "$hostd_pid" 2>/dev/null || true
-	fi
+	vbus_stop_pid "$hostd_pid"
 	ip netns del "$ns" 2>/dev/null || true
 	rm -rf "$run"
 	rm -f "/dev/shm/$tag-g1"

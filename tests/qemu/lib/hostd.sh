@@ -1,0 +1,33 @@
+# shellcheck shell=bash
+# vbus-hostd for the QEMU tests and the bench: build it, stop it.
+
+# vbus_build_hostd CBUILD LOG: configure + build the vbus-hostd target in
+# CBUILD (output to LOG); prints the binary's path. Non-zero on failure.
+vbus_build_hostd() {
+	local cbuild=$1 log=$2 top
+	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+	{ cmake -S "$top" -B "$cbuild" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+		cmake --build "$cbuild" --target vbus-hostd -j"$(nproc)"; } \
+		>"$log" 2>&1 || return 1
+	vbus_find_hostd "$cbuild"
+}
+
+# vbus_find_hostd CBUILD: the vbus-hostd binary under CBUILD, or non-zero.
+vbus_find_hostd() {
+	local bin
+	bin=$(find "$1" -type f -name vbus-hostd -perm -u+x 2>/dev/null | head -n 1)
+	[[ -n "$bin" ]] && echo "$bin"
+}
+
+# vbus_stop_pid PID: SIGTERM, up to 5 s for a clean exit (it removes its
+# sockets), then SIGKILL. Quiet when PID is empty or gone.
+vbus_stop_pid() {
+	local pid=$1
+	[[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.5
+	done
+	kill -9 "$pid" 2>/dev/null || true
+}
