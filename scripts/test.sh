@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${VBUS_BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
-stages=${VBUS_TEST_STAGES:-build ctest asan tsan valgrind kernel}
+stages=${VBUS_TEST_STAGES:-build ctest asan tsan valgrind fuzz kernel}
 
 passed=0
 failed=0
@@ -141,6 +141,13 @@ if want valgrind; then
 	else
 		note valgrind "SKIP (build failed)"
 	fi
+fi
+
+if want fuzz; then
+	# libFuzzer over vbus-hostd's guest-facing entry points, bounded
+	fuzz_secs=${VBUS_FUZZ_SECONDS:-60}
+	step fuzz "$logdir/fuzz.log" tests/fuzz/run.sh "$fuzz_secs" &&
+		note fuzz "ok ($(grep -aE 'executions|crashes' "$logdir/fuzz.log" | tr '\n' ' '))"
 fi
 
 if want kernel; then
