@@ -103,6 +103,12 @@ static inline struct shm_signal *shm_signal_get(struct shm_signal *s)
 	return s;
 }
 
+/*
+ * Drop a reference; ops->release runs at zero. Put does not cancel the
+ * deferred notify (the last put may run inside it): before its last put
+ * the owner masks the signal, stops its transport and calls
+ * vbus_defer_cancel(&s->deferred_notify) from a context that may wait.
+ */
 void shm_signal_put(struct shm_signal *s);
 
 /*
