@@ -46,6 +46,12 @@
 # Exit status: 0 when every requested NIC that must work was measured
 # (virtio always; venet with --require-venet), 1 otherwise, 2 on usage.
 # Needs root (netns, taps). Accelerator: VBUS_QEMU_ACCEL (see tests/qemu).
+# venet runs also keep `ctl stats` before/after each iperf3 run
+# ($OUT/raw/venet/rN/stats-{h2g,g2h}-{0,1}.txt: notifications per packet).
+# Profiling hooks (CPU figures are then inflated by the profiler):
+#   VBUS_HOSTD_WRAP="perf record -g -o FILE --"  run vbus-hostd under it
+#   VBUS_BENCH_PERF=DIR  system-wide `perf record -a -g -e cpu-clock` per
+#                        iperf3 run: DIR/NIC-rN-{h2g,g2h}.data
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -162,15 +168,24 @@ fi
 run=$(mktemp -d /tmp/vbus-bench.XXXXXX)
 tag="vbus-bench-$$"
 ns="$tag"
-hostd_pid="" boot_pid="" qemu_pid=""
+hostd_pid="" boot_pid="" qemu_pid="" wrap_pid="" perf_pid=""
 cleanup() {
 	local p
+	[[ -n "$perf_pid" ]] && kill -INT "$perf_pid" 2>/dev/null || true
 	if [[ -f "$run/qemu.pid" ]]; then
 		p=$(cat "$run/qemu.pid" 2>/dev/null || true)
 		[[ -n "$p" ]] && kill -9 "$p" 2>/dev/null || true
 	fi
 	[[ -n "$boot_pid" ]] && kill "$boot_pid" 2>/dev/null || true
 	vbus_stop_pid "$hostd_pid"
+	if [[ -n "${wrap_pid:-}" ]]; then
+		# the wrapper (perf) writes its data once the daemon is gone
+		for _ in $(seq 100); do
+			kill -0 "$wrap_pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		vbus_stop_pid "$wrap_pid"
+	fi
 	ip netns del "$ns" 2>/dev/null || true
 	rm -rf "$run"
 	rm -f "/dev/shm/$tag-g1"
@@ -206,11 +221,23 @@ ctl() { "$hostd" ctl --ctl "$run/ctl.sock" "$@"; }
 if [[ -z "$venet_reason" ]]; then
 	# not through nsx(): $! must be the daemon itself (ip netns exec execs
 	# it), whose /proc/PID/stat the CPU figures read
-	ip netns exec "$ns" "$hostd" --foreground --ctl "$run/ctl.sock" \
+	# VBUS_HOSTD_WRAP="perf record -g -o FILE --" (profiling): the daemon
+	# runs under that command; hostd_pid is then looked up below
+	# shellcheck disable=SC2086 # the wrapper is a word list
+	ip netns exec "$ns" ${VBUS_HOSTD_WRAP:-} "$hostd" --foreground --ctl "$run/ctl.sock" \
 		--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
 		--device "g1:type=virtual-ethernet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}" \
 		>"$raw/hostd.log" 2>&1 &
 	hostd_pid=$!
+	wrap_pid=""
+	if [[ -n "${VBUS_HOSTD_WRAP:-}" ]]; then
+		wrap_pid=$hostd_pid hostd_pid=""
+		for _ in $(seq 100); do
+			hostd_pid=$(pgrep -P "$wrap_pid" -x vbus-hostd | head -n 1) && break
+			sleep 0.1
+		done
+		[[ -n "$hostd_pid" ]] || hostd_pid=$wrap_pid
+	fi
 	for _ in $(seq 100); do
 		[[ -S "$run/ctl.sock" && -S "$run/g1.sock" ]] && break
 		kill -0 "$hostd_pid" 2>/dev/null || break
@@ -338,10 +365,27 @@ fi
 iperf() {
 	local d=$1 n=$2 name=$3 q0 h0 q1 h1 t0 rc=0
 	shift 3
+	# VBUS_BENCH_PERF=DIR (profiling): a system-wide cpu-clock profile of
+	# each iperf3 run, DIR/NIC-rR-NAME.data (filter with --pid)
+	if [[ -n "${VBUS_BENCH_PERF:-}" ]]; then
+		mkdir -p "$VBUS_BENCH_PERF"
+		perf record -a -g -e cpu-clock -F 499 -o "$VBUS_BENCH_PERF/$n-${d##*/}-$name.data" \
+			>"$d/perf-$name.log" 2>&1 &
+		perf_pid=$!
+		sleep 0.5
+	fi
+	# per-run device counters (notifications per packet and direction)
+	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" >"$d/stats-$name-0.txt" 2>&1 || true; }
 	q0=$(ticks "$qemu_pid") h0=$(ticks "$hostd_pid") t0=$(vbus_now)
 	timeout $((secs + 60)) ip netns exec "$ns" iperf3 -c "${gip[$n]}" -t "$secs" -P "$streams" \
 		--connect-timeout 10000 -J "$@" >"$d/iperf-$name.json" 2>"$d/iperf-$name.err" || rc=$?
 	q1=$(ticks "$qemu_pid") h1=$(ticks "$hostd_pid")
+	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" >"$d/stats-$name-1.txt" 2>&1 || true; }
+	if [[ -n "$perf_pid" ]]; then
+		kill -INT "$perf_pid" 2>/dev/null || true
+		wait "$perf_pid" 2>/dev/null || true
+		perf_pid=""
+	fi
 	printf '%s %s %s %s\n' $((q1 - q0)) $((h1 - h0)) "$(vbus_elapsed "$t0")" "$clk_tck" >"$d/cpu-$name.txt"
 	((rc == 0)) || bench_log "$n: iperf3 $name failed (exit $rc, $d/iperf-$name.err)"
 }
