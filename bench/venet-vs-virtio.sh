@@ -150,8 +150,10 @@ else
 	if [[ -z "$venet_reason" ]]; then
 		hostd=${VBUS_HOSTD:-}
 		[[ -n "$hostd" ]] ||
-			hostd=$(find "$cbuild" "$VBUS_BUILD/userspace/hostd" -maxdepth 4 -type f \
-				-name vbus-hostd -perm -u+x 2>/dev/null | head -n 1)
+			# a missing search dir makes find fail: under pipefail
+			# that would end the script here, silently
+			hostd=$( { find "$cbuild" "$VBUS_BUILD/userspace/hostd" -maxdepth 4 -type f \
+				-name vbus-hostd -perm -u+x 2>/dev/null || true; } | head -n 1)
 		[[ -x "$hostd" ]] || venet_unavailable "no vbus-hostd binary under $cbuild (or \$VBUS_HOSTD)"
 	fi
 fi

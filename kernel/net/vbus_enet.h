@@ -29,13 +29,30 @@
 				 VBUS_ENET_TX_MAX_IOVS * sizeof(struct venet_iov))
 
 /*
+ * RXSG (docs/transport.md, venet, "rx ring, RXSG"): every rx buffer is a
+ * venet_sg over whole pages, big enough for the largest frame the host
+ * may send (a 64 KiB GSO frame plus Ethernet and VLAN headers). The first
+ * VBUS_ENET_RX_COPY bytes are copied into the skb head (the stack wants
+ * the headers linear); the rest of the used pages become frags, and only
+ * those are replaced at refill. Like virtio-net's "big packets" mode.
+ */
+#define VBUS_ENET_RX_FRAME_MAX	(65535 + ETH_HLEN + VLAN_HLEN)
+#define VBUS_ENET_RX_PAGES	DIV_ROUND_UP(VBUS_ENET_RX_FRAME_MAX, PAGE_SIZE)
+#define VBUS_ENET_RX_SG_SIZE	(sizeof(struct venet_sg) + \
+				 VBUS_ENET_RX_PAGES * sizeof(struct venet_iov))
+#define VBUS_ENET_RX_COPY	128
+
+/*
  * Per-slot state the guest keeps for itself. The descriptor's cookie lives
  * in memory the host can write, so it is never used to find an skb: the
  * slot index (ring position & mask) is.
  */
 struct vbus_enet_rx_slot {
-	struct sk_buff *skb;
+	struct sk_buff *skb;	/* plain mode: the posted buffer */
 	u32 buflen;		/* bytes posted: the most the host may fill */
+	bool posted;		/* RXSG: the descriptor is the host's */
+	struct venet_sg *vsg;	/* RXSG: preallocated, VBUS_ENET_RX_SG_SIZE */
+	struct page *pages[VBUS_ENET_RX_PAGES];	/* RXSG; NULL once consumed */
 };
 
 struct vbus_enet_tx_slot {
@@ -52,6 +69,10 @@ struct vbus_enet_rx_stats {
 	u64_stats_t dropped;		/* frames dropped while flushing */
 	u64_stats_t flushed;		/* zero-length completions */
 	u64_stats_t alloc_failed;
+	u64_stats_t bad_offload;	/* RXSG: host wrote bad csum/GSO */
+	u64_stats_t gso_packets;	/* RXSG: GSO frames received */
+	u64_stats_t csum_partial;	/* RXSG: CHECKSUM_PARTIAL frames */
+	u64_stats_t csum_valid;		/* RXSG: CHECKSUM_UNNECESSARY frames */
 };
 
 /* Written only under txlock. */
@@ -92,6 +113,7 @@ struct vbus_enet_priv {
 		bool tso4;
 		bool tso6;
 		bool ecn;
+		bool rxsg;	/* rx descriptors carry a venet_sg */
 	} caps;
 
 	bool link_up;		/* LINKUP answered; under RTNL */
@@ -118,6 +140,7 @@ int vbus_enet_rx_poll(struct vbus_enet_priv *priv, int budget);
 bool vbus_enet_rx_pending(struct vbus_enet_priv *priv);
 void vbus_enet_rx_drain(struct vbus_enet_priv *priv);
 void vbus_enet_rx_free_all(struct vbus_enet_priv *priv);
+int vbus_enet_rx_setup(struct vbus_enet_priv *priv);
 void vbus_enet_refill_work(struct work_struct *work);
 
 /* tx */

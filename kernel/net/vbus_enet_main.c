@@ -251,7 +251,8 @@ static void vbus_enet_get_stats64(struct net_device *dev,
 		stats->rx_packets = u64_stats_read(&rx->packets);
 		stats->rx_bytes = u64_stats_read(&rx->bytes);
 		stats->rx_length_errors = u64_stats_read(&rx->length_errors);
-		stats->rx_errors = stats->rx_length_errors;
+		stats->rx_errors = stats->rx_length_errors +
+				   u64_stats_read(&rx->bad_offload);
 		stats->rx_dropped = u64_stats_read(&rx->dropped) +
 				    u64_stats_read(&rx->alloc_failed);
 	} while (u64_stats_fetch_retry(&rx->syncp, start));
@@ -289,7 +290,7 @@ static void vbus_enet_negcap(struct vbus_enet_priv *priv)
 	if (sg_enabled)
 		/* no UFO: the stack no longer produces it (and never did safely) */
 		want = VENET_CAP_SG | VENET_CAP_TSO4 | VENET_CAP_TSO6 |
-		       VENET_CAP_ECN;
+		       VENET_CAP_ECN | VENET_CAP_RXSG;
 
 	/* the bus hands the buffer to the host by physical address */
 	caps = kzalloc(sizeof(*caps), GFP_KERNEL);
@@ -313,13 +314,16 @@ static void vbus_enet_negcap(struct vbus_enet_priv *priv)
 		/* ECN only qualifies TSO */
 		priv->caps.ecn = !!(got & VENET_CAP_ECN) &&
 				 (priv->caps.tso4 || priv->caps.tso6);
+		/* rx offload rides on the venet_sg format as well */
+		priv->caps.rxsg = !!(got & VENET_CAP_RXSG);
 	}
 
-	dev_info(&priv->vdev->dev, "capabilities: %s%s%s%s\n",
+	dev_info(&priv->vdev->dev, "capabilities: %s%s%s%s%s\n",
 		 priv->caps.sg ? "sg" : "plain",
 		 priv->caps.tso4 ? " tso4" : "",
 		 priv->caps.tso6 ? " tso6" : "",
-		 priv->caps.ecn ? " ecn" : "");
+		 priv->caps.ecn ? " ecn" : "",
+		 priv->caps.rxsg ? " rxsg" : "");
 }
 
 static void vbus_enet_macquery(struct vbus_enet_priv *priv)
@@ -405,14 +409,14 @@ static void vbus_enet_free_rings(struct vbus_enet_priv *priv, bool closed)
 	if (!closed) {
 		dev_err(&priv->vdev->dev,
 			"host did not close the device: leaking its buffers\n");
-		kfree(priv->rx_slots);
+		kvfree(priv->rx_slots);
 		priv->rx_slots = NULL;
 		return;
 	}
 
 	if (priv->rx_slots)
 		vbus_enet_rx_free_all(priv);
-	kfree(priv->rx_slots);
+	kvfree(priv->rx_slots);
 	priv->rx_slots = NULL;
 	vbus_enet_tx_teardown(priv);
 
@@ -479,10 +483,8 @@ static int vbus_enet_probe(struct vbus_device_proxy *vdev)
 
 	netif_napi_add(dev, &priv->napi, vbus_enet_poll);
 
-	ret = -ENOMEM;
-	priv->rx_slots = kcalloc(priv->rx_count, sizeof(*priv->rx_slots),
-				 GFP_KERNEL);
-	if (!priv->rx_slots)
+	ret = vbus_enet_rx_setup(priv);
+	if (ret)
 		goto out_close;
 	ret = vbus_enet_tx_setup(priv);
 	if (ret)

@@ -7,12 +7,17 @@
  * descriptor and pops it back; the guest reaps the inuse index from its
  * head, passes the frame up and posts a fresh buffer in its place.
  *
- * rx carries plain buffers (no venet_sg): the host delivers complete frames
- * with valid checksums and never GSO frames, so skbs go up CHECKSUM_NONE.
- * That keeps the host side a plain copy into one buffer and the guest free
- * of any parsing of host metadata; rx offload can come later as a new
- * capability. A zero-length completion is a buffer handed back without a
- * frame (FLUSHRX, or a buffer the host could not use).
+ * Two buffer formats, fixed at NEGCAP:
+ *  - plain: one skb per slot; the host delivers complete frames with valid
+ *    checksums and never GSO frames, so skbs go up CHECKSUM_NONE;
+ *  - RXSG: one venet_sg per slot over VBUS_ENET_RX_PAGES pages; the host
+ *    may deliver 64 KiB GSO frames with partial checksums and writes the
+ *    checksum/GSO state into the venet_sg. That metadata comes from the
+ *    host, so it is read once, checked against what we posted and handed
+ *    to virtio_net_hdr_to_skb(), the stack's checker for untrusted
+ *    offload headers (tun, packet sockets).
+ * A zero-length completion is a buffer handed back without a frame
+ * (FLUSHRX, or a buffer the host could not use).
  *
  * Everything here runs in one context at a time: the NAPI poll, or a
  * caller that has disabled NAPI (probe, MTU change, refill work, remove).
@@ -22,8 +27,76 @@
 #include <linux/rtnetlink.h>
 #include <linux/skbuff.h>
 #include <linux/io.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/virtio_net.h>
 
 #include "vbus_enet.h"
+
+#define VENET_SG_RX_FLAGS (VENET_SG_FLAG_NEEDS_CSUM | VENET_SG_FLAG_GSO | \
+			   VENET_SG_FLAG_ECN | VENET_SG_FLAG_DATA_VALID)
+
+static void vbus_enet_rx_count(struct vbus_enet_priv *priv, u64_stats_t *c)
+{
+	u64_stats_update_begin(&priv->rx_stats.syncp);
+	u64_stats_inc(c);
+	u64_stats_update_end(&priv->rx_stats.syncp);
+}
+
+int vbus_enet_rx_setup(struct vbus_enet_priv *priv)
+{
+	u32 i;
+
+	/* a frame never needs more frags than there are pages */
+	BUILD_BUG_ON(VBUS_ENET_RX_PAGES > MAX_SKB_FRAGS);
+	BUILD_BUG_ON(VBUS_ENET_RX_COPY > PAGE_SIZE);
+
+	priv->rx_slots = kvcalloc(priv->rx_count, sizeof(*priv->rx_slots),
+				  GFP_KERNEL);
+	if (!priv->rx_slots)
+		return -ENOMEM;
+	if (!priv->caps.rxsg)
+		return 0;
+
+	for (i = 0; i < priv->rx_count; i++) {
+		/* kmalloc: physically contiguous, so one guest-physical ptr */
+		priv->rx_slots[i].vsg = kzalloc(VBUS_ENET_RX_SG_SIZE,
+						GFP_KERNEL);
+		if (!priv->rx_slots[i].vsg)
+			return -ENOMEM;	/* the caller frees what we got */
+	}
+	return 0;
+}
+
+/*
+ * RXSG: give @slot a full set of pages and describe them in its venet_sg.
+ * Pages a previous frame did not use are still there and are posted again.
+ */
+static int vbus_enet_rx_prep_sg(struct vbus_enet_rx_slot *slot, gfp_t gfp)
+{
+	struct venet_sg *vsg = slot->vsg;
+	u32 i;
+
+	for (i = 0; i < VBUS_ENET_RX_PAGES; i++) {
+		if (slot->pages[i])
+			continue;
+		slot->pages[i] = alloc_page(gfp | __GFP_NOWARN);
+		if (!slot->pages[i])
+			return -ENOMEM;
+	}
+
+	/* the host wrote into this on the last completion: start afresh */
+	memset(vsg, 0, sizeof(*vsg));
+	vsg->count = VBUS_ENET_RX_PAGES;
+	vsg->len = VBUS_ENET_RX_PAGES * PAGE_SIZE;
+	for (i = 0; i < VBUS_ENET_RX_PAGES; i++) {
+		vsg->iov[i].len = PAGE_SIZE;
+		vsg->iov[i].reserved = 0;
+		vsg->iov[i].ptr = (u64)page_to_phys(slot->pages[i]);
+	}
+	slot->buflen = VBUS_ENET_RX_PAGES * PAGE_SIZE;
+	return 0;
+}
 
 /* How long to wait before retrying an rx refill that ran out of memory. */
 #define VBUS_ENET_REFILL_DELAY	(HZ / 10)
@@ -66,10 +139,35 @@ int vbus_enet_rx_fill(struct vbus_enet_priv *priv, gfp_t gfp)
 		}
 
 		slot = &priv->rx_slots[iter.pos & (priv->rx_count - 1)];
-		if (WARN_ON_ONCE(slot->skb)) {
+		if (WARN_ON_ONCE(slot->skb || slot->posted)) {
 			/* our own bookkeeping, not host input */
 			ret = -EIO;
 			break;
+		}
+
+		if (priv->caps.rxsg) {
+			if (vbus_enet_rx_prep_sg(slot, gfp)) {
+				vbus_enet_rx_count(priv,
+						   &priv->rx_stats.alloc_failed);
+				ret = -ENOMEM;
+				break;
+			}
+			WRITE_ONCE(desc->cookie,
+				   iter.pos & (priv->rx_count - 1));
+			WRITE_ONCE(desc->ptr, (u64)virt_to_phys(slot->vsg));
+			WRITE_ONCE(desc->len, (u64)VBUS_ENET_RX_SG_SIZE);
+			WRITE_ONCE(desc->valid, 1);
+			slot->posted = true;
+			/* the push's wmb publishes vsg and body before sown */
+			ret = ioq_iter_push(&iter, 0);
+			if (ret) {
+				slot->posted = false;
+				vbus_enet_fault(priv, "rx ring push");
+				ret = -EIO;
+				break;
+			}
+			posted++;
+			continue;
 		}
 
 		skb = __netdev_alloc_skb_ip_align(priv->dev, bufsize, gfp);
@@ -157,6 +255,182 @@ static void vbus_enet_rx_complete(struct vbus_enet_priv *priv,
 		netif_rx(skb);
 }
 
+/* What the host wrote into a completed RXSG buffer's venet_sg, read once. */
+struct vbus_enet_rx_meta {
+	u32 flags;
+	u32 len;
+	u16 csum_start;
+	u16 csum_offset;
+	u8 gso_type;
+	u16 gso_hdrlen;
+	u16 gso_size;
+};
+
+static void vbus_enet_rx_read_meta(const struct venet_sg *vsg,
+				   struct vbus_enet_rx_meta *m)
+{
+	m->flags = READ_ONCE(vsg->flags);
+	m->len = READ_ONCE(vsg->len);
+	m->csum_start = READ_ONCE(vsg->csum.start);
+	m->csum_offset = READ_ONCE(vsg->csum.offset);
+	m->gso_type = READ_ONCE(vsg->gso.type);
+	m->gso_hdrlen = READ_ONCE(vsg->gso.hdrlen);
+	m->gso_size = READ_ONCE(vsg->gso.size);
+}
+
+/*
+ * The venet rules for host-written rx metadata (transport.md), then the
+ * same as a virtio_net_hdr for virtio_net_hdr_to_skb(). Returns false
+ * when the metadata is not acceptable.
+ */
+static bool vbus_enet_rx_meta_to_vnet(const struct vbus_enet_rx_meta *m,
+				      u32 len, struct virtio_net_hdr *hdr)
+{
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->gso_type = VIRTIO_NET_HDR_GSO_NONE;
+
+	if (m->flags & ~VENET_SG_RX_FLAGS)
+		return false;
+	if (m->flags & VENET_SG_FLAG_NEEDS_CSUM) {
+		/* u32: two u16 plus 2 cannot wrap */
+		if ((u32)m->csum_start + m->csum_offset + 2 > len)
+			return false;
+		hdr->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+		hdr->csum_start = __cpu_to_virtio16(true, m->csum_start);
+		hdr->csum_offset = __cpu_to_virtio16(true, m->csum_offset);
+	}
+	if (!(m->flags & VENET_SG_FLAG_GSO))
+		return true;
+
+	/* a GSO frame's segments need a checksum state to start from */
+	if (!(m->flags & (VENET_SG_FLAG_NEEDS_CSUM | VENET_SG_FLAG_DATA_VALID)))
+		return false;
+	switch (m->gso_type) {
+	case VENET_GSO_TYPE_TCPV4:
+		hdr->gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+		break;
+	case VENET_GSO_TYPE_TCPV6:
+		hdr->gso_type = VIRTIO_NET_HDR_GSO_TCPV6;
+		break;
+	default:	/* UDP was never negotiated on rx */
+		return false;
+	}
+	if (m->flags & VENET_SG_FLAG_ECN)
+		hdr->gso_type |= VIRTIO_NET_HDR_GSO_ECN;
+	if (!m->gso_size || m->gso_hdrlen > len)
+		return false;
+	hdr->gso_size = __cpu_to_virtio16(true, m->gso_size);
+	hdr->hdr_len = __cpu_to_virtio16(true, m->gso_hdrlen);
+	return true;
+}
+
+/*
+ * RXSG: turn the first @len bytes of @slot's pages into an skb. The head
+ * gets a copy of the first bytes (headers); the used pages move to the skb
+ * as frags and leave the slot (refill replaces them). NULL when no skb
+ * could be allocated: the pages then stay with the slot.
+ */
+static struct sk_buff *vbus_enet_rx_build_sg(struct vbus_enet_priv *priv,
+					     struct vbus_enet_rx_slot *slot,
+					     u32 len, bool napi)
+{
+	u32 copy = min_t(u32, len, VBUS_ENET_RX_COPY);
+	struct sk_buff *skb;
+	u32 pos;
+
+	if (napi)
+		skb = napi_alloc_skb(&priv->napi, VBUS_ENET_RX_COPY);
+	else
+		skb = netdev_alloc_skb_ip_align(priv->dev, VBUS_ENET_RX_COPY);
+	if (!skb)
+		return NULL;
+
+	skb_put_data(skb, page_address(slot->pages[0]), copy);
+
+	/* len <= VBUS_ENET_RX_PAGES * PAGE_SIZE: checked by the caller */
+	for (pos = copy; pos < len; ) {
+		u32 i = pos / PAGE_SIZE;
+		u32 off = pos % PAGE_SIZE;
+		u32 chunk = min_t(u32, len - pos, PAGE_SIZE - off);
+
+		skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags,
+				slot->pages[i], off, chunk, PAGE_SIZE);
+		slot->pages[i] = NULL;
+		pos += chunk;
+	}
+	return skb;
+}
+
+static void vbus_enet_rx_complete_sg(struct vbus_enet_priv *priv,
+				     struct vbus_enet_rx_slot *slot, u64 len,
+				     const struct vbus_enet_rx_meta *m,
+				     bool napi)
+{
+	struct vbus_enet_rx_stats *st = &priv->rx_stats;
+	struct net_device *dev = priv->dev;
+	struct virtio_net_hdr hdr;
+	struct sk_buff *skb;
+
+	if (!len) {
+		/* the pages stay with the slot for the next post */
+		vbus_enet_rx_count(priv, &st->flushed);
+		return;
+	}
+
+	/* our own record of the capacity decides, not the venet_sg */
+	if (len < ETH_HLEN || len > slot->buflen || m->len != len) {
+		vbus_enet_rx_count(priv, &st->length_errors);
+		if (net_ratelimit())
+			netdev_warn(dev, "host returned a bad rx length %llu/%u (buffer %u)\n",
+				    len, m->len, slot->buflen);
+		return;
+	}
+
+	if (!vbus_enet_rx_meta_to_vnet(m, (u32)len, &hdr)) {
+		vbus_enet_rx_count(priv, &st->bad_offload);
+		if (net_ratelimit())
+			netdev_warn(dev, "host returned bad rx offload state (flags 0x%x gso %u)\n",
+				    m->flags, m->gso_type);
+		return;
+	}
+
+	skb = vbus_enet_rx_build_sg(priv, slot, (u32)len, napi);
+	if (!skb) {
+		vbus_enet_rx_count(priv, &st->alloc_failed);
+		return;
+	}
+
+	/* offsets are from the Ethernet header: before eth_type_trans() */
+	if (virtio_net_hdr_to_skb(skb, &hdr, true)) {
+		vbus_enet_rx_count(priv, &st->bad_offload);
+		if (net_ratelimit())
+			netdev_warn(dev, "host returned rx offload state the stack refused\n");
+		kfree_skb(skb);
+		return;
+	}
+	if (skb->ip_summed != CHECKSUM_PARTIAL &&
+	    (m->flags & VENET_SG_FLAG_DATA_VALID))
+		skb->ip_summed = CHECKSUM_UNNECESSARY;
+
+	skb->protocol = eth_type_trans(skb, dev);
+
+	u64_stats_update_begin(&st->syncp);
+	u64_stats_inc(&st->packets);
+	u64_stats_add(&st->bytes, len);
+	if (skb_is_gso(skb))
+		u64_stats_inc(&st->gso_packets);
+	if (skb->ip_summed == CHECKSUM_PARTIAL)
+		u64_stats_inc(&st->csum_partial);
+	else if (skb->ip_summed == CHECKSUM_UNNECESSARY)
+		u64_stats_inc(&st->csum_valid);
+	u64_stats_update_end(&st->syncp);
+
+	if (napi)
+		napi_gro_receive(&priv->napi, skb);
+	else
+		netif_rx(skb);
+}
+
 /*
  * Reap up to @budget completed rx descriptors. Returns how many were
  * reaped (-EIO when the ring is broken counts as 0).
@@ -187,6 +461,28 @@ static int vbus_enet_rx_reap(struct vbus_enet_priv *priv, int budget,
 		slot = &priv->rx_slots[iter.pos & (priv->rx_count - 1)];
 		/* after ioq_iter_owned(): its rmb orders this load */
 		len = READ_ONCE(iter.desc->len);
+
+		if (priv->caps.rxsg) {
+			struct vbus_enet_rx_meta m;
+
+			/*
+			 * Same rmb: the host wrote the venet_sg before its
+			 * pop (whose release publishes it with sown).
+			 */
+			vbus_enet_rx_read_meta(slot->vsg, &m);
+			ret = ioq_iter_pop(&iter, 0);
+			if (ret) {
+				vbus_enet_fault(priv, "rx ring pop");
+				break;
+			}
+			done++;
+			if (WARN_ON_ONCE(!slot->posted))
+				continue;	/* our bookkeeping */
+			slot->posted = false;
+			vbus_enet_rx_complete_sg(priv, slot, len, &m, napi);
+			continue;
+		}
+
 		skb = slot->skb;
 		buflen = slot->buflen;
 		slot->skb = NULL;
@@ -258,10 +554,19 @@ void vbus_enet_rx_free_all(struct vbus_enet_priv *priv)
 	u32 i;
 
 	for (i = 0; i < priv->rx_count; i++) {
-		struct sk_buff *skb = priv->rx_slots[i].skb;
+		struct vbus_enet_rx_slot *slot = &priv->rx_slots[i];
+		u32 p;
 
-		priv->rx_slots[i].skb = NULL;
-		kfree_skb(skb);
+		kfree_skb(slot->skb);
+		slot->skb = NULL;
+		for (p = 0; p < VBUS_ENET_RX_PAGES; p++) {
+			if (slot->pages[p])
+				put_page(slot->pages[p]);
+			slot->pages[p] = NULL;
+		}
+		kfree(slot->vsg);
+		slot->vsg = NULL;
+		slot->posted = false;
 	}
 }
 

@@ -545,6 +545,275 @@ static void rx_finish_csum(void **state)
 	assert_int_equal(venet_rx_finish_flat(&rb, &vh, len, &why), -EPROTO);
 }
 
+/* ---- rx, RXSG ---- */
+
+/* a guest rx venet_sg: n iovs of @each bytes (make_sg, flags etc. zero) */
+static struct venet_sg *make_rx_sg(unsigned int n, __u32 each)
+{
+	struct venet_sg *sg = make_sg(n, each);
+
+	/* the host must ignore what the guest left in these */
+	sg->flags = 0xffffffffu;
+	sg->len = 7;
+	sg->gso.type = 0xee;
+	return sg;
+}
+
+static void rx_sg_buffers(void **state)
+{
+	struct venet_rxbuf rb;
+	const char *why = NULL;
+	struct venet_sg *sg;
+	int i;
+
+	(void)state;
+	make_rx_sg(4, 4096);
+	assert_int_equal(venet_rx_sg(&mem, SG_GPA, SG_DESC_LEN, &rb, &why), 0);
+	assert_int_equal(rb.niov, 5);
+	assert_int_equal(rb.cap, 4 * 4096);
+	assert_ptr_equal(rb.gsg, ram + SG_GPA);
+	for (i = 0; i < 4; i++) {
+		assert_ptr_equal(rb.iov[1 + i].iov_base,
+				 ram + 0x10000 + (size_t)i * 0x4000);
+		assert_int_equal(rb.iov[1 + i].iov_len, 4096);
+	}
+
+	/* 17 pages: used only up to the largest frame, the last one cut */
+	make_rx_sg(17, 4096);
+	assert_int_equal(venet_rx_sg(&mem, SG_GPA, SG_DESC_LEN, &rb, &why), 0);
+	assert_int_equal(rb.cap, VENET_FRAME_MAX);
+	assert_int_equal(rb.niov, 18);
+	assert_int_equal(rb.iov[17].iov_len, VENET_FRAME_MAX - 16 * 4096);
+
+	/* iovs past the largest frame are never translated: out of RAM ok */
+	sg = make_rx_sg(20, 4096);
+	for (i = 17; i < 20; i++)
+		sg->iov[i].ptr = ~0ull - 10;
+	assert_int_equal(venet_rx_sg(&mem, SG_GPA, SG_DESC_LEN, &rb, &why), 0);
+	assert_int_equal(rb.cap, VENET_FRAME_MAX);
+
+	/* empty iovs are skipped, their ptr unchecked */
+	sg = make_rx_sg(3, 100);
+	sg->iov[1].len = 0;
+	sg->iov[1].ptr = ~0ull;
+	assert_int_equal(venet_rx_sg(&mem, SG_GPA, SG_DESC_LEN, &rb, &why), 0);
+	assert_int_equal(rb.niov, 3);
+	assert_int_equal(rb.cap, 200);
+}
+
+static void rx_sg_malformed(void **state)
+{
+	struct venet_rxbuf rb;
+	const char *why;
+	struct venet_sg *sg;
+
+	(void)state;
+#define RX_SG_BAD(gpa, dlen, err) do {					\
+		why = NULL;						\
+		assert_int_equal(venet_rx_sg(&mem, gpa, dlen, &rb, &why), \
+				 err);					\
+		assert_non_null(why);					\
+		assert_null(rb.gsg);					\
+		assert_int_equal(rb.cap, 0);				\
+	} while (0)
+
+	/* count 0, one too many, huge */
+	sg = make_rx_sg(4, 4096);
+	sg->count = 0;
+	RX_SG_BAD(SG_GPA, SG_DESC_LEN, -EINVAL);
+	sg->count = VENET_SG_MAX_IOVS + 1;
+	RX_SG_BAD(SG_GPA, VENET_SG_SIZE(VENET_SG_MAX_IOVS + 1), -EINVAL);
+	sg->count = 0xffffffffu;
+	RX_SG_BAD(SG_GPA, ~0ull, -EINVAL);
+
+	/* descriptor too short for the header / for the iov array */
+	sg->count = 4;
+	RX_SG_BAD(SG_GPA, sizeof(struct venet_sg) - 1, -EINVAL);
+	RX_SG_BAD(SG_GPA, VENET_SG_SIZE(4) - 1, -EINVAL);
+
+	/* header, iov array outside RAM; a wrapping gpa */
+	RX_SG_BAD(RAM_SIZE - 16, SG_DESC_LEN, -EFAULT);
+	RX_SG_BAD(~0ull - 8, SG_DESC_LEN, -EFAULT);
+	memcpy(ram + RAM_SIZE - sizeof(*sg), sg, sizeof(*sg));
+	RX_SG_BAD(RAM_SIZE - sizeof(*sg), SG_DESC_LEN, -EFAULT);
+
+	/* an iov out of RAM, straddling its end, wrapping */
+	sg = make_rx_sg(4, 4096);
+	sg->iov[2].ptr = RAM_SIZE;
+	RX_SG_BAD(SG_GPA, SG_DESC_LEN, -EFAULT);
+	sg->iov[2].ptr = RAM_SIZE - 100;
+	RX_SG_BAD(SG_GPA, SG_DESC_LEN, -EFAULT);
+	sg->iov[2].ptr = ~0ull - 100;
+	RX_SG_BAD(SG_GPA, SG_DESC_LEN, -EFAULT);
+	/* a huge iov is cut to the largest frame, which is out of RAM here */
+	sg->iov[2].ptr = RAM_SIZE - 0x8000;
+	sg->iov[2].len = 0xffffffffu;
+	RX_SG_BAD(SG_GPA, SG_DESC_LEN, -EFAULT);
+
+	/* capacity too small: less than an Ethernet header, or nothing */
+	make_rx_sg(1, 13);
+	RX_SG_BAD(SG_GPA, SG_DESC_LEN, -EINVAL);
+	sg = make_rx_sg(4, 0);
+	RX_SG_BAD(SG_GPA, SG_DESC_LEN, -EINVAL);
+#undef RX_SG_BAD
+}
+
+/* the guest rewrites count after our one read: the copy rules */
+static void rx_sg_guest_races(void **state)
+{
+	struct venet_rxbuf rb;
+	const char *why = NULL;
+
+	(void)state;
+	make_rx_sg(2, 100);
+	xlate_calls = 0;
+	xlate_hook = race_hook;
+	assert_int_equal(venet_rx_sg(&mem, SG_GPA, SG_DESC_LEN, &rb, &why), 0);
+	xlate_hook = NULL;
+	assert_int_equal(rb.niov, 3);
+	assert_int_equal(rb.cap, 200);
+}
+
+static void rx_vnet_conversion(void **state)
+{
+	struct virtio_net_hdr vh;
+	struct venet_sg out;
+	const char *why;
+
+	(void)state;
+	memset(&vh, 0, sizeof(vh));
+	vh.gso_type = VIRTIO_NET_HDR_GSO_NONE;
+	assert_int_equal(venet_vnet_to_rx_sg(&vh, 60, &out, &why), 0);
+	assert_int_equal(out.flags, 0);
+	assert_int_equal(out.len, 60);
+
+	/* a GSO TCPv6 frame with ECN and a partial checksum */
+	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh.csum_start = 54;
+	vh.csum_offset = 16;
+	vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV6 | VIRTIO_NET_HDR_GSO_ECN;
+	vh.gso_size = 1428;
+	vh.hdr_len = 86;
+	assert_int_equal(venet_vnet_to_rx_sg(&vh, 65000, &out, &why), 0);
+	assert_int_equal(out.flags, VENET_SG_FLAG_NEEDS_CSUM |
+			 VENET_SG_FLAG_GSO | VENET_SG_FLAG_ECN);
+	assert_int_equal(out.csum.start, 54);
+	assert_int_equal(out.csum.offset, 16);
+	assert_int_equal(out.gso.type, VENET_GSO_TYPE_TCPV6);
+	assert_int_equal(out.gso.size, 1428);
+	assert_int_equal(out.gso.hdrlen, 86);
+	assert_int_equal(out.len, 65000);
+
+	/* TCPv4 GSO with only DATA_VALID (forwarded GRO frames) */
+	vh.flags = VIRTIO_NET_HDR_F_DATA_VALID;
+	vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+	assert_int_equal(venet_vnet_to_rx_sg(&vh, 9000, &out, &why), 0);
+	assert_int_equal(out.flags, VENET_SG_FLAG_DATA_VALID |
+			 VENET_SG_FLAG_GSO);
+	assert_int_equal(out.gso.type, VENET_GSO_TYPE_TCPV4);
+
+#define RX_CONV_BAD(l) do {						\
+		why = NULL;						\
+		assert_int_equal(venet_vnet_to_rx_sg(&vh, l, &out, &why), \
+				 -EPROTO);				\
+		assert_non_null(why);					\
+	} while (0)
+	/* GSO without any checksum state */
+	vh.flags = 0;
+	RX_CONV_BAD(9000);
+	/* csum field past the end of the frame, and exactly at it */
+	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh.gso_type = VIRTIO_NET_HDR_GSO_NONE;
+	vh.csum_start = 0xffff;
+	vh.csum_offset = 0xffff;
+	RX_CONV_BAD(9000);
+	vh.csum_start = 100;
+	vh.csum_offset = 16;
+	RX_CONV_BAD(117);
+	assert_int_equal(venet_vnet_to_rx_sg(&vh, 118, &out, &why), 0);
+	/* GSO types we never enable, size 0, hdr_len past the frame */
+	vh.gso_type = VIRTIO_NET_HDR_GSO_UDP;
+	RX_CONV_BAD(9000);
+	vh.gso_type = 5;	/* UDP_L4 */
+	RX_CONV_BAD(9000);
+	vh.gso_type = 0x7f;
+	RX_CONV_BAD(9000);
+	vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+	vh.gso_size = 0;
+	RX_CONV_BAD(9000);
+	vh.gso_size = 1448;
+	vh.hdr_len = 9001;
+	RX_CONV_BAD(9000);
+#undef RX_CONV_BAD
+}
+
+/* end to end: tap stand-in -> guest iovs -> the guest's venet_sg */
+static void rx_sg_read_publish(void **state)
+{
+	struct venet_rxbuf rb;
+	struct virtio_net_hdr vh_in, vh;
+	static unsigned char frame[10000];
+	struct venet_sg out, *sg;
+	struct iovec iov[2];
+	const char *why = NULL;
+	int sv[2];
+	ssize_t n;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0,
+				    sv), 0);
+	for (i = 0; i < sizeof(frame); i++)
+		frame[i] = (unsigned char)(i * 13 + 1);
+	memset(&vh_in, 0, sizeof(vh_in));
+	vh_in.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh_in.csum_start = 34;
+	vh_in.csum_offset = 16;
+	vh_in.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+	vh_in.gso_size = 1448;
+	vh_in.hdr_len = 66;
+	iov[0].iov_base = &vh_in;
+	iov[0].iov_len = sizeof(vh_in);
+	iov[1].iov_base = frame;
+	iov[1].iov_len = sizeof(frame);
+
+	/* spans three 4 KiB iovs */
+	sg = make_rx_sg(4, 4096);
+	assert_int_equal(venet_rx_sg(&mem, SG_GPA, SG_DESC_LEN, &rb, &why), 0);
+	assert_int_equal(writev(sv[1], iov, 2), sizeof(vh_in) + sizeof(frame));
+	n = venet_rx_read(sv[0], &rb, &vh);
+	assert_int_equal(n, sizeof(frame));
+	for (i = 0; i < sizeof(frame); i++)
+		assert_int_equal(ram[0x10000 + (i / 4096) * 0x4000 + i % 4096],
+				 frame[i]);
+	assert_int_equal(venet_vnet_to_rx_sg(&vh, (__u32)n, &out, &why), 0);
+	venet_rx_sg_publish(&rb, &out);
+	assert_int_equal(sg->flags, VENET_SG_FLAG_NEEDS_CSUM |
+			 VENET_SG_FLAG_GSO);
+	assert_int_equal(sg->len, sizeof(frame));
+	assert_int_equal(sg->csum.start, 34);
+	assert_int_equal(sg->csum.offset, 16);
+	assert_int_equal(sg->gso.type, VENET_GSO_TYPE_TCPV4);
+	assert_int_equal(sg->gso.size, 1448);
+	assert_int_equal(sg->gso.hdrlen, 66);
+	/* the guest's own fields are untouched */
+	assert_int_equal(sg->count, 4);
+	assert_int_equal(sg->cookie, 0xdeadbeef);
+	assert_int_equal(sg->iov[3].ptr, 0x10000 + 3 * 0x4000);
+
+	/* capacity one byte short: dropped, nothing beyond the iovs */
+	make_rx_sg(2, 4096);
+	sg->iov[1].len = sizeof(frame) - 4096 - 1;
+	ram[0x14000 + sizeof(frame) - 4096 - 1] = 0x5a;
+	assert_int_equal(venet_rx_sg(&mem, SG_GPA, SG_DESC_LEN, &rb, &why), 0);
+	assert_int_equal(rb.cap, sizeof(frame) - 1);
+	assert_int_equal(writev(sv[1], iov, 2), sizeof(vh_in) + sizeof(frame));
+	assert_int_equal(venet_rx_read(sv[0], &rb, &vh), -EMSGSIZE);
+	assert_int_equal(ram[0x14000 + sizeof(frame) - 4096 - 1], 0x5a);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -564,6 +833,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(rx_read_datagram, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(rx_finish_csum, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(rx_sg_buffers, setup, teardown),
+		cmocka_unit_test_setup_teardown(rx_sg_malformed, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(rx_sg_guest_races, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(rx_vnet_conversion, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(rx_sg_read_publish, setup,
 						teardown),
 	};
 

@@ -9,8 +9,8 @@
 #     (a data file with a known md5, /cgi-bin/md5 for uploads,
 #     /cgi-bin/ping: the host pings the guest, /cgi-bin/mtu?N: tap MTU);
 # then boots the guest (guest/venet-tests.sh): ping both ways, TCP both
-# ways with checksums, MTU 1500/9000, link down/up, sg_enabled=1 and 0,
-# TSO counters, unload under traffic, load/unload cycles without slab
+# ways with checksums, MTU 1500/9000, link down/up, sg_enabled=1 (SG, TSO
+# and RXSG: GSO frames host->guest) and 0 (plain rx), TSO/rx GSO counters, unload under traffic, load/unload cycles without slab
 # growth. Everything is torn down in a trap. Prints PASS/FAIL lines and
 # "N passed, N failed"; exits non-zero on failure. Needs root (netns, tap).
 #
@@ -238,6 +238,17 @@ if kill -0 "$hostd_pid" 2>/dev/null && ctl stats g1 1 >"$out/hostd-stats.txt" 2>
 	sed 's/^/    hostd stats: /' "$out/hostd-stats.txt"
 else
 	h_fail hostd-alive-at-end "(log $out/hostd.log)"
+fi
+# RXSG (sg_enabled=1): the host handed GSO frames to the guest, and
+# refused none the tap gave it
+hstat() { tr ' ' '\n' <"$out/hostd-stats.txt" | sed -n "s/^$1=//p" | head -n 1; }
+if [[ -s "$out/hostd-stats.txt" ]]; then
+	if [[ " $sg_modes " == *" 1 "* ]]; then
+		v=$(hstat rx_gso)
+		if [[ "${v:-0}" -gt 0 ]]; then h_pass "hostd-rx-gso ($v)"; else h_fail hostd-rx-gso "rx_gso=${v:-?}"; fi
+	fi
+	v=$(hstat rx_offload_dropped)
+	if [[ "${v:-1}" -eq 0 ]]; then h_pass hostd-rx-offload-none-dropped; else h_fail hostd-rx-offload-none-dropped "rx_offload_dropped=${v:-?}"; fi
 fi
 if grep -aq " faulted: " "$out/hostd.log"; then
 	grep -a " faulted: " "$out/hostd.log" | head -n 5 | sed 's/^/    hostd: /'

@@ -49,6 +49,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/uio.h>
+#include <linux/if_tun.h>
 
 #include <vbus/venet.h>
 
@@ -63,7 +64,11 @@
 #define VENET_TX_ROUNDS 4
 
 #define VENET_CAPS_SUPPORTED (VENET_CAP_SG | VENET_CAP_TSO4 | \
-			      VENET_CAP_TSO6 | VENET_CAP_ECN)
+			      VENET_CAP_TSO6 | VENET_CAP_ECN | VENET_CAP_RXSG)
+
+/* What the tap may hand us when the guest takes RXSG frames. */
+#define VENET_RXSG_TUN_F (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | \
+			  TUN_F_TSO_ECN)
 
 struct venet;
 
@@ -89,6 +94,8 @@ struct venet_stats {
 	__u64 rx_too_big;		/* frame longer than the buffer */
 	__u64 rx_offload_dropped;	/* GSO frame with offloads off */
 	__u64 rx_csum_fixed;		/* partial csum completed by us */
+	__u64 rx_gso, rx_csum;		/* RXSG: GSO / partial csum frames */
+	__u64 rx_offload_errors;	/* RXSG: tap offload failed, plain rx */
 	__u64 rx_starved;		/* ran out of guest buffers */
 	__u64 rx_flushed;		/* buffers returned by FLUSHRX */
 	__u64 kicks;			/* self-scheduled tx passes */
@@ -217,6 +224,27 @@ static void backend_lost(struct venet *v, int err)
 	v->tx_blocked = false;
 }
 
+/*
+ * The tap's offloads follow the rx format: with RXSG the guest takes
+ * partial checksums and GSO frames as they are, without it the host
+ * kernel must finish both before we read. If the tap refuses, we log it
+ * and keep the plain tap: RXSG buffers then just get complete frames.
+ */
+static void rx_offload_apply(struct venet *v)
+{
+	unsigned int want = (v->caps & VENET_CAP_RXSG) ? VENET_RXSG_TUN_F : 0;
+	int ret;
+
+	if (v->tap.fd < 0 || v->tap.offload == want)
+		return;
+	ret = tap_set_offload(&v->tap, want);
+	if (ret < 0) {
+		v->st.rx_offload_errors++;
+		hostd_dev_log(v->dev, "venet: tap %s: TUNSETOFFLOAD 0x%x: %s",
+			      v->tap.name, want, strerror(-ret));
+	}
+}
+
 /* Open the tap if we have none (create, open, LINKUP). */
 static void backend_try(struct venet *v)
 {
@@ -234,6 +262,7 @@ static void backend_try(struct venet *v)
 		return;
 	}
 	v->backend_err[0] = '\0';
+	rx_offload_apply(v);
 	/* link down until the guest's LINKUP: no carrier on the host */
 	tap_set_carrier(&v->tap, v->link);
 	if (v->open)
@@ -402,6 +431,7 @@ static void rx_run(struct venet *v)
 	struct virtio_net_hdr vh;
 	__u64 bytes = 0;
 	unsigned int done = 0, popped = 0;
+	bool rxsg = v->caps & VENET_CAP_RXSG;
 
 	v->rx_starved = false;
 	if (!rx_possible(v))
@@ -441,7 +471,8 @@ static void rx_run(struct venet *v)
 
 		ptr = VBUS_READ(iter.desc->ptr);
 		len = VBUS_READ(iter.desc->len);
-		if (venet_rx_flat(&v->mem, ptr, len, &rb, &why)) {
+		if (rxsg ? venet_rx_sg(&v->mem, ptr, len, &rb, &why) :
+			   venet_rx_flat(&v->mem, ptr, len, &rb, &why)) {
 			/* hand it back empty (the contract's len = 0) */
 			v->st.rx_bad++;
 			bad_desc(v, "rx", why);
@@ -468,14 +499,32 @@ static void rx_run(struct venet *v)
 			backend_lost(v, (int)-n);
 			break;
 		}
-		if (venet_rx_finish_flat(&rb, &vh, (__u32)n, &why)) {
-			v->st.rx_offload_dropped++;
-			hostd_dev_log(v->dev, "venet: rx frame dropped: %s",
-				      why);
-			continue;
+		if (rxsg) {
+			struct venet_sg out;
+
+			if (venet_vnet_to_rx_sg(&vh, (__u32)n, &out, &why)) {
+				v->st.rx_offload_dropped++;
+				hostd_dev_log(v->dev,
+					      "venet: rx frame dropped: %s",
+					      why);
+				continue;
+			}
+			venet_rx_sg_publish(&rb, &out);
+			if (out.flags & VENET_SG_FLAG_GSO)
+				v->st.rx_gso++;
+			if (out.flags & VENET_SG_FLAG_NEEDS_CSUM)
+				v->st.rx_csum++;
+		} else {
+			if (venet_rx_finish_flat(&rb, &vh, (__u32)n, &why)) {
+				v->st.rx_offload_dropped++;
+				hostd_dev_log(v->dev,
+					      "venet: rx frame dropped: %s",
+					      why);
+				continue;
+			}
+			if (vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
+				v->st.rx_csum_fixed++;
 		}
-		if (vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
-			v->st.rx_csum_fixed++;
 
 		/* len before the pop: publish() orders it before sown */
 		VBUS_WRITE(iter.desc->len, (__u64)n);
@@ -727,6 +776,7 @@ static int venet_open(struct hostd_dev *dev, __u32 version)
 	    hostd_fd_add(dev, v->kick_fd, EPOLLIN, kick_cb, v) == 0)
 		v->kick_watched = true;
 	backend_try(v);
+	rx_offload_apply(v);	/* caps 0 until NEGCAP: plain frames */
 	if (v->tap.fd >= 0) {
 		tap_set_carrier(&v->tap, 0);
 		tap_watch(v);
@@ -759,6 +809,8 @@ static void venet_close(struct hostd_dev *dev)
 	v->rxq.attached = v->txq.attached = false;
 	v->rxq.notify_on = v->txq.notify_on = false;
 	v->caps = 0;
+	/* the next guest may not take offloaded frames */
+	rx_offload_apply(v);
 }
 
 static int venet_call(struct hostd_dev *dev, __u32 func, void *buf,
@@ -801,11 +853,11 @@ static int venet_call(struct hostd_dev *dev, __u32 func, void *buf,
 			return -EINVAL;
 		memcpy(&caps, buf, sizeof(caps));
 		/*
-		 * The tx descriptor format follows the answer: once the tx
-		 * ring is there it cannot change under descriptors in
+		 * The tx and rx descriptor formats follow the answer: once
+		 * a ring is there it cannot change under descriptors in
 		 * flight.
 		 */
-		if (v->txq.attached)
+		if (v->txq.attached || v->rxq.attached)
 			return -EBUSY;
 		if (caps.gid == VENET_CAP_GROUP_SG) {
 			caps.bits &= VENET_CAPS_SUPPORTED;
@@ -813,6 +865,7 @@ static int venet_call(struct hostd_dev *dev, __u32 func, void *buf,
 			if (!(caps.bits & VENET_CAP_SG))
 				caps.bits = 0;
 			v->caps = caps.bits;
+			rx_offload_apply(v);
 		} else {
 			caps.bits = 0;
 		}
@@ -889,7 +942,8 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(rx_notify_in); S(tx_notify_in); S(rx_notify_out); S(tx_notify_out);
 	S(tx_gso); S(tx_csum); S(tx_bad); S(tx_errors); S(tx_dropped);
 	S(tx_blocked); S(rx_bad); S(rx_too_big); S(rx_offload_dropped);
-	S(rx_csum_fixed); S(rx_starved); S(rx_flushed); S(kicks);
+	S(rx_csum_fixed); S(rx_gso); S(rx_csum); S(rx_offload_errors);
+	S(rx_starved); S(rx_flushed); S(kicks);
 	S(backend_lost);
 #undef S
 }

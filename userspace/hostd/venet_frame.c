@@ -215,6 +215,7 @@ int venet_rx_flat(const struct venet_mem *m, __u64 gpa, __u64 len,
 	rb->iov[0].iov_len = TAP_VNET_HDR_LEN;
 	rb->niov = 1;
 	rb->cap = 0;
+	rb->gsg = NULL;
 
 	if (len < VENET_FRAME_MIN)
 		return bad(why, "rx buffer shorter than an Ethernet header",
@@ -234,6 +235,147 @@ int venet_rx_flat(const struct venet_mem *m, __u64 gpa, __u64 len,
 	rb->niov = 2;
 	rb->cap = (__u32)len;
 	return 0;
+}
+
+int venet_rx_sg(const struct venet_mem *m, __u64 gpa, __u64 desc_len,
+		struct venet_rxbuf *rb, const char **why)
+{
+	struct venet_sg sg;
+	struct venet_iov iov[VENET_SG_MAX_IOVS];
+	unsigned char *p;
+	__u32 cap = 0;
+	__u32 i;
+
+	rb->iov[0].iov_base = NULL;
+	rb->iov[0].iov_len = TAP_VNET_HDR_LEN;
+	rb->niov = 1;
+	rb->cap = 0;
+	rb->gsg = NULL;
+
+	if (desc_len < sizeof(sg))
+		return bad(why, "rx sg descriptor shorter than a venet_sg",
+			   -EINVAL);
+	p = xlate(m, gpa, sizeof(sg));
+	if (!p)
+		return bad(why, "rx venet_sg outside guest RAM", -EFAULT);
+	/* the one read of the header: only count is used */
+	venet_guest_copy(&sg, p, sizeof(sg));
+
+	if (sg.count < 1 || sg.count > VENET_SG_MAX_IOVS)
+		return bad(why, "rx venet_sg count out of range", -EINVAL);
+	if (VENET_SG_SIZE(sg.count) > desc_len)
+		return bad(why, "rx venet_sg iovs beyond the descriptor",
+			   -EINVAL);
+	p = xlate(m, gpa, VENET_SG_SIZE(sg.count));
+	if (!p)
+		return bad(why, "rx venet_sg iovs outside guest RAM", -EFAULT);
+	/* the one read of the iov array */
+	venet_guest_copy(iov, p + sizeof(sg),
+			 (size_t)sg.count * sizeof(iov[0]));
+
+	for (i = 0; i < sg.count && cap < VENET_FRAME_MAX; i++) {
+		__u32 l = iov[i].len;
+		void *base;
+
+		/* no frame is longer: the rest is neither used nor checked */
+		if (l > VENET_FRAME_MAX - cap)
+			l = VENET_FRAME_MAX - cap;
+		/* an empty iov carries nothing; its ptr is never looked at */
+		if (!l)
+			continue;
+		base = xlate(m, iov[i].ptr, l);
+		if (!base)
+			return bad(why, "rx iov outside guest RAM", -EFAULT);
+		rb->iov[rb->niov].iov_base = base;
+		rb->iov[rb->niov].iov_len = l;
+		rb->niov++;
+		cap += l;
+	}
+	if (cap < VENET_FRAME_MIN)
+		return bad(why, "rx sg capacity below an Ethernet header",
+			   -EINVAL);
+
+	rb->cap = cap;
+	/* translated above with the iovs: the header is writable RAM */
+	rb->gsg = (struct venet_sg *)p;
+	return 0;
+}
+
+int venet_vnet_to_rx_sg(const struct virtio_net_hdr *vh, __u32 len,
+			struct venet_sg *out, const char **why)
+{
+	__u8 gso = vh->gso_type & ~VIRTIO_NET_HDR_GSO_ECN;
+
+	out->flags = 0;
+	out->len = len;
+	out->csum.start = 0;
+	out->csum.offset = 0;
+	out->gso.type = 0;
+	out->gso.reserved = 0;
+	out->gso.hdrlen = 0;
+	out->gso.size = 0;
+
+	if (vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
+		/* u32 arithmetic: two u16 plus 2 cannot wrap */
+		if ((__u32)vh->csum_start + vh->csum_offset + 2 > len)
+			return bad(why, "tap gave csum offsets outside the frame",
+				   -EPROTO);
+		out->flags |= VENET_SG_FLAG_NEEDS_CSUM;
+		out->csum.start = vh->csum_start;
+		out->csum.offset = vh->csum_offset;
+	} else if (vh->flags & VIRTIO_NET_HDR_F_DATA_VALID) {
+		/* with NEEDS_CSUM it would say nothing more */
+		out->flags |= VENET_SG_FLAG_DATA_VALID;
+	}
+
+	if (gso == VIRTIO_NET_HDR_GSO_NONE)
+		return 0;	/* a lone ECN bit qualifies nothing */
+
+	switch (gso) {
+	case VIRTIO_NET_HDR_GSO_TCPV4:
+		out->gso.type = VENET_GSO_TYPE_TCPV4;
+		break;
+	case VIRTIO_NET_HDR_GSO_TCPV6:
+		out->gso.type = VENET_GSO_TYPE_TCPV6;
+		break;
+	default:	/* UDP: we never enable TUN_F_UFO */
+		return bad(why, "tap gave a GSO type we did not enable",
+			   -EPROTO);
+	}
+	if (!(out->flags & (VENET_SG_FLAG_NEEDS_CSUM |
+			    VENET_SG_FLAG_DATA_VALID)))
+		return bad(why, "tap gave GSO without a checksum state",
+			   -EPROTO);
+	if (!vh->gso_size)
+		return bad(why, "tap gave GSO with gso_size 0", -EPROTO);
+	if (vh->hdr_len > len)
+		return bad(why, "tap gave a GSO hdr_len beyond the frame",
+			   -EPROTO);
+	out->flags |= VENET_SG_FLAG_GSO;
+	if (vh->gso_type & VIRTIO_NET_HDR_GSO_ECN)
+		out->flags |= VENET_SG_FLAG_ECN;
+	out->gso.size = vh->gso_size;
+	out->gso.hdrlen = vh->hdr_len;
+	return 0;
+}
+
+void venet_rx_sg_publish(struct venet_rxbuf *rb, const struct venet_sg *s)
+{
+	struct venet_sg *g = rb->gsg;
+
+	/*
+	 * One store per field, before the caller's pop: the pop's release
+	 * on sown publishes them and pairs with the guest's acquire of sown
+	 * (ioq_iter_owned) before it reads them. cookie, count and iov[]
+	 * stay the guest's.
+	 */
+	VBUS_WRITE(g->flags, s->flags);
+	VBUS_WRITE(g->len, s->len);
+	VBUS_WRITE(g->csum.start, s->csum.start);
+	VBUS_WRITE(g->csum.offset, s->csum.offset);
+	VBUS_WRITE(g->gso.type, s->gso.type);
+	VBUS_WRITE(g->gso.hdrlen, s->gso.hdrlen);
+	VBUS_WRITE(g->gso.size, s->gso.size);
 }
 
 ssize_t venet_rx_read(int tapfd, struct venet_rxbuf *rb,

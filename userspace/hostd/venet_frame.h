@@ -103,12 +103,38 @@ struct venet_rxbuf {
 	int niov;			/* header + guest iovs */
 	__u32 cap;			/* guest bytes available */
 	unsigned char spill;		/* see venet_rx_read() */
+	/* RXSG: the guest's venet_sg, where venet_rx_sg_publish() writes */
+	struct venet_sg *gsg;
 };
 
 /* rx, flat: one guest buffer of @len bytes at @gpa (clamped to
  * VENET_FRAME_MAX: no frame is longer). */
 int venet_rx_flat(const struct venet_mem *m, __u64 gpa, __u64 len,
 		  struct venet_rxbuf *rb, const char **why);
+
+/*
+ * rx, RXSG negotiated: the descriptor points at a struct venet_sg of
+ * @desc_len bytes whose iovs are the buffer. The header and iov array are
+ * copied once; checks: 1 <= count <= VENET_SG_MAX_IOVS and the iov array
+ * inside @desc_len; every non-empty iov translated; the capacity (sum of
+ * the iov lens, used only up to VENET_FRAME_MAX) at least VENET_FRAME_MIN.
+ * The guest's sg.len, flags etc. are ignored (we overwrite them).
+ */
+int venet_rx_sg(const struct venet_mem *m, __u64 gpa, __u64 desc_len,
+		struct venet_rxbuf *rb, const char **why);
+
+/*
+ * The tap's virtio_net_hdr for a frame of @len bytes -> the venet_sg rx
+ * fields in @out (flags, len, csum, gso; count/cookie/iov untouched):
+ * NEEDS_CSUM with start + offset + 2 <= len; DATA_VALID; GSO TCPV4/TCPV6
+ * (+ECN) with size != 0, hdr_len <= len and NEEDS_CSUM or DATA_VALID.
+ * Anything else (UDP GSO, which we never enable) is -EPROTO + reason.
+ */
+int venet_vnet_to_rx_sg(const struct virtio_net_hdr *vh, __u32 len,
+			struct venet_sg *out, const char **why);
+
+/* Write the rx fields of @s into the guest's venet_sg (rb->gsg). */
+void venet_rx_sg_publish(struct venet_rxbuf *rb, const struct venet_sg *s);
 
 /*
  * Read one frame from the tap into @rb; the virtio header lands in @vh.

@@ -28,6 +28,12 @@ struct venet_capabilities {
 #define VENET_CAP_TSO6   (1 << 2)
 #define VENET_CAP_ECN    (1 << 3)
 #define VENET_CAP_UFO    (1 << 4)
+/*
+ * rx descriptors carry a struct venet_sg too: the guest posts page iovs,
+ * the host fills them and reports checksum/GSO state in the venet_sg
+ * (docs/transport.md, venet, "rx ring, RXSG"). Only with SG.
+ */
+#define VENET_CAP_RXSG   (1 << 5)
 
 /*
  * The seed declared { __u32 len; __u64 ptr; }: 16 bytes with ptr at 8 on
@@ -42,6 +48,8 @@ struct venet_iov {
 #define VENET_SG_FLAG_NEEDS_CSUM (1 << 0)
 #define VENET_SG_FLAG_GSO        (1 << 1)
 #define VENET_SG_FLAG_ECN        (1 << 2)
+/* rx only (RXSG): the host verified the frame's checksums */
+#define VENET_SG_FLAG_DATA_VALID (1 << 3)
 
 #define VENET_GSO_TYPE_TCPV4	0	/* IPv4 TCP (TSO) */
 #define VENET_GSO_TYPE_UDP	1	/* IPv4 UDP (UFO) */

@@ -3,8 +3,9 @@
 # /test/run.sh under busybox sh. Loads the bus stack and vbus_enet.ko and
 # checks, once per sg_enabled mode: ping both ways, TCP transfers both ways
 # with checksums, MTU 1500/9000 (FLUSHRX), link down/up, the negotiated
-# offloads (ethtool -k) and that TSO is really used (tx_gso_packets), remove
-# while traffic flows; then load/unload cycles with traffic that must not
+# offloads (ethtool -k), that TSO is really used (tx_gso_packets) and, with
+# sg_enabled=1 (which also negotiates RXSG), that host->guest TCP arrives
+# as GSO frames (rx_gso_packets); remove while traffic flows; then load/unload cycles with traffic that must not
 # grow any slab cache.
 #
 # The host side (run-venet-tests.sh) runs vbus-hostd with a venet device on
@@ -179,6 +180,17 @@ mode() {
 		else
 			vt_check "$p/no-gso-without-sg" test "${tso:-1}" -eq 0
 		fi
+		# rx offload (RXSG): the md5-checked host->guest transfer above
+		# must have arrived as GSO frames, with nothing refused
+		rxgso=$(ethstat "$IF" rx_gso_packets)
+		log "$p: rx_gso_packets=$rxgso rx_csum_partial=$(ethstat "$IF" rx_csum_partial)"
+		if [ "$sg" = 1 ]; then
+			vt_check "$p/rx-gso-used" test "${rxgso:-0}" -gt 0
+		else
+			vt_check "$p/no-rx-gso-without-sg" test "${rxgso:-1}" -eq 0
+		fi
+		vt_check "$p/rx-no-bad-offload" test "$(ethstat "$IF" rx_bad_offload)" -eq 0
+		vt_check "$p/rx-no-length-errors" test "$(ethstat "$IF" rx_length_errors)" -eq 0
 	fi
 
 	# MTU 9000 and back: FLUSHRX replaces every posted rx buffer
