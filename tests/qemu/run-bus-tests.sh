@@ -78,21 +78,10 @@ mkdir -p "$out"
 
 # ---- build ---------------------------------------------------------------
 if ((build)); then
-	t0=$(vbus_now)
-	if ! make -C "$top" modules KVER="$VBUS_KVER" VBUS_SUBDIRS=kernel/vbus \
-		>"$out/build-modules.log" 2>&1; then
-		tail -n 40 "$out/build-modules.log" | sed 's/^/    /'
-		h_fail build-modules "make modules failed (log $out/build-modules.log)"
+	if ! step=$(vbus_build_stack kernel/vbus "$out" "$cbuild"); then
+		h_fail "$step" "build failed (log $out/$step.log)"
 		finish
 	fi
-	vbus_log "make modules: $(vbus_elapsed "$t0") s"
-	t0=$(vbus_now)
-	if ! vbus_build_hostd "$cbuild" "$out/build-userspace.log" >/dev/null; then
-		tail -n 40 "$out/build-userspace.log" | sed 's/^/    /'
-		h_fail build-userspace "cmake build of vbus-hostd failed (log $out/build-userspace.log)"
-		finish
-	fi
-	vbus_log "cmake vbus-hostd: $(vbus_elapsed "$t0") s"
 fi
 kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
 	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/vbus/vbus_testdev.ko")

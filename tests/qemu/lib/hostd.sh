@@ -31,3 +31,27 @@ vbus_stop_pid() {
 	done
 	kill -9 "$pid" 2>/dev/null || true
 }
+
+# vbus_build_stack SUBDIRS OUT CBUILD: `make modules` for vbus_core plus
+# SUBDIRS (logs OUT/build-modules.log), then vbus-hostd in CBUILD (logs
+# OUT/build-userspace.log). On failure prints the log's tail and returns 1
+# with the failed step's name (build-modules / build-userspace) on stdout.
+vbus_build_stack() {
+	local subdirs=$1 out=$2 cbuild=$3 top t0
+	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+	t0=$(vbus_now)
+	if ! make -C "$top" modules KVER="$VBUS_KVER" VBUS_SUBDIRS="$subdirs" \
+		>"$out/build-modules.log" 2>&1; then
+		tail -n 40 "$out/build-modules.log" | sed 's/^/    /' >&2
+		echo build-modules
+		return 1
+	fi
+	vbus_log "make modules: $(vbus_elapsed "$t0") s" >&2
+	t0=$(vbus_now)
+	if ! vbus_build_hostd "$cbuild" "$out/build-userspace.log" >/dev/null; then
+		tail -n 40 "$out/build-userspace.log" | sed 's/^/    /' >&2
+		echo build-userspace
+		return 1
+	fi
+	vbus_log "cmake vbus-hostd: $(vbus_elapsed "$t0") s" >&2
+}
