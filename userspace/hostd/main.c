@@ -10,7 +10,8 @@
  *
  * Start-up order (scripts and QEMU depend on it): every guest's RAM file is
  * created and sized, its BAR2 filled, its socket listening and its devices
- * created; then the control socket; then "ready" is printed. Without
+ * created; then the control socket; then "ready" is printed (and READY=1
+ * goes to $NOTIFY_SOCKET, see sd_notify.c; STOPPING=1 on a signal). Without
  * --foreground the daemon forks first and the parent exits 0 only after
  * the child said it is ready (else it prints the child's error, exits 1).
  */
@@ -26,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "hostd.h"
+#include "sd_notify.h"
 
 static void usage(FILE *f)
 {
@@ -285,10 +287,12 @@ static void daemon_loop(struct daemon *d)
 			return;
 		}
 		if (p[1].revents) {
-			struct signalfd_siginfo si;
+			struct signalfd_siginfo si = { .ssi_signo = 0 };
 
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				hostd_log("signal %u: shutting down", si.ssi_signo);
+			hostd_sd_notifyf("STOPPING=1\nSTATUS=shutting down (signal %u)",
+					 si.ssi_signo);
 			return;
 		}
 		if (p[0].revents & POLLIN) {
@@ -362,6 +366,7 @@ int hostd_main(int argc, char **argv)
 	}
 
 	if (daemon_setup(&d, err, sizeof(err)) < 0) {
+		hostd_sd_notifyf("STATUS=start-up failed: %s", err);
 		if (pfd[1] >= 0) {
 			if (write(pfd[1], err, strlen(err)) < 0) {
 				/* the parent is gone: nothing to tell */
@@ -395,6 +400,9 @@ int hostd_main(int argc, char **argv)
 		fflush(stdout);
 	}
 
+	/* every socket listens and every RAM file is sized: QEMU may start */
+	hostd_sd_notifyf("READY=1\nSTATUS=serving %u guest(s), control socket %s",
+			 d.nguests, c->ctl);
 	daemon_loop(&d);
 	daemon_cleanup(&d);
 	hostd_config_free(c);
