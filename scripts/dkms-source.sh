@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Stage the guest modules as a DKMS source tree (docs/operations.md,
+# "Guest modules with DKMS"): DEST gets dkms.conf, Kbuild, Makefile and
+# the sources `make modules` reads (core/, kernel/, and tests/common/,
+# whose cases the selftest module compiles), without build products.
+#
+#   scripts/dkms-source.sh [DEST]    default /usr/src/vbus-VERSION
+#
+# Prints DEST. Then `dkms add DEST` (or, for /usr/src/vbus-VERSION,
+# `dkms add vbus/VERSION`), `dkms build|install vbus/VERSION`.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+version=$(sed -n 's/^PACKAGE_VERSION=//p' "$top/dkms.conf")
+name=$(sed -n 's/^PACKAGE_NAME=//p' "$top/dkms.conf")
+[[ -n "$version" && -n "$name" ]] || { echo "dkms-source: no PACKAGE_NAME/VERSION in $top/dkms.conf" >&2; exit 1; }
+dest=${1:-/usr/src/$name-$version}
+if [[ -e "$dest" && -n "$(ls -A "$dest")" ]]; then
+	echo "dkms-source: $dest exists and is not empty" >&2
+	exit 1
+fi
+mkdir -p "$dest"
+# the build products `make modules` leaves in the tree (.gitignore)
+tar -C "$top" -cf - --exclude-vcs \
+	--exclude='*.o' --exclude='*.ko' --exclude='*.ko.*' --exclude='*.mod' \
+	--exclude='*.mod.c' --exclude='.*.cmd' --exclude='*.cmd' --exclude='*.d' \
+	--exclude='modules.order' --exclude='Module.symvers' --exclude='.tmp_versions' \
+	dkms.conf Kbuild Makefile core kernel tests/common | tar -C "$dest" -xf -
+echo "$dest"
