@@ -4,7 +4,9 @@
 # them (ctest stages count their tests; build steps count as one each).
 # Exits non-zero if anything failed.
 #
-#   VBUS_TEST_STAGES="build ctest ..."  run only these stages
+#   VBUS_TEST_STAGES="build ctest ..."  run only these stages; the soaks
+#                                       (soak-stress soak-bus soak-venet)
+#                                       run only when named here
 #   VBUS_SKIP_KERNEL=1                  skip make modules and QEMU
 #   VBUS_BUILD_DIR=dir                  build tree (default: build/)
 #   JOBS=N                              parallelism (default: nproc)
@@ -79,18 +81,19 @@ run_ctest() {
 	note "$name" "$total/$total passed"
 }
 
-# run_qemu: every QEMU suite; adds their test counts to the totals
+# run_qemu NAME SUITES: QEMU suites (empty: run-all.sh's default list);
+# adds their test counts to the totals
 run_qemu() {
-	local log=$logdir/qemu.log out p f
-	echo "== qemu: tests/qemu/run-all.sh (log: $log)"
-	tests/qemu/run-all.sh >"$log" 2>&1
+	local name=$1 log=$logdir/$1.log out p f
+	echo "== $name: tests/qemu/run-all.sh ${2:-} (log: $log)"
+	VBUS_QEMU_SUITES=$2 tests/qemu/run-all.sh >"$log" 2>&1
 	local rc=$?
 	sed -n '/=== qemu summary/,$p' "$log"
 	out=$(grep -aE '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
 	if [ -z "$out" ]; then
 		tail -n 40 "$log"
 		failed=$((failed + 1))
-		note qemu "FAILED: no summary (log: $log)"
+		note "$name" "FAILED: no summary (log: $log)"
 		return 1
 	fi
 	p=${out%% passed*}
@@ -101,17 +104,30 @@ run_qemu() {
 	failed=$((failed + f))
 	if [ "$f" -ne 0 ]; then
 		grep -a '^FAIL\|VBUS-TEST FAIL\| FAIL ' "$log" | head -n 30
-		note qemu "$p passed, $f failed (log: $log)"
+		note "$name" "$p passed, $f failed (log: $log)"
 		return 1
 	fi
-	note qemu "$p/$p passed"
+	note "$name" "$p/$p passed"
+}
+
+# kernel_ok STAGE: the installed kernel headers are there (else SKIP)
+kver=${KVER:-$(ls -1 /lib/modules 2>/dev/null | sort -V | tail -n 1)}
+kernel_ok() {
+	if [ -n "${VBUS_SKIP_KERNEL:-}" ]; then
+		note "$1" "SKIP (VBUS_SKIP_KERNEL set)"
+		return 1
+	fi
+	if [ -z "$kver" ] || [ ! -d "/lib/modules/$kver/build" ]; then
+		note "$1" "SKIP (no kernel headers; scripts/deps.sh)"
+		return 1
+	fi
 }
 
 mkdir -p "$logdir"
 start=$(date +%s)
 
 default_ok=0
-if want build || want ctest || want valgrind; then
+if want build || want ctest || want valgrind || want soak-stress; then
 	cmake_build build "$build" && default_ok=1 && note build ok
 fi
 if want ctest; then
@@ -150,24 +166,31 @@ if want fuzz; then
 		note fuzz "ok ($(grep -aE 'executions|crashes' "$logdir/fuzz.log" | tr '\n' ' '))"
 fi
 
-if want kernel; then
-	kver=${KVER:-$(ls -1 /lib/modules 2>/dev/null | sort -V | tail -n 1)}
-	if [ -n "${VBUS_SKIP_KERNEL:-}" ]; then
-		note kernel "SKIP (VBUS_SKIP_KERNEL set)"
-	elif [ -z "$kver" ] || [ ! -d "/lib/modules/$kver/build" ]; then
-		note kernel "SKIP (no kernel headers; scripts/deps.sh)"
+if want kernel && kernel_ok kernel; then
+	step modules "$logdir/modules.log" make -C "$root" modules \
+		KVER="$kver" && note modules "ok ($kver)" &&
+	step modules-check "$logdir/modules-check.log" \
+		make -C "$root" modules-check KVER="$kver" &&
+		note modules-check "ok (W=1 and sparse clean)"
+	run_qemu qemu "${VBUS_QEMU_SUITES:-}"
+fi
+
+# ---- the soaks: opt-in (README, "Soaks") ----
+if want soak-stress; then
+	if [ $default_ok = 1 ]; then
+		step soak-stress "$logdir/soak-stress.log" \
+			"$build/tests/stress/ioq-stress" --mode process \
+			-n "${VBUS_SOAK_MSGS:-100000000}" &&
+			note soak-stress "ok ($(grep -m1 'msg/s' "$logdir/soak-stress.log"))"
 	else
-		step modules "$logdir/modules.log" make -C "$root" modules \
-			KVER="$kver" && note modules "ok ($kver)" &&
-		step modules-check "$logdir/modules-check.log" \
-			make -C "$root" modules-check KVER="$kver" &&
-			note modules-check "ok (W=1 and sparse clean)"
-		if [ -x tests/qemu/run-all.sh ]; then
-			run_qemu
-		else
-			note qemu "SKIP (tests/qemu/run-all.sh not there yet)"
-		fi
+		note soak-stress "SKIP (build failed)"
 	fi
+fi
+if want soak-bus && kernel_ok soak-bus; then
+	run_qemu soak-bus bus-soak
+fi
+if want soak-venet && kernel_ok soak-venet; then
+	run_qemu soak-venet venet-soak
 fi
 
 echo

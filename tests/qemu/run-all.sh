@@ -5,7 +5,10 @@
 # them. Prints each suite's summary and, last, the totals as "N passed, N
 # failed"; exits non-zero on any failure. Extra arguments are not passed
 # on; set VBUS_QEMU_SUITES to run a subset, e.g. VBUS_QEMU_SUITES="kernel
-# bus".
+# bus". Not in the default list, the soaks (scripts/test.sh stages
+# soak-bus, soak-venet): bus-soak (VBUS_SOAK_CYCLES load/unload cycles
+# with devices present, default 100) and venet-soak (VBUS_SOAK_MB MiB each
+# way, default 2048).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,6 +50,12 @@ for s in $suites; do
 	bus) run_suite bus "$here/run-bus-tests.sh" ;;
 	venet) run_suite venet "$here/run-venet-tests.sh" ;;
 	dkms) run_suite dkms "$here/run-dkms-tests.sh" ;;
+	bus-soak)
+		run_suite bus-soak "$here/run-bus-tests.sh" \
+			--cycles "${VBUS_SOAK_CYCLES:-100}" --timeout 3600 ;;
+	venet-soak)
+		run_suite venet-soak "$here/run-venet-tests.sh" --sg 1 \
+			--soak-mb "${VBUS_SOAK_MB:-2048}" --timeout 3600 ;;
 	*) echo "run-all: unknown suite '$s'" >&2; failed=$((failed + 1)) ;;
 	esac
 done

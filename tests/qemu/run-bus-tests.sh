@@ -300,7 +300,7 @@ sed 's/^/    ctl list: /' "$out/ctl-list.txt"
 accel=$(vbus_qemu_accel)
 printf '\nfigures (accel=%s, 2 vCPUs, guest RAM %s, kernel %s, %s boot):\n' \
 	"$accel" "$mem" "$VBUS_KVER" "$VBUS_KBOOT"
-tr -d '\r' <"$out/main.log" | grep -aoE 'vbus-bus-tests: (RING|HC-LATENCY|EVENT-LATENCY) .*' |
+tr -d '\r' <"$out/main.log" | grep -aoE 'vbus-bus-tests: (RING|HC-LATENCY|EVENT-LATENCY|CYCLES) .*' |
 	sed 's/^/    /' || printf '    (no figures)\n'
 printf 'qemu transport args (g1): %s\n' "$(qemu_vbus_args g1 | tr '\n' ' ')"
 printf 'main guest: %s s; total %s s; logs in %s\n' "$main_secs" "$(vbus_elapsed "$t_start")" "$out"

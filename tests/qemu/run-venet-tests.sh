@@ -11,7 +11,8 @@
 # then boots the guest (guest/venet-tests.sh): ping both ways, TCP both
 # ways with checksums, MTU 1500/9000, link down/up, sg_enabled=1 (SG, TSO
 # and RXSG: GSO frames host->guest) and 0 (plain rx), TSO/rx GSO counters, unload under traffic, load/unload cycles without slab
-# growth. Everything is torn down in a trap. Prints PASS/FAIL lines and
+# growth; with --soak-mb, long transfers each way (the soak). Everything
+# is torn down in a trap. Prints PASS/FAIL lines and
 # "N passed, N failed"; exits non-zero on failure. Needs root (netns, tap).
 #
 #   tests/qemu/run-venet-tests.sh [--sg "1 0"] [--cycles N] [--data-mb N]
@@ -20,6 +21,10 @@
 #   --sg MODES    sg_enabled values to test, in order (default "1 0")
 #   --cycles N    load/unload cycles of vbus_enet for the slab check (20)
 #   --data-mb N   size of each TCP transfer in MiB (default 8)
+#   --soak-mb N   the soak, in the first --sg mode: N MiB host->guest in
+#                 one download and N MiB guest->host in 64 MiB uploads, each
+#                 md5-checked at both ends (default 0: none; the opt-in
+#                 stage soak-venet of scripts/test.sh uses 2048)
 #   --mem SIZE    guest RAM, QEMU syntax (default 1G)
 #   --timeout SEC kill the guest after SEC seconds (default 900)
 #   --no-build    use the .ko files and vbus-hostd already built
@@ -39,12 +44,13 @@ source "$here/lib/results.sh"
 # shellcheck source=tests/qemu/lib/hostd.sh
 source "$here/lib/hostd.sh"
 
-sg_modes="1 0" cycles=20 data_mb=8 mem=1G timeout=900 build=1
+sg_modes="1 0" cycles=20 data_mb=8 soak_mb=0 mem=1G timeout=900 build=1
 while (($#)); do
 	case "$1" in
 	--sg) sg_modes=$2; shift 2 ;;
 	--cycles) cycles=$2; shift 2 ;;
 	--data-mb) data_mb=$2; shift 2 ;;
+	--soak-mb) soak_mb=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--no-build) build=0; shift ;;
@@ -52,7 +58,7 @@ while (($#)); do
 	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
 	esac
 done
-for v in "$cycles" "$data_mb" "$timeout"; do
+for v in "$cycles" "$data_mb" "$soak_mb" "$timeout"; do
 	[[ "$v" =~ ^[0-9]+$ ]] || { vbus_err "not a number: $v"; exit 2; }
 done
 for v in $sg_modes; do
@@ -149,6 +155,12 @@ case "\$QUERY_STRING" in
 esac
 EOF
 chmod 0755 "$www/cgi-bin/"*
+# The soak's host -> guest data (guest -> host goes to /cgi-bin/md5)
+soak_md5=
+if ((soak_mb)); then
+	head -c "$((soak_mb * 1024 * 1024))" /dev/urandom >"$www/soak"
+	soak_md5=$(md5sum "$www/soak" | cut -d' ' -f1)
+fi
 # Not through nsx: `ip netns exec` execs in place, so $! is the daemon
 # itself (a backgrounded shell function would give us a subshell's pid).
 ip netns exec "$ns" "$busybox" httpd -f -p "$host_ip:$port" -h "$www" \
@@ -170,6 +182,8 @@ VT_DATA_BYTES=$((data_mb * 1024 * 1024))
 VT_SG_MODES="$sg_modes"
 VT_CYCLES=$cycles
 VT_UP_MB=$data_mb
+VT_SOAK_MB=$soak_mb
+VT_SOAK_MD5=$soak_md5
 EOF
 vbus_initramfs_add_kmods "$s" "${kos[@]}" || { h_fail initramfs kmods; finish; }
 if command -v ethtool >/dev/null; then
@@ -246,6 +260,10 @@ else
 	h_pass hostd-no-device-fault
 fi
 
+if ((soak_mb)); then
+	tr -d '\r' <"$log" | grep -aoE 'venet-tests: SOAK .*' | sed 's/^venet-tests: /    /' ||
+		printf '    (no SOAK figures)\n'
+fi
 printf 'guest: %s s (accel=%s, %s boot, RAM %s, kernel %s); total %s s; log %s\n' \
 	"$boot_secs" "$(vbus_qemu_accel)" "$VBUS_KBOOT" "$mem" "$VBUS_KVER" \
 	"$(vbus_elapsed "$t_start")" "$log"

@@ -310,12 +310,15 @@ vt_check reload-warmup cycle
 vt_slab_snapshot /tmp/slab0
 i=0
 bad=
+t0=$(cut -d' ' -f1 /proc/uptime)
 while [ "$i" -lt "$VBT_CYCLES" ]; do
 	out=$(cycle 2>&1) || { bad="cycle $i: $out"; break; }
 	i=$((i + 1))
 done
+t1=$(cut -d' ' -f1 /proc/uptime)
 if [ -z "$bad" ]; then vt_pass "rmmod-insmod-x$VBT_CYCLES"; else vt_fail "rmmod-insmod-x$VBT_CYCLES" "$bad"; fi
 vt_slab_snapshot /tmp/slab1
+log "CYCLES $i rmmod/insmod cycles with $(echo "$VBT_DEVS" | wc -w) devices in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; slab growth: $(vt_slab_growth /tmp/slab0 /tmp/slab1)"
 vt_check "slab-stable-after-$VBT_CYCLES-cycles" vt_slab_compare /tmp/slab0 /tmp/slab1 16
 # every unload got BUSREG detach answered: no eventq memory was leaked
 vt_check eventq-detached-on-unload sh -c '! dmesg | grep "did not detach"'

@@ -91,6 +91,14 @@ vt_slab_snapshot() {
 	fi
 }
 
+# vt_slab_growth A B [N]: the N (default 5) caches that grew most from
+# snapshot A to B, as "cache:+delta" words, or "none" (a figure, no verdict).
+vt_slab_growth() {
+	awk 'NR == FNR { a[$1] = $2; next } { d = $2 - a[$1]; if (d > 0) print d, $1 }' "$1" "$2" |
+		sort -rn | head -n "${3:-5}" |
+		awk '{ printf "%s%s:+%d", (NR > 1 ? " " : ""), $2, $1 } END { if (!NR) printf "none" }'
+}
+
 # vt_slab_compare A B TOLERANCE: fail (and list them) if any cache grew by
 # more than TOLERANCE objects from snapshot A to snapshot B. Caches matching
 # $VT_SLAB_IGNORE are skipped.

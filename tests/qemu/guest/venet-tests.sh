@@ -5,8 +5,9 @@
 # with checksums, MTU 1500/9000 (FLUSHRX), link down/up, the negotiated
 # offloads (ethtool -k), that TSO is really used (tx_gso_packets) and, with
 # sg_enabled=1 (which also negotiates RXSG), that host->guest TCP arrives
-# as GSO frames (rx_gso_packets); remove while traffic flows; then load/unload cycles with traffic that must not
-# grow any slab cache.
+# as GSO frames (rx_gso_packets); with VT_SOAK_MB, one long transfer each
+# way, md5-checked at both ends (the soak); remove while traffic flows;
+# then load/unload cycles with traffic that must not grow any slab cache.
 #
 # The host side (run-venet-tests.sh) runs vbus-hostd with a venet device on
 # a tap inside a network namespace, gives the tap $VT_HOST_IP, and serves
@@ -15,12 +16,14 @@
 #   /cgi-bin/md5      POST body -> its md5 (hex)
 #   /cgi-bin/ping     the host pings the caller (3 echo requests) -> "ok"
 #   /cgi-bin/mtu?N    sets the tap's MTU to N -> "ok"
+#   /soak             $VT_SOAK_MB MiB whose md5 is $VT_SOAK_MD5
 #
 # Knobs come from /test/config.sh (written by the host script):
 #   VT_HOST_IP VT_GUEST_IP VT_PREFIX VT_HTTP_PORT VT_DATA_MD5 VT_DATA_BYTES
 #   VT_SG_MODES   e.g. "1 0"
 #   VT_CYCLES     load/unload cycles for the slab check (default 20)
 #   VT_UP_MB      size of the guest->host upload (default 8)
+#   VT_SOAK_MB    MiB of the soak, each way (default 0: no soak)
 #   VT_BRIDGE     bridge module to load first (default vbus_pcibridge)
 
 # shellcheck source=tests/qemu/guest/lib.sh
@@ -36,6 +39,8 @@
 : "${VT_SG_MODES:=1 0}"
 : "${VT_CYCLES:=20}"
 : "${VT_UP_MB:=8}"
+: "${VT_SOAK_MB:=0}"
+: "${VT_SOAK_MD5:=}"
 : "${VT_BRIDGE:=vbus_pcibridge}"
 
 URL="http://$VT_HOST_IP:$VT_HTTP_PORT"
@@ -118,6 +123,50 @@ check_tcp_out() {
 	got=$(http_post /cgi-bin/md5 /tmp/up)
 	echo "host got $got, sent $want"
 	test "$got" = "$want"
+}
+
+# ---- the soak: VT_SOAK_MB each way, md5 at both ends ----
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+mbps() { awk -v mb="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.1f s, %.1f MB/s", b - a, mb * 1.048576 / (b - a) }'; }
+
+# each writes its figure to /tmp/soak.fig (vt_check shows output only on failure)
+soak_in() {
+	local t0 got
+	t0=$(uptime_s)
+	got=$(timeout $((VT_SOAK_MB + 600)) wget -q -O - "$URL/soak" | md5sum | cut -d' ' -f1)
+	echo "SOAK host-to-guest $VT_SOAK_MB MiB: $(mbps "$VT_SOAK_MB" "$t0" "$(uptime_s)"); md5 $got (host $VT_SOAK_MD5)" >/tmp/soak.fig
+	test "$got" = "$VT_SOAK_MD5"
+}
+
+# Guest -> host in uploads of ~64 MiB of random text (busybox wget posts
+# a file it holds in memory; a 2 GiB file would not fit in guest RAM),
+# until VT_SOAK_MB have gone: each one's md5 as the host received it must
+# be the file's.
+soak_out() {
+	local t0 chunk=64 n=0 sent=0 want got bytes
+	[ "$VT_SOAK_MB" -lt "$chunk" ] && chunk=$VT_SOAK_MB
+	mk_upload "$chunk"
+	want=$(md5sum /tmp/up | cut -d' ' -f1)
+	bytes=$(wc -c </tmp/up)
+	t0=$(uptime_s)
+	while [ "$sent" -lt $((VT_SOAK_MB * 1048576)) ]; do
+		got=$(timeout 600 wget -q -O - --post-file /tmp/up "$URL/cgi-bin/md5")
+		n=$((n + 1))
+		[ "$got" = "$want" ] || { echo "upload $n: host md5 $got, sent $want"; return 1; }
+		sent=$((sent + bytes))
+	done
+	echo "SOAK guest-to-host $((sent / 1048576)) MiB in $n uploads: $(mbps $((sent / 1048576)) "$t0" "$(uptime_s)"); md5 $want each (host the same)" >/tmp/soak.fig
+}
+
+soak() {
+	local p=$1
+	vt_slab_snapshot /tmp/slab.soak0
+	vt_check "$p/soak-host-to-guest-${VT_SOAK_MB}M" soak_in
+	log "$(cat /tmp/soak.fig)"
+	vt_check "$p/soak-guest-to-host-${VT_SOAK_MB}M" soak_out
+	log "$(cat /tmp/soak.fig)"
+	vt_slab_snapshot /tmp/slab.soak1
+	log "SOAK slab growth over the soak (interface up): $(vt_slab_growth /tmp/slab.soak0 /tmp/slab.soak1)"
 }
 
 set_mtu() {
@@ -212,6 +261,7 @@ mode() {
 	vt_check "$p/linkup-carrier-on" wait_carrier "$IF" 1
 	vt_check "$p/linkup-ping" check_ping_out
 	vt_check "$p/linkup-tcp-guest-to-host" check_tcp_out
+	[ "$VT_SOAK_MB" -gt 0 ] && [ "$sg" = "${VT_SG_MODES%% *}" ] && soak "$p"
 
 	[ "$HAVE_ETHTOOL" = 1 ] && ethtool -S "$IF" | sed 's/^/  /'
 
