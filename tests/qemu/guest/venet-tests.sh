@@ -135,7 +135,7 @@ soak_in() {
 	t0=$(uptime_s)
 	got=$(timeout $((VT_SOAK_MB + 600)) wget -q -O - "$URL/soak" | md5sum | cut -d' ' -f1)
 	echo "SOAK host-to-guest $VT_SOAK_MB MiB: $(mbps "$VT_SOAK_MB" "$t0" "$(uptime_s)"); md5 $got (host $VT_SOAK_MD5)" >/tmp/soak.fig
-	test "$got" = "$VT_SOAK_MD5"
+	[ "$got" = "$VT_SOAK_MD5" ] || { echo "received md5 $got, the host sent $VT_SOAK_MD5"; return 1; }
 }
 
 # Guest -> host in uploads of ~64 MiB of random text (busybox wget posts
