@@ -163,11 +163,7 @@ fi
 
 # QEMU arguments of the transport for guest NAME (after vbus_boot_guest --)
 qemu_vbus_args() {
-	printf '%s\n' -object "memory-backend-file,id=ram,size=$mem,mem-path=/dev/shm/$tag-$1,share=on" \
-		-machine q35,memory-backend=ram \
-		-chardev "socket,id=vbus0,path=$run/$1.sock" \
-		-device ivshmem-doorbell,chardev=vbus0,vectors=2 \
-		-pidfile "$run/$1.pid"
+	vbus_transport_args "$run/$1.sock" "/dev/shm/$tag-$1" "$mem" "$run/$1.pid"
 }
 
 # boot_bg NAME ROLE: boot in the background; the pid goes to boot_pid.
@@ -240,15 +236,7 @@ watch() {
 }
 
 # guest_results ROLE: vbus_check_results into the totals.
-guest_results() {
-	local res rc=0 p f
-	res=$(vbus_check_results "$out/$1.log") || rc=$?
-	grep -v '^[0-9]* passed, [0-9]* failed$' <<<"$res" | sed "s/^\(PASS\|FAIL\) /\1 $1\//"
-	read -r p _ f _ < <(tail -n 1 <<<"$res")
-	passed=$((passed + p))
-	failed=$((failed + f))
-	return "$rc"
-}
+guest_results() { vbus_add_results "$out/$1.log" "$1"; }
 
 hostd_alive() {
 	kill -0 "$hostd_pid" 2>/dev/null && ctl list >"$out/ctl-list.txt" 2>&1

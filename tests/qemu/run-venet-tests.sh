@@ -216,25 +216,14 @@ ctl() { "$hostd" ctl --ctl "$run/ctl.sock" "$@"; }
 
 # ---- boot ----------------------------------------------------------------
 log="$out/serial.log"
+mapfile -t args < <(vbus_transport_args "$run/g1.sock" "/dev/shm/$tag-g1" "$mem" "$run/g1.pid")
 t0=$(vbus_now)
 boot_rc=0
 vbus_boot_guest --initrd "$run/venet.cpio.gz" --log "$log" --mem "$mem" \
-	--timeout "$timeout" -- \
-	-object "memory-backend-file,id=ram,size=$mem,mem-path=/dev/shm/$tag-g1,share=on" \
-	-machine q35,memory-backend=ram \
-	-chardev "socket,id=vbus0,path=$run/g1.sock" \
-	-device ivshmem-doorbell,chardev=vbus0,vectors=2 \
-	-pidfile "$run/g1.pid" >"$out/boot.out" 2>&1 || boot_rc=$?
+	--timeout "$timeout" -- "${args[@]}" >"$out/boot.out" 2>&1 || boot_rc=$?
 boot_secs=$(vbus_elapsed "$t0")
 ((boot_rc == 0)) || vbus_warn "vbus_boot_guest returned $boot_rc (see $out/boot.out)"
-
-res_rc=0
-res=$(vbus_check_results "$log") || res_rc=$?
-grep -v '^[0-9]* passed, [0-9]* failed$' <<<"$res" || true
-read -r p _ f _ < <(tail -n 1 <<<"$res")
-passed=$((passed + p))
-failed=$((failed + f))
-((res_rc == 0)) || [[ "$f" != 0 ]] || h_fail guest-results "vbus_check_results failed (log $log)"
+vbus_add_results "$log" || true
 
 if kill -0 "$hostd_pid" 2>/dev/null && ctl stats g1 1 >"$out/hostd-stats.txt" 2>&1; then
 	h_pass hostd-alive-at-end

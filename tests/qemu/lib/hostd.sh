@@ -55,3 +55,15 @@ vbus_build_stack() {
 	fi
 	vbus_log "cmake vbus-hostd: $(vbus_elapsed "$t0") s" >&2
 }
+
+# vbus_transport_args SOCK RAMFILE SIZE PIDFILE: the QEMU arguments of the
+# vbus transport, one per line (for `mapfile`, then after vbus_boot_guest
+# --): guest RAM in the file vbus-hostd sized, shared, and an
+# ivshmem-doorbell on vbus-hostd's guest socket.
+vbus_transport_args() {
+	printf '%s\n' -object "memory-backend-file,id=ram,size=$3,mem-path=$2,share=on" \
+		-machine q35,memory-backend=ram \
+		-chardev "socket,id=vbus0,path=$1" \
+		-device ivshmem-doorbell,chardev=vbus0,vectors=2 \
+		-pidfile "$4"
+}

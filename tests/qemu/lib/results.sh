@@ -72,3 +72,22 @@ vbus_check_results() {
 	printf '%d passed, %d failed\n' "$passed" "$failed"
 	((failed == 0))
 }
+
+# vbus_add_results LOG [PREFIX]: vbus_check_results LOG for a suite that
+# keeps its own totals: prints the PASS/FAIL lines (names prefixed with
+# PREFIX/ when given) and adds the counts to the caller's $passed and
+# $failed (a failed verdict that counted no failure counts as one).
+# Returns non-zero if anything failed.
+vbus_add_results() {
+	local log=$1 pfx=${2:+$2/} res rc=0 p f
+	res=$(vbus_check_results "$log") || rc=$?
+	grep -v '^[0-9]* passed, [0-9]* failed$' <<<"$res" | sed "s#^\(PASS\|FAIL\) #\1 $pfx#" || true
+	read -r p _ f _ < <(tail -n 1 <<<"$res")
+	if ((rc != 0 && f == 0)); then
+		printf 'FAIL %sguest-results vbus_check_results failed (log %s)\n' "$pfx" "$log"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	return "$rc"
+}
