@@ -175,7 +175,7 @@ if want kernel && kernel_ok kernel; then
 	run_qemu qemu "${VBUS_QEMU_SUITES:-}"
 fi
 
-# ---- the soaks: opt-in (README, "Soaks") ----
+# ---- the soaks: opt-in, only when named (README, the stage table) ----
 if want soak-stress; then
 	if [ $default_ok = 1 ]; then
 		step soak-stress "$logdir/soak-stress.log" \
