@@ -75,6 +75,11 @@ def unit_values(unit_in, key):
 
 # ---- the service manager's end of sd_notify ------------------------------
 
+def notify_addr(name):
+    """$NOTIFY_SOCKET's value as a socket address ('@' = abstract)."""
+    return "\0" + name[1:] if name.startswith("@") else name
+
+
 class Notify:
     """A datagram socket like systemd's, at a path or (name "@...") in the
     abstract namespace; recv() returns (text, sender pid)."""
@@ -82,8 +87,9 @@ class Notify:
     def __init__(self, name):
         self.name = name
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.s.bind("\0" + name[1:] if name.startswith("@") else name)
+        self.s.bind(notify_addr(name))
         self.s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.fillers, self.nfill = [], 0
 
     def recv(self, timeout):
         self.s.settimeout(timeout)
@@ -98,21 +104,30 @@ class Notify:
         return data.decode(errors="replace"), pid
 
     def fill(self):
-        """Fill the receive queue: the next sender blocks until drain()."""
-        self.filler = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        addr = "\0" + self.name[1:] if self.name.startswith("@") else self.name
-        self.nfill = 0
+        """Fill the receive queue (net.unix.max_dgram_qlen datagrams): the
+        next sender blocks until drain(). A sender also blocks on its own
+        send buffer, so a fresh socket takes over until one cannot send
+        even its first datagram: then the receiver is full."""
         while True:
+            f = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.fillers.append(f)
+            sent = 0
             try:
-                self.filler.sendto(b"F", socket.MSG_DONTWAIT, addr)
-                self.nfill += 1
+                while True:
+                    f.sendto(b"F", socket.MSG_DONTWAIT, notify_addr(self.name))
+                    sent += 1
             except BlockingIOError:
+                pass
+            self.nfill += sent
+            if not sent:
                 return
 
     def drain(self):
         for _ in range(self.nfill):
             self.recv(1)
-        self.filler.close()
+        for f in self.fillers:
+            f.close()
+        self.fillers, self.nfill = [], 0
 
     def close(self):
         self.s.close()
@@ -371,87 +386,80 @@ def sandbox_wrap(rw_dirs, bounding, setup=""):
             "sh", "-c", script, "sandbox"]
 
 
-def sandbox_run(hostd, unit, T, name, wrap, conf_lines):
+def sandbox_run(hostd, unit, T, name, guests, devs=(), bounding="-all", setup=""):
+    """The unit's ExecStart= in sandbox_wrap(); its configuration in a
+    directory that becomes read-only, its sockets in a writable "runtime
+    directory" ({run} in @guests). Returns (daemon, READY=1 seen, run dir)."""
     etc, run = T + "/etc-" + name, T + "/run-" + name
     os.makedirs(etc)
     os.makedirs(run)
-    write_conf(etc + "/g.conf", *conf_lines(run))
+    write_conf(etc + "/g.conf", [g.format(run=run) for g in guests], devs)
     nt = Notify(run + "/notify.sock")
     d = Daemon(unit_argv(unit, hostd, run + "/ctl.sock", etc + "/g.conf"),
-               env_notify=run + "/notify.sock", wrap=wrap(run), cwd="/")
+               env_notify=run + "/notify.sock",
+               wrap=sandbox_wrap([run], bounding, setup), cwd="/")
     msg = None
     end = time.monotonic() + 15
     while msg is None and d.p.poll() is None and time.monotonic() < end:
         msg, _ = nt.recv(0.2)
-    ready = msg is not None and "READY=1" in msg
     nt.close()
-    return d, ready, run
+    return d, msg is not None and "READY=1" in msg, run
 
 
-def sandbox(hostd, unit, T):
-    if not check(os.geteuid() == 0, "running as root (unshare, setpriv, tap)",
-                 "the sandbox emulation needs root"):
-        return
-    ram = shm_name("sb")
-
-    def base_conf(run):
-        return (["g1:sock=%s/g1.sock,mem=%s,size=16M" % (run, ram)],
-                ["g1:type=vbus-test,id=1"])
-
+def sandbox_base(hostd, unit, T, ram):
     d, ready, run = sandbox_run(hostd, unit, T, "base",
-                                lambda run: sandbox_wrap([run], "-all"), base_conf)
+                                ["g1:sock={run}/g1.sock,mem=%s,size=16M" % ram],
+                                ["g1:type=vbus-test,id=1"])
     try:
-        check(ready, "sandboxed (no capabilities, read-only /, private net): READY=1",
+        if not check(ready, "sandboxed (no capabilities, read-only /, private net): READY=1",
+                     d.stderr()):
+            return
+        with open("/proc/%d/status" % d.pid) as f:
+            st = dict((k, v.strip()) for k, v in
+                      (line.split(":", 1) for line in f if ":" in line))
+        # the sandboxed process is the daemon itself (setpriv execs)
+        check(int(st["CapBnd"], 16) == 0 and st["NoNewPrivs"] == "1",
+              "the daemon runs with an empty bounding set and no_new_privs",
+              "CapBnd %s NoNewPrivs %s" % (st["CapBnd"], st["NoNewPrivs"]))
+        q, fds = fake_qemu(run + "/g1.sock")
+        check(len(fds) == 5, "sandboxed: fake QEMU handshake")
+        check(wait_for(lambda: guest_state(hostd, run + "/ctl.sock", "g1") == "connected", 5),
+              "sandboxed: guest connected, ctl works from outside")
+        rc, out = ctl(hostd, run + "/ctl.sock", "add", "g1", "type=vbus-test,id=2")
+        check(rc == 0, "sandboxed: ctl add", out)
+        d.p.send_signal(signal.SIGTERM)
+        check(d.wait(10) == 0, "sandboxed: exit 0 on SIGTERM with a guest connected",
               d.stderr())
-        if ready:
-            with open("/proc/%d/status" % d.pid) as f:
-                st = dict(line.split(":", 1) for line in f if ":" in line)
-            # the sandboxed process is the daemon itself (setpriv execs)
-            check(int(st["CapBnd"].strip(), 16) == 0 and st["NoNewPrivs"].strip() == "1",
-                  "the daemon runs with an empty bounding set and no_new_privs",
-                  "CapBnd %s NoNewPrivs %s" % (st["CapBnd"].strip(), st["NoNewPrivs"].strip()))
-            q, fds = fake_qemu(run + "/g1.sock")
-            check(len(fds) == 5, "sandboxed: fake QEMU handshake")
-            check(wait_for(lambda: guest_state(hostd, run + "/ctl.sock", "g1") == "connected", 5),
-                  "sandboxed: guest connected, ctl works from outside")
-            rc, out = ctl(hostd, run + "/ctl.sock", "add", "g1", "type=vbus-test,id=2")
-            check(rc == 0, "sandboxed: ctl add", out)
-            d.p.send_signal(signal.SIGTERM)
-            check(d.wait(10) == 0, "sandboxed: exit 0 on SIGTERM with a guest connected",
-                  d.stderr())
-            q.close()
-            for fd in fds:
-                os.close(fd)
+        q.close()
+        for fd in fds:
+            os.close(fd)
     finally:
         d.stop()
-        if os.path.exists(ram):
-            os.unlink(ram)
 
-    # the emulation must bite: a RAM file outside the writable paths fails
-    def ro_conf(run):
-        return (["g1:sock=%s/g1.sock,mem=%s/ro.ram,size=16M" % (run, T)], [])
-    d, ready, run = sandbox_run(hostd, unit, T, "ro",
-                                lambda run: sandbox_wrap([run], "-all"), ro_conf)
+
+def sandbox_readonly(hostd, unit, T):
+    """The emulation must bite: a RAM file outside the writable paths."""
+    d, ready, _ = sandbox_run(hostd, unit, T, "ro",
+                              ["g1:sock={run}/g1.sock,mem=%s/ro.ram,size=16M" % T])
     rc = d.wait(10)
     d.stop()
     check(not ready and rc == 1 and "Read-only file system" in d.stderr(),
           "sandboxed: a RAM file outside ReadWritePaths= is refused (read-only)",
           "ready %s rc %s: %s" % (ready, rc, d.stderr()))
 
-    # taps: one made beforehand needs no capability; creating one needs
-    # CAP_NET_ADMIN (taps.conf) and nothing else
-    for label, bounding, tapname, want in (
+
+def sandbox_taps(hostd, unit, T, ram):
+    """A tap made beforehand needs no capability; creating one needs
+    CAP_NET_ADMIN (taps.conf) and nothing more."""
+    for label, bounding, tap, want in (
             ("existing tap, no capabilities", "-all", "vbt0", "vbt0"),
             ("new tap, no capabilities", "-all", "vbnew0", None),
             ("new tap, CAP_NET_ADMIN only", "-all,+net_admin", "vbnew0", "vbnew0")):
-        def tap_conf(run, tapname=tapname):
-            return (["g1:sock=%s/g1.sock,mem=%s,size=16M" % (run, ram)],
-                    ["g1:type=virtual-ethernet,id=1,tap=%s" % tapname])
-        tag = re.sub(r"[^a-z0-9]+", "-", label)
         d, ready, run = sandbox_run(
-            hostd, unit, T, tag,
-            lambda run, b=bounding: sandbox_wrap(
-                [run], b, "ip tuntap add dev vbt0 mode tap vnet_hdr; "), tap_conf)
+            hostd, unit, T, re.sub(r"[^a-z0-9]+", "-", label),
+            ["g1:sock={run}/g1.sock,mem=%s,size=16M" % ram],
+            ["g1:type=virtual-ethernet,id=1,tap=%s" % tap], bounding,
+            "ip tuntap add dev vbt0 mode tap vnet_hdr; ")
         try:
             check(ready, "%s: READY=1" % label, d.stderr())
             rc, out = ctl(hostd, run + "/ctl.sock", "stats", "g1", "1", "--json")
@@ -469,6 +477,20 @@ def sandbox(hostd, unit, T):
             d.stop()
             if os.path.exists(ram):
                 os.unlink(ram)
+
+
+def sandbox(hostd, unit, T):
+    if not check(os.geteuid() == 0, "running as root (unshare, setpriv, tap)",
+                 "the sandbox emulation needs root"):
+        return
+    ram = shm_name("sb")
+    try:
+        sandbox_base(hostd, unit, T, ram)
+        sandbox_readonly(hostd, unit, T)
+        sandbox_taps(hostd, unit, T, ram)
+    finally:
+        if os.path.exists(ram):
+            os.unlink(ram)
 
 
 # ---- syscalls -------------------------------------------------------------
@@ -537,6 +559,7 @@ def syscalls(hostd, unit, T):
     nt = Notify(T + "/sc-notify.sock")
     d = Daemon(unit_argv(unit, hostd, T + "/sctl.sock", T + "/sc.conf"),
                env_notify=T + "/sc-notify.sock", wrap=wrap)
+    daemon_pid = None
     try:
         msg, daemon_pid = nt.recv(20)
         if not check(msg is not None and "READY=1" in msg and daemon_pid,
@@ -556,6 +579,8 @@ def syscalls(hostd, unit, T):
         os.kill(daemon_pid, signal.SIGTERM)
         check(d.wait(20) == 0, "traced daemon: exit 0 on SIGTERM", d.stderr())
     finally:
+        if daemon_pid and d.p.poll() is None:
+            os.kill(daemon_pid, signal.SIGKILL)	# strace would only detach
         d.stop()
         nt.close()
         for f in (ram, ram + "-2"):
