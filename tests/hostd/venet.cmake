@@ -7,7 +7,8 @@
 #   hostd_venet_hostd  the device inside hostd_objects, fakeguest-driven
 # The tap tests make a private network namespace themselves and exit 77
 # (skipped, not passed) only when /dev/net/tun is absent.
-set(VENET_SRC_DIR ${CMAKE_SOURCE_DIR}/userspace/hostd)
+set(VENET_SRC_DIR ${CMAKE_SOURCE_DIR}/userspace/hostd/devices/venet)
+set(HOSTD_INC_DIR ${CMAKE_SOURCE_DIR}/userspace/hostd/include)
 
 add_executable(hostd_venet_frame venet_frame_test.c
                ${VENET_SRC_DIR}/venet_frame.c)
@@ -17,7 +18,7 @@ target_link_libraries(hostd_venet_frame PRIVATE ioq_static ${CMOCKA_LIB})
 add_executable(hostd_venet_tap venet_tap_test.c venet_harness.c
                ${VENET_SRC_DIR}/venet_dev.c ${VENET_SRC_DIR}/venet_frame.c
                ${VENET_SRC_DIR}/tap.c)
-target_include_directories(hostd_venet_tap PRIVATE ${VENET_SRC_DIR})
+target_include_directories(hostd_venet_tap PRIVATE ${VENET_SRC_DIR} ${HOSTD_INC_DIR})
 target_compile_definitions(hostd_venet_tap PRIVATE _GNU_SOURCE)
 target_link_libraries(hostd_venet_tap PRIVATE ioq_static ${CMOCKA_LIB})
 
