@@ -2,7 +2,7 @@
 # venet vs virtio-net, in one guest, with the same tools, in the same run.
 #
 # Boots ONE guest (TCG unless hardware KVM; 2 vCPUs) with two NICs:
-#   venet   vbus_enet.ko over the ivshmem transport, served by vbus-hostd
+#   venet   venet.ko over the ivshmem transport, served by vbus-hostd
 #           (--device g1:type=virtual-ethernet,id=2,tap=vbvenet0)
 #   virtio  virtio-net-pci, QEMU's userspace tap backend (vhost=off)
 # Each NIC's tap lives in a network namespace this script creates
@@ -118,7 +118,7 @@ venet_unavailable() {
 	return 0
 }
 kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/vbus_enet.ko")
+	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/venet.ko")
 hostd=""
 if ! want venet; then
 	venet_reason="not requested (--nics \"$nics\")"

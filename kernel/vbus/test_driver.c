@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vbus_testdev.ko: guest driver for the host's "vbus-test" device
+ * vbus_test.ko: guest driver for the host's "vbus-test" device
  * (docs/transport.md, "vbus-test device"). It exercises every verb of the
  * bus and measures the transport:
  *

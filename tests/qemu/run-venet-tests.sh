@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # venet tests over the real transport: builds vbus_core/vbus_proxy/
-# vbus_pcibridge/vbus_enet (make modules VBUS_SUBDIRS="kernel/vbus
+# vbus_pcibridge/venet (make modules VBUS_SUBDIRS="kernel/vbus
 # kernel/net") and vbus-hostd (CMake, into $VBUS_BUILD/cmake), creates a
 # network namespace with a tap (vt0, $host_ip/24) and runs in it:
 #   - vbus-hostd with one guest and a virtual-ethernet device on vt0
@@ -18,7 +18,7 @@
 #                                 [--mem SIZE] [--timeout SEC] [--no-build]
 #
 #   --sg MODES    sg_enabled values to test, in order (default "1 0")
-#   --cycles N    load/unload cycles of vbus_enet for the slab check (20)
+#   --cycles N    load/unload cycles of venet for the slab check (20)
 #   --data-mb N   size of each TCP transfer in MiB (default 8)
 #   --mem SIZE    guest RAM, QEMU syntax (default 1G)
 #   --timeout SEC kill the guest after SEC seconds (default 900)
@@ -86,7 +86,7 @@ if ((build)); then
 	fi
 fi
 kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/vbus_enet.ko")
+	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/venet.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done

@@ -31,7 +31,7 @@
 #include <linux/slab.h>
 #include <linux/virtio_net.h>
 
-#include "vbus_enet.h"
+#include "venet_drv.h"
 
 #define VENET_SG_RX_FLAGS (VENET_SG_FLAG_NEEDS_CSUM | VENET_SG_FLAG_GSO | \
 			   VENET_SG_FLAG_ECN | VENET_SG_FLAG_DATA_VALID)

@@ -7,7 +7,7 @@
 #include <linux/ethtool.h>
 #include <linux/netdevice.h>
 
-#include "vbus_enet.h"
+#include "venet_drv.h"
 
 struct vbus_enet_stat {
 	char name[ETH_GSTRING_LEN];

@@ -26,7 +26,7 @@
 #include <linux/rcupdate.h>
 #include <linux/interrupt.h>
 
-#include "vbus_enet.h"
+#include "venet_drv.h"
 
 static int rx_ringlen = 256;
 module_param(rx_ringlen, int, 0444);

@@ -24,7 +24,7 @@
 #include <linux/io.h>
 #include <linux/slab.h>
 
-#include "vbus_enet.h"
+#include "venet_drv.h"
 
 int vbus_enet_tx_setup(struct vbus_enet_priv *priv)
 {
