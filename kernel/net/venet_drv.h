@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * vbus_enet: private definitions shared by the driver's files.
+ * venet: private definitions shared by the driver's files.
  *
  * The wire contract with the host is docs/transport.md, section "venet";
  * the ABI structures are in <vbus/venet.h>.
  */
-#ifndef VBUS_ENET_PRIV_H
-#define VBUS_ENET_PRIV_H
+#ifndef VENET_DRV_H
+#define VENET_DRV_H
 
 #include <linux/netdevice.h>
 #include <linux/if_vlan.h>
@@ -19,49 +19,49 @@
 #include <vbus/venet.h>
 #include <vbus/vbus_driver.h>
 
-#define VBUS_ENET_DRV_NAME	"vbus_enet"
-#define VBUS_ENET_DRV_VERSION	"1"
+#define VENET_DRV_NAME	"venet"
+#define VENET_DRV_VERSION	"1"
 
-#define VBUS_ENET_MAX_MTU	9000
+#define VENET_MAX_MTU	9000
 /* One iov for the linear part, one per page fragment (no frag_list). */
-#define VBUS_ENET_TX_MAX_IOVS	(MAX_SKB_FRAGS + 1)
-#define VBUS_ENET_TX_SG_SIZE	(sizeof(struct venet_sg) + \
-				 VBUS_ENET_TX_MAX_IOVS * sizeof(struct venet_iov))
+#define VENET_TX_MAX_IOVS	(MAX_SKB_FRAGS + 1)
+#define VENET_TX_SG_SIZE	(sizeof(struct venet_sg) + \
+				 VENET_TX_MAX_IOVS * sizeof(struct venet_iov))
 
 /*
  * RXSG (docs/transport.md, venet, "rx ring, RXSG"): every rx buffer is a
  * venet_sg over whole pages, big enough for the largest frame the host
  * may send (a 64 KiB GSO frame plus Ethernet and VLAN headers). The first
- * VBUS_ENET_RX_COPY bytes are copied into the skb head (the stack wants
+ * VENET_RX_COPY bytes are copied into the skb head (the stack wants
  * the headers linear); the rest of the used pages become frags, and only
  * those are replaced at refill. Like virtio-net's "big packets" mode.
  */
-#define VBUS_ENET_RX_FRAME_MAX	(65535 + ETH_HLEN + VLAN_HLEN)
-#define VBUS_ENET_RX_PAGES	DIV_ROUND_UP(VBUS_ENET_RX_FRAME_MAX, PAGE_SIZE)
-#define VBUS_ENET_RX_SG_SIZE	(sizeof(struct venet_sg) + \
-				 VBUS_ENET_RX_PAGES * sizeof(struct venet_iov))
-#define VBUS_ENET_RX_COPY	128
+#define VENET_RX_FRAME_MAX	(65535 + ETH_HLEN + VLAN_HLEN)
+#define VENET_RX_PAGES	DIV_ROUND_UP(VENET_RX_FRAME_MAX, PAGE_SIZE)
+#define VENET_RX_SG_SIZE	(sizeof(struct venet_sg) + \
+				 VENET_RX_PAGES * sizeof(struct venet_iov))
+#define VENET_RX_COPY	128
 
 /*
  * Per-slot state the guest keeps for itself. The descriptor's cookie lives
  * in memory the host can write, so it is never used to find an skb: the
  * slot index (ring position & mask) is.
  */
-struct vbus_enet_rx_slot {
+struct venet_rx_slot {
 	struct sk_buff *skb;	/* plain mode: the posted buffer */
 	u32 buflen;		/* bytes posted: the most the host may fill */
 	bool posted;		/* RXSG: the descriptor is the host's */
-	struct venet_sg *vsg;	/* RXSG: preallocated, VBUS_ENET_RX_SG_SIZE */
-	struct page *pages[VBUS_ENET_RX_PAGES];	/* RXSG; NULL once consumed */
+	struct venet_sg *vsg;	/* RXSG: preallocated, VENET_RX_SG_SIZE */
+	struct page *pages[VENET_RX_PAGES];	/* RXSG; NULL once consumed */
 };
 
-struct vbus_enet_tx_slot {
+struct venet_tx_slot {
 	struct sk_buff *skb;
-	struct venet_sg *vsg;	/* SG mode: preallocated, VBUS_ENET_TX_SG_SIZE */
+	struct venet_sg *vsg;	/* SG mode: preallocated, VENET_TX_SG_SIZE */
 };
 
 /* Written only by the NAPI poll (or with NAPI disabled). */
-struct vbus_enet_rx_stats {
+struct venet_rx_stats {
 	struct u64_stats_sync syncp;
 	u64_stats_t packets;
 	u64_stats_t bytes;
@@ -76,7 +76,7 @@ struct vbus_enet_rx_stats {
 };
 
 /* Written only under txlock. */
-struct vbus_enet_tx_stats {
+struct venet_tx_stats {
 	struct u64_stats_sync syncp;
 	u64_stats_t packets;
 	u64_stats_t bytes;
@@ -89,24 +89,24 @@ struct vbus_enet_tx_stats {
 	u64_stats_t timeouts;
 };
 
-struct vbus_enet_priv {
+struct venet_priv {
 	struct net_device *dev;
 	struct vbus_device_proxy *vdev;
 	struct napi_struct napi;
 
 	struct ioq *rxq;
 	struct ioq_notifier rx_notifier;
-	struct vbus_enet_rx_slot *rx_slots;
+	struct venet_rx_slot *rx_slots;
 	u32 rx_count;
 	u32 rx_bufsize;		/* size of buffers posted from now on */
 	struct delayed_work refill;
 
 	struct ioq *txq;
 	struct ioq_notifier tx_notifier;
-	struct vbus_enet_tx_slot *tx_slots;
+	struct venet_tx_slot *tx_slots;
 	u32 tx_count;
 	spinlock_t txlock;	/* tx ring tail/head, tx_slots, tx_sgl, tx stats */
-	struct scatterlist tx_sgl[VBUS_ENET_TX_MAX_IOVS];
+	struct scatterlist tx_sgl[VENET_TX_MAX_IOVS];
 
 	struct {
 		bool sg;
@@ -119,40 +119,40 @@ struct vbus_enet_priv {
 	bool link_up;		/* LINKUP answered; under RTNL */
 	unsigned long faulted;	/* bit 0: ring corrupted, device unusable */
 
-	struct vbus_enet_rx_stats rx_stats;
-	struct vbus_enet_tx_stats tx_stats;
+	struct venet_rx_stats rx_stats;
+	struct venet_tx_stats tx_stats;
 };
 
-static inline u32 vbus_enet_rx_bufsize(unsigned int mtu)
+static inline u32 venet_rx_bufsize(unsigned int mtu)
 {
 	/* Ethernet header plus one VLAN tag: docs/transport.md "rx ring". */
 	return mtu + ETH_HLEN + VLAN_HLEN;
 }
 
 /* main */
-void vbus_enet_fault(struct vbus_enet_priv *priv, const char *why);
-int vbus_enet_devcall(struct vbus_enet_priv *priv, u32 func, void *data,
-		      size_t len);
+void venet_fault(struct venet_priv *priv, const char *why);
+int venet_devcall(struct venet_priv *priv, u32 func, void *data,
+		  size_t len);
 
 /* rx */
-int vbus_enet_rx_fill(struct vbus_enet_priv *priv, gfp_t gfp);
-int vbus_enet_rx_poll(struct vbus_enet_priv *priv, int budget);
-bool vbus_enet_rx_pending(struct vbus_enet_priv *priv);
-void vbus_enet_rx_drain(struct vbus_enet_priv *priv);
-void vbus_enet_rx_free_all(struct vbus_enet_priv *priv);
-int vbus_enet_rx_setup(struct vbus_enet_priv *priv);
-void vbus_enet_refill_work(struct work_struct *work);
+int venet_rx_fill(struct venet_priv *priv, gfp_t gfp);
+int venet_rx_poll(struct venet_priv *priv, int budget);
+bool venet_rx_pending(struct venet_priv *priv);
+void venet_rx_drain(struct venet_priv *priv);
+void venet_rx_free_all(struct venet_priv *priv);
+int venet_rx_setup(struct venet_priv *priv);
+void venet_refill_work(struct work_struct *work);
 
 /* tx */
-int vbus_enet_tx_setup(struct vbus_enet_priv *priv);
-void vbus_enet_tx_teardown(struct vbus_enet_priv *priv);
-netdev_tx_t vbus_enet_start_xmit(struct sk_buff *skb, struct net_device *dev);
-void vbus_enet_tx_reap(struct vbus_enet_priv *priv);
-bool vbus_enet_tx_pending(struct vbus_enet_priv *priv);
-void vbus_enet_tx_timeout(struct net_device *dev, unsigned int txqueue);
+int venet_tx_setup(struct venet_priv *priv);
+void venet_tx_teardown(struct venet_priv *priv);
+netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev);
+void venet_tx_reap(struct venet_priv *priv);
+bool venet_tx_pending(struct venet_priv *priv);
+void venet_tx_timeout(struct net_device *dev, unsigned int txqueue);
 
 /* ethtool */
-extern const struct ethtool_ops vbus_enet_ethtool_ops;
+extern const struct ethtool_ops venet_ethtool_ops;
 
 /*
  * True when the descriptor at the head of @ioq's inuse index has been
@@ -160,10 +160,10 @@ extern const struct ethtool_ops vbus_enet_ethtool_ops;
  * index: no barrier) and then ioq_iter_owned(), whose rmb orders the sown
  * load before any later load of the descriptor body.
  */
-static inline bool vbus_enet_head_completed(struct ioq *ioq,
-					    struct ioq_iterator *iter)
+static inline bool venet_head_completed(struct ioq *ioq,
+					struct ioq_iterator *iter)
 {
 	return ioq_count(ioq, ioq_idxtype_inuse) > 0 && ioq_iter_owned(iter);
 }
 
-#endif /* VBUS_ENET_PRIV_H */
+#endif /* VENET_DRV_H */

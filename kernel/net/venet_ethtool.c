@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vbus_enet ethtool support: driver info, link, ring sizes (fixed at
+ * venet ethtool support: driver info, link, ring sizes (fixed at
  * probe), and driver counters (`ethtool -S`). Offloads (`ethtool -k`) are
  * the standard feature flags set from the negotiated capabilities.
  */
@@ -9,16 +9,16 @@
 
 #include "venet_drv.h"
 
-struct vbus_enet_stat {
+struct venet_stat {
 	char name[ETH_GSTRING_LEN];
 	bool tx;
 	size_t offset;
 };
 
-#define RX_STAT(n, f) { n, false, offsetof(struct vbus_enet_rx_stats, f) }
-#define TX_STAT(n, f) { n, true, offsetof(struct vbus_enet_tx_stats, f) }
+#define RX_STAT(n, f) { n, false, offsetof(struct venet_rx_stats, f) }
+#define TX_STAT(n, f) { n, true, offsetof(struct venet_tx_stats, f) }
 
-static const struct vbus_enet_stat vbus_enet_stats[] = {
+static const struct venet_stat venet_stats[] = {
 	RX_STAT("rx_packets", packets),
 	RX_STAT("rx_bytes", bytes),
 	RX_STAT("rx_length_errors", length_errors),
@@ -40,25 +40,25 @@ static const struct vbus_enet_stat vbus_enet_stats[] = {
 	TX_STAT("tx_timeouts", timeouts),
 };
 
-#define VBUS_ENET_NSTATS ARRAY_SIZE(vbus_enet_stats)
+#define VENET_NSTATS ARRAY_SIZE(venet_stats)
 
-static void vbus_enet_get_drvinfo(struct net_device *dev,
-				  struct ethtool_drvinfo *info)
+static void venet_get_drvinfo(struct net_device *dev,
+			      struct ethtool_drvinfo *info)
 {
-	struct vbus_enet_priv *priv = netdev_priv(dev);
+	struct venet_priv *priv = netdev_priv(dev);
 
-	strscpy(info->driver, VBUS_ENET_DRV_NAME, sizeof(info->driver));
-	strscpy(info->version, VBUS_ENET_DRV_VERSION, sizeof(info->version));
+	strscpy(info->driver, VENET_DRV_NAME, sizeof(info->driver));
+	strscpy(info->version, VENET_DRV_VERSION, sizeof(info->version));
 	strscpy(info->bus_info, dev_name(&priv->vdev->dev),
 		sizeof(info->bus_info));
 }
 
-static void vbus_enet_get_ringparam(struct net_device *dev,
-				    struct ethtool_ringparam *ring,
-				    struct kernel_ethtool_ringparam *kring,
-				    struct netlink_ext_ack *extack)
+static void venet_get_ringparam(struct net_device *dev,
+				struct ethtool_ringparam *ring,
+				struct kernel_ethtool_ringparam *kring,
+				struct netlink_ext_ack *extack)
 {
-	struct vbus_enet_priv *priv = netdev_priv(dev);
+	struct venet_priv *priv = netdev_priv(dev);
 
 	/* sized by the module parameters at probe; not changeable later */
 	ring->rx_max_pending = priv->rx_count;
@@ -67,32 +67,32 @@ static void vbus_enet_get_ringparam(struct net_device *dev,
 	ring->tx_pending = priv->tx_count;
 }
 
-static int vbus_enet_get_sset_count(struct net_device *dev, int sset)
+static int venet_get_sset_count(struct net_device *dev, int sset)
 {
-	return sset == ETH_SS_STATS ? VBUS_ENET_NSTATS : -EOPNOTSUPP;
+	return sset == ETH_SS_STATS ? VENET_NSTATS : -EOPNOTSUPP;
 }
 
-static void vbus_enet_get_strings(struct net_device *dev, u32 sset, u8 *data)
+static void venet_get_strings(struct net_device *dev, u32 sset, u8 *data)
 {
 	size_t i;
 
 	if (sset != ETH_SS_STATS)
 		return;
-	for (i = 0; i < VBUS_ENET_NSTATS; i++)
-		memcpy(data + i * ETH_GSTRING_LEN, vbus_enet_stats[i].name,
+	for (i = 0; i < VENET_NSTATS; i++)
+		memcpy(data + i * ETH_GSTRING_LEN, venet_stats[i].name,
 		       ETH_GSTRING_LEN);
 }
 
-static void vbus_enet_get_ethtool_stats(struct net_device *dev,
-					struct ethtool_stats *stats, u64 *data)
+static void venet_get_ethtool_stats(struct net_device *dev,
+				    struct ethtool_stats *stats, u64 *data)
 {
-	struct vbus_enet_priv *priv = netdev_priv(dev);
+	struct venet_priv *priv = netdev_priv(dev);
 	const struct u64_stats_sync *syncp;
 	unsigned int start;
 	size_t i;
 
-	for (i = 0; i < VBUS_ENET_NSTATS; i++) {
-		const struct vbus_enet_stat *s = &vbus_enet_stats[i];
+	for (i = 0; i < VENET_NSTATS; i++) {
+		const struct venet_stat *s = &venet_stats[i];
 		const void *base;
 
 		if (s->tx) {
@@ -109,11 +109,11 @@ static void vbus_enet_get_ethtool_stats(struct net_device *dev,
 	}
 }
 
-const struct ethtool_ops vbus_enet_ethtool_ops = {
-	.get_drvinfo		= vbus_enet_get_drvinfo,
+const struct ethtool_ops venet_ethtool_ops = {
+	.get_drvinfo		= venet_get_drvinfo,
 	.get_link		= ethtool_op_get_link,
-	.get_ringparam		= vbus_enet_get_ringparam,
-	.get_sset_count		= vbus_enet_get_sset_count,
-	.get_strings		= vbus_enet_get_strings,
-	.get_ethtool_stats	= vbus_enet_get_ethtool_stats,
+	.get_ringparam		= venet_get_ringparam,
+	.get_sset_count		= venet_get_sset_count,
+	.get_strings		= venet_get_strings,
+	.get_ethtool_stats	= venet_get_ethtool_stats,
 };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vbus_enet - a paravirtual 802.x network device on the vbus
+ * venet - a paravirtual 802.x network device on the vbus
  * "virtual-ethernet" interface.
  *
  * Derived from the AlacrityVM venet driver (Gregory Haskins, Novell, 2009),
@@ -41,10 +41,10 @@ module_param(sg_enabled, bool, 0444);
 MODULE_PARM_DESC(sg_enabled,
 		 "request scatter-gather/checksum/TSO offload from the host");
 
-#define VBUS_ENET_MAX_RINGLEN 4096
+#define VENET_MAX_RINGLEN 4096
 
-int vbus_enet_devcall(struct vbus_enet_priv *priv, u32 func, void *data,
-		      size_t len)
+int venet_devcall(struct venet_priv *priv, u32 func, void *data,
+		  size_t len)
 {
 	struct vbus_device_proxy *vdev = priv->vdev;
 
@@ -55,7 +55,7 @@ int vbus_enet_devcall(struct vbus_enet_priv *priv, u32 func, void *data,
  * The host corrupted a ring (or the ring layer reported it faulted): stop
  * using the device. Any context.
  */
-void vbus_enet_fault(struct vbus_enet_priv *priv, const char *why)
+void venet_fault(struct venet_priv *priv, const char *why)
 {
 	if (test_and_set_bit(0, &priv->faulted))
 		return;
@@ -69,7 +69,7 @@ void vbus_enet_fault(struct vbus_enet_priv *priv, const char *why)
  * Mask both rings and schedule the poll, unless it is already scheduled
  * (then NAPI notes the miss and polls again) or disabled.
  */
-static void vbus_enet_schedule(struct vbus_enet_priv *priv)
+static void venet_schedule(struct venet_priv *priv)
 {
 	if (napi_schedule_prep(&priv->napi)) {
 		/*
@@ -88,41 +88,41 @@ static void vbus_enet_schedule(struct vbus_enet_priv *priv)
  * schedule with a BH-disabled section so the NET_RX softirq runs at
  * local_bh_enable() instead of waiting for the next interrupt.
  */
-static void vbus_enet_notify(struct vbus_enet_priv *priv)
+static void venet_notify(struct venet_priv *priv)
 {
 	if (in_interrupt() || irqs_disabled()) {
-		vbus_enet_schedule(priv);
+		venet_schedule(priv);
 	} else {
 		local_bh_disable();
-		vbus_enet_schedule(priv);
+		venet_schedule(priv);
 		local_bh_enable();
 	}
 }
 
-static void vbus_enet_rx_signal(struct ioq_notifier *n)
+static void venet_rx_signal(struct ioq_notifier *n)
 {
-	vbus_enet_notify(container_of(n, struct vbus_enet_priv, rx_notifier));
+	venet_notify(container_of(n, struct venet_priv, rx_notifier));
 }
 
-static void vbus_enet_tx_signal(struct ioq_notifier *n)
+static void venet_tx_signal(struct ioq_notifier *n)
 {
-	vbus_enet_notify(container_of(n, struct vbus_enet_priv, tx_notifier));
+	venet_notify(container_of(n, struct venet_priv, tx_notifier));
 }
 
-static int vbus_enet_poll(struct napi_struct *napi, int budget)
+static int venet_poll(struct napi_struct *napi, int budget)
 {
-	struct vbus_enet_priv *priv =
-		container_of(napi, struct vbus_enet_priv, napi);
+	struct venet_priv *priv =
+		container_of(napi, struct venet_priv, napi);
 	int done = 0;
 
 	/* the ring layer faults a signal whose indexes the host corrupted */
 	if (shm_signal_faulted(priv->rxq->signal) ||
 	    shm_signal_faulted(priv->txq->signal))
-		vbus_enet_fault(priv, "ring index out of range");
+		venet_fault(priv, "ring index out of range");
 
-	vbus_enet_tx_reap(priv);
+	venet_tx_reap(priv);
 	if (budget)	/* budget 0 is netpoll: tx only */
-		done = vbus_enet_rx_poll(priv, budget);
+		done = venet_rx_poll(priv, budget);
 
 	if (done < budget && napi_complete_done(napi, done) &&
 	    !test_bit(0, &priv->faulted)) {
@@ -139,23 +139,23 @@ static int vbus_enet_poll(struct napi_struct *napi, int budget)
 		 * either the host sees enabled=1 and signals, or we see its
 		 * pop here.
 		 */
-		if (vbus_enet_rx_pending(priv) || vbus_enet_tx_pending(priv))
-			vbus_enet_schedule(priv);
+		if (venet_rx_pending(priv) || venet_tx_pending(priv))
+			venet_schedule(priv);
 	}
 
 	return done;
 }
 
-static void vbus_enet_kick(struct vbus_enet_priv *priv)
+static void venet_kick(struct venet_priv *priv)
 {
 	local_bh_disable();
-	vbus_enet_schedule(priv);
+	venet_schedule(priv);
 	local_bh_enable();
 }
 
-static int vbus_enet_open(struct net_device *dev)
+static int venet_open(struct net_device *dev)
 {
-	struct vbus_enet_priv *priv = netdev_priv(dev);
+	struct venet_priv *priv = netdev_priv(dev);
 	int ret;
 
 	if (test_bit(0, &priv->faulted))
@@ -163,7 +163,7 @@ static int vbus_enet_open(struct net_device *dev)
 
 	napi_enable(&priv->napi);
 
-	ret = vbus_enet_devcall(priv, VENET_FUNC_LINKUP, NULL, 0);
+	ret = venet_devcall(priv, VENET_FUNC_LINKUP, NULL, 0);
 	if (ret < 0) {
 		netdev_err(dev, "host refused LINKUP: %d\n", ret);
 		napi_disable(&priv->napi);
@@ -175,13 +175,13 @@ static int vbus_enet_open(struct net_device *dev)
 	netif_start_queue(dev);
 
 	/* reap and refill whatever happened while we were down */
-	vbus_enet_kick(priv);
+	venet_kick(priv);
 	return 0;
 }
 
-static int vbus_enet_stop(struct net_device *dev)
+static int venet_stop(struct net_device *dev)
 {
-	struct vbus_enet_priv *priv = netdev_priv(dev);
+	struct venet_priv *priv = netdev_priv(dev);
 	int ret;
 
 	netif_tx_disable(dev);
@@ -190,7 +190,7 @@ static int vbus_enet_stop(struct net_device *dev)
 	cancel_delayed_work(&priv->refill);
 
 	if (priv->link_up) {
-		ret = vbus_enet_devcall(priv, VENET_FUNC_LINKDOWN, NULL, 0);
+		ret = venet_devcall(priv, VENET_FUNC_LINKDOWN, NULL, 0);
 		if (ret < 0)
 			netdev_warn(dev, "host refused LINKDOWN: %d\n", ret);
 		priv->link_up = false;
@@ -198,7 +198,7 @@ static int vbus_enet_stop(struct net_device *dev)
 	netif_carrier_off(dev);
 
 	/* free what the host has already completed; the rest at open/remove */
-	vbus_enet_tx_reap(priv);
+	venet_tx_reap(priv);
 	return 0;
 }
 
@@ -210,9 +210,9 @@ static int vbus_enet_stop(struct net_device *dev)
  * first (a frame too big for one is dropped by the host) and replaced as
  * they come back.
  */
-static int vbus_enet_change_mtu(struct net_device *dev, int new_mtu)
+static int venet_change_mtu(struct net_device *dev, int new_mtu)
 {
-	struct vbus_enet_priv *priv = netdev_priv(dev);
+	struct venet_priv *priv = netdev_priv(dev);
 	bool running = netif_running(dev);
 	int ret;
 
@@ -220,30 +220,30 @@ static int vbus_enet_change_mtu(struct net_device *dev, int new_mtu)
 		napi_disable(&priv->napi);
 
 	WRITE_ONCE(dev->mtu, new_mtu);
-	priv->rx_bufsize = vbus_enet_rx_bufsize(new_mtu);
+	priv->rx_bufsize = venet_rx_bufsize(new_mtu);
 
 	if (!test_bit(0, &priv->faulted)) {
-		ret = vbus_enet_devcall(priv, VENET_FUNC_FLUSHRX, NULL, 0);
+		ret = venet_devcall(priv, VENET_FUNC_FLUSHRX, NULL, 0);
 		if (ret < 0)
 			netdev_warn(dev, "host refused FLUSHRX: %d\n", ret);
-		vbus_enet_rx_drain(priv);
-		if (vbus_enet_rx_fill(priv, GFP_KERNEL) == -ENOMEM)
+		venet_rx_drain(priv);
+		if (venet_rx_fill(priv, GFP_KERNEL) == -ENOMEM)
 			schedule_delayed_work(&priv->refill, HZ / 10);
 	}
 
 	if (running) {
 		napi_enable(&priv->napi);
-		vbus_enet_kick(priv);
+		venet_kick(priv);
 	}
 	return 0;
 }
 
-static void vbus_enet_get_stats64(struct net_device *dev,
-				  struct rtnl_link_stats64 *stats)
+static void venet_get_stats64(struct net_device *dev,
+			      struct rtnl_link_stats64 *stats)
 {
-	struct vbus_enet_priv *priv = netdev_priv(dev);
-	const struct vbus_enet_rx_stats *rx = &priv->rx_stats;
-	const struct vbus_enet_tx_stats *tx = &priv->tx_stats;
+	struct venet_priv *priv = netdev_priv(dev);
+	const struct venet_rx_stats *rx = &priv->rx_stats;
+	const struct venet_tx_stats *tx = &priv->tx_stats;
 	unsigned int start;
 
 	do {
@@ -266,13 +266,13 @@ static void vbus_enet_get_stats64(struct net_device *dev,
 	} while (u64_stats_fetch_retry(&tx->syncp, start));
 }
 
-static const struct net_device_ops vbus_enet_netdev_ops = {
-	.ndo_open		= vbus_enet_open,
-	.ndo_stop		= vbus_enet_stop,
-	.ndo_start_xmit		= vbus_enet_start_xmit,
-	.ndo_change_mtu		= vbus_enet_change_mtu,
-	.ndo_tx_timeout		= vbus_enet_tx_timeout,
-	.ndo_get_stats64	= vbus_enet_get_stats64,
+static const struct net_device_ops venet_netdev_ops = {
+	.ndo_open		= venet_open,
+	.ndo_stop		= venet_stop,
+	.ndo_start_xmit		= venet_start_xmit,
+	.ndo_change_mtu		= venet_change_mtu,
+	.ndo_tx_timeout		= venet_tx_timeout,
+	.ndo_get_stats64	= venet_get_stats64,
 	.ndo_validate_addr	= eth_validate_addr,
 };
 
@@ -281,7 +281,7 @@ static const struct net_device_ops vbus_enet_netdev_ops = {
  * it accepts, which decide the tx descriptor format for this open. A host
  * that fails the call gets the plain format.
  */
-static void vbus_enet_negcap(struct vbus_enet_priv *priv)
+static void venet_negcap(struct venet_priv *priv)
 {
 	struct venet_capabilities *caps;
 	u32 want = 0, got;
@@ -299,7 +299,7 @@ static void vbus_enet_negcap(struct vbus_enet_priv *priv)
 	caps->gid = VENET_CAP_GROUP_SG;
 	caps->bits = want;
 
-	ret = vbus_enet_devcall(priv, VENET_FUNC_NEGCAP, caps, sizeof(*caps));
+	ret = venet_devcall(priv, VENET_FUNC_NEGCAP, caps, sizeof(*caps));
 	got = ret < 0 ? 0 : caps->bits & want;	/* never more than asked */
 	kfree(caps);
 
@@ -326,7 +326,7 @@ static void vbus_enet_negcap(struct vbus_enet_priv *priv)
 		 priv->caps.rxsg ? " rxsg" : "");
 }
 
-static void vbus_enet_macquery(struct vbus_enet_priv *priv)
+static void venet_macquery(struct venet_priv *priv)
 {
 	struct net_device *dev = priv->dev;
 	u8 *mac;
@@ -334,8 +334,8 @@ static void vbus_enet_macquery(struct vbus_enet_priv *priv)
 
 	mac = kzalloc(ETH_ALEN, GFP_KERNEL);
 	if (mac)
-		ret = vbus_enet_devcall(priv, VENET_FUNC_MACQUERY, mac,
-					ETH_ALEN);
+		ret = venet_devcall(priv, VENET_FUNC_MACQUERY, mac,
+				    ETH_ALEN);
 
 	if (ret >= 0 && is_valid_ether_addr(mac)) {
 		eth_hw_addr_set(dev, mac);
@@ -348,7 +348,7 @@ static void vbus_enet_macquery(struct vbus_enet_priv *priv)
 	kfree(mac);
 }
 
-static void vbus_enet_set_features(struct vbus_enet_priv *priv)
+static void venet_set_features(struct venet_priv *priv)
 {
 	struct net_device *dev = priv->dev;
 	netdev_features_t hw = 0;
@@ -372,10 +372,10 @@ static void vbus_enet_set_features(struct vbus_enet_priv *priv)
 	dev->vlan_features |= hw;
 }
 
-static int vbus_enet_queue_init(struct vbus_enet_priv *priv, int qid,
-				u32 count, struct ioq **ioqp,
-				struct ioq_notifier *notifier,
-				void (*fn)(struct ioq_notifier *))
+static int venet_queue_init(struct venet_priv *priv, int qid,
+			    u32 count, struct ioq **ioqp,
+			    struct ioq_notifier *notifier,
+			    void (*fn)(struct ioq_notifier *))
 {
 	int ret;
 
@@ -394,7 +394,7 @@ static int vbus_enet_queue_init(struct vbus_enet_priv *priv, int qid,
  * write into rx buffers or read tx frames; freeing them could corrupt
  * whatever reuses the memory, so they are leaked instead (with a log).
  */
-static void vbus_enet_free_rings(struct vbus_enet_priv *priv, bool closed)
+static void venet_free_rings(struct venet_priv *priv, bool closed)
 {
 	if (priv->rxq)
 		WRITE_ONCE(priv->rxq->notifier, NULL);
@@ -415,10 +415,10 @@ static void vbus_enet_free_rings(struct vbus_enet_priv *priv, bool closed)
 	}
 
 	if (priv->rx_slots)
-		vbus_enet_rx_free_all(priv);
+		venet_rx_free_all(priv);
 	kvfree(priv->rx_slots);
 	priv->rx_slots = NULL;
-	vbus_enet_tx_teardown(priv);
+	venet_tx_teardown(priv);
 
 	if (priv->rxq)
 		ioq_put(priv->rxq);
@@ -429,7 +429,7 @@ static void vbus_enet_free_rings(struct vbus_enet_priv *priv, bool closed)
 }
 
 /* Close the host device; true when the host confirmed it. */
-static bool vbus_enet_close_vdev(struct vbus_enet_priv *priv)
+static bool venet_close_vdev(struct venet_priv *priv)
 {
 	int ret = priv->vdev->ops->close(priv->vdev, 0);
 
@@ -443,9 +443,9 @@ static bool vbus_enet_close_vdev(struct vbus_enet_priv *priv)
 	return ret != -ETIMEDOUT;
 }
 
-static int vbus_enet_probe(struct vbus_device_proxy *vdev)
+static int venet_probe(struct vbus_device_proxy *vdev)
 {
-	struct vbus_enet_priv *priv;
+	struct venet_priv *priv;
 	struct net_device *dev;
 	int ret;
 
@@ -458,7 +458,7 @@ static int vbus_enet_probe(struct vbus_device_proxy *vdev)
 	priv->dev = dev;
 	priv->vdev = vdev;
 	spin_lock_init(&priv->txlock);
-	INIT_DELAYED_WORK(&priv->refill, vbus_enet_refill_work);
+	INIT_DELAYED_WORK(&priv->refill, venet_refill_work);
 	u64_stats_init(&priv->rx_stats.syncp);
 	u64_stats_init(&priv->tx_stats.syncp);
 	priv->rx_count = rx_ringlen;
@@ -470,38 +470,38 @@ static int vbus_enet_probe(struct vbus_device_proxy *vdev)
 		goto out_free_netdev;
 	}
 
-	vbus_enet_negcap(priv);
-	vbus_enet_macquery(priv);
+	venet_negcap(priv);
+	venet_macquery(priv);
 
-	dev->netdev_ops = &vbus_enet_netdev_ops;
-	dev->ethtool_ops = &vbus_enet_ethtool_ops;
+	dev->netdev_ops = &venet_netdev_ops;
+	dev->ethtool_ops = &venet_ethtool_ops;
 	dev->watchdog_timeo = 5 * HZ;
 	dev->min_mtu = ETH_MIN_MTU;
-	dev->max_mtu = VBUS_ENET_MAX_MTU;
-	priv->rx_bufsize = vbus_enet_rx_bufsize(dev->mtu);
-	vbus_enet_set_features(priv);
+	dev->max_mtu = VENET_MAX_MTU;
+	priv->rx_bufsize = venet_rx_bufsize(dev->mtu);
+	venet_set_features(priv);
 
-	netif_napi_add(dev, &priv->napi, vbus_enet_poll);
+	netif_napi_add(dev, &priv->napi, venet_poll);
 
-	ret = vbus_enet_rx_setup(priv);
+	ret = venet_rx_setup(priv);
 	if (ret)
 		goto out_close;
-	ret = vbus_enet_tx_setup(priv);
-	if (ret)
-		goto out_close;
-
-	ret = vbus_enet_queue_init(priv, VENET_QUEUE_RX, priv->rx_count,
-				   &priv->rxq, &priv->rx_notifier,
-				   vbus_enet_rx_signal);
-	if (ret)
-		goto out_close;
-	ret = vbus_enet_queue_init(priv, VENET_QUEUE_TX, priv->tx_count,
-				   &priv->txq, &priv->tx_notifier,
-				   vbus_enet_tx_signal);
+	ret = venet_tx_setup(priv);
 	if (ret)
 		goto out_close;
 
-	ret = vbus_enet_rx_fill(priv, GFP_KERNEL);
+	ret = venet_queue_init(priv, VENET_QUEUE_RX, priv->rx_count,
+			       &priv->rxq, &priv->rx_notifier,
+			       venet_rx_signal);
+	if (ret)
+		goto out_close;
+	ret = venet_queue_init(priv, VENET_QUEUE_TX, priv->tx_count,
+			       &priv->txq, &priv->tx_notifier,
+			       venet_tx_signal);
+	if (ret)
+		goto out_close;
+
+	ret = venet_rx_fill(priv, GFP_KERNEL);
 	if (ret < 0)
 		goto out_close;
 
@@ -528,16 +528,16 @@ out_close:
 		ioq_notify_disable(priv->rxq, 0);
 	if (priv->txq)
 		ioq_notify_disable(priv->txq, 0);
-	vbus_enet_free_rings(priv, vbus_enet_close_vdev(priv));
+	venet_free_rings(priv, venet_close_vdev(priv));
 	netif_napi_del(&priv->napi);
 out_free_netdev:
 	free_netdev(dev);
 	return ret;
 }
 
-static int vbus_enet_remove(struct vbus_device_proxy *vdev)
+static int venet_remove(struct vbus_device_proxy *vdev)
 {
-	struct vbus_enet_priv *priv = vdev->priv;
+	struct venet_priv *priv = vdev->priv;
 	struct net_device *dev;
 	bool closed;
 
@@ -552,8 +552,8 @@ static int vbus_enet_remove(struct vbus_device_proxy *vdev)
 	ioq_notify_disable(priv->rxq, 0);
 	ioq_notify_disable(priv->txq, 0);
 
-	closed = vbus_enet_close_vdev(priv);
-	vbus_enet_free_rings(priv, closed);
+	closed = venet_close_vdev(priv);
+	venet_free_rings(priv, closed);
 	netif_napi_del(&priv->napi);
 
 	vdev->priv = NULL;
@@ -561,47 +561,47 @@ static int vbus_enet_remove(struct vbus_device_proxy *vdev)
 	return 0;
 }
 
-static struct vbus_driver_ops vbus_enet_driver_ops = {
-	.probe	= vbus_enet_probe,
-	.remove	= vbus_enet_remove,
+static struct vbus_driver_ops venet_driver_ops = {
+	.probe	= venet_probe,
+	.remove	= venet_remove,
 };
 
-static struct vbus_driver vbus_enet_driver = {
+static struct vbus_driver venet_driver = {
 	.type	= VENET_TYPE,
 	.owner	= THIS_MODULE,
-	.ops	= &vbus_enet_driver_ops,
+	.ops	= &venet_driver_ops,
 };
 
-static bool vbus_enet_ringlen_ok(const char *name, int len)
+static bool venet_ringlen_ok(const char *name, int len)
 {
-	if (len >= 2 && len <= VBUS_ENET_MAX_RINGLEN &&
+	if (len >= 2 && len <= VENET_MAX_RINGLEN &&
 	    is_power_of_2((unsigned int)len))
 		return true;
-	pr_err(VBUS_ENET_DRV_NAME ": %s=%d: must be a power of two, 2..%d\n",
-	       name, len, VBUS_ENET_MAX_RINGLEN);
+	pr_err(VENET_DRV_NAME ": %s=%d: must be a power of two, 2..%d\n",
+	       name, len, VENET_MAX_RINGLEN);
 	return false;
 }
 
-static int __init vbus_enet_init(void)
+static int __init venet_init(void)
 {
-	if (!vbus_enet_ringlen_ok("rx_ringlen", rx_ringlen) ||
-	    !vbus_enet_ringlen_ok("tx_ringlen", tx_ringlen))
+	if (!venet_ringlen_ok("rx_ringlen", rx_ringlen) ||
+	    !venet_ringlen_ok("tx_ringlen", tx_ringlen))
 		return -EINVAL;
 
-	return vbus_driver_register(&vbus_enet_driver);
+	return vbus_driver_register(&venet_driver);
 }
 
-static void __exit vbus_enet_exit(void)
+static void __exit venet_exit(void)
 {
-	vbus_driver_unregister(&vbus_enet_driver);
+	vbus_driver_unregister(&venet_driver);
 }
 
-module_init(vbus_enet_init);
-module_exit(vbus_enet_exit);
+module_init(venet_init);
+module_exit(venet_exit);
 
 MODULE_DESCRIPTION("vbus virtual-ethernet (venet) driver");
 MODULE_AUTHOR("Gregory Haskins (original venet driver)");
 MODULE_LICENSE("GPL");
-MODULE_VERSION(VBUS_ENET_DRV_VERSION);
+MODULE_VERSION(VENET_DRV_VERSION);
 /* the bus's uevent sets MODALIAS=vbus:<type> */
 MODULE_ALIAS("vbus:" VENET_TYPE);

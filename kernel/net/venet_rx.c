@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vbus_enet receive path.
+ * venet receive path.
  *
  * The guest keeps the rx ring full of empty buffers (posted with a "both"
  * push); the host fills one per frame, writes the frame length into the
@@ -10,7 +10,7 @@
  * Two buffer formats, fixed at NEGCAP:
  *  - plain: one skb per slot; the host delivers complete frames with valid
  *    checksums and never GSO frames, so skbs go up CHECKSUM_NONE;
- *  - RXSG: one venet_sg per slot over VBUS_ENET_RX_PAGES pages; the host
+ *  - RXSG: one venet_sg per slot over VENET_RX_PAGES pages; the host
  *    may deliver 64 KiB GSO frames with partial checksums and writes the
  *    checksum/GSO state into the venet_sg. That metadata comes from the
  *    host, so it is read once, checked against what we posted and handed
@@ -36,20 +36,20 @@
 #define VENET_SG_RX_FLAGS (VENET_SG_FLAG_NEEDS_CSUM | VENET_SG_FLAG_GSO | \
 			   VENET_SG_FLAG_ECN | VENET_SG_FLAG_DATA_VALID)
 
-static void vbus_enet_rx_count(struct vbus_enet_priv *priv, u64_stats_t *c)
+static void venet_rx_count(struct venet_priv *priv, u64_stats_t *c)
 {
 	u64_stats_update_begin(&priv->rx_stats.syncp);
 	u64_stats_inc(c);
 	u64_stats_update_end(&priv->rx_stats.syncp);
 }
 
-int vbus_enet_rx_setup(struct vbus_enet_priv *priv)
+int venet_rx_setup(struct venet_priv *priv)
 {
 	u32 i;
 
 	/* a frame never needs more frags than there are pages */
-	BUILD_BUG_ON(VBUS_ENET_RX_PAGES > MAX_SKB_FRAGS);
-	BUILD_BUG_ON(VBUS_ENET_RX_COPY > PAGE_SIZE);
+	BUILD_BUG_ON(VENET_RX_PAGES > MAX_SKB_FRAGS);
+	BUILD_BUG_ON(VENET_RX_COPY > PAGE_SIZE);
 
 	priv->rx_slots = kvcalloc(priv->rx_count, sizeof(*priv->rx_slots),
 				  GFP_KERNEL);
@@ -60,7 +60,7 @@ int vbus_enet_rx_setup(struct vbus_enet_priv *priv)
 
 	for (i = 0; i < priv->rx_count; i++) {
 		/* kmalloc: physically contiguous, so one guest-physical ptr */
-		priv->rx_slots[i].vsg = kzalloc(VBUS_ENET_RX_SG_SIZE,
+		priv->rx_slots[i].vsg = kzalloc(VENET_RX_SG_SIZE,
 						GFP_KERNEL);
 		if (!priv->rx_slots[i].vsg)
 			return -ENOMEM;	/* the caller frees what we got */
@@ -72,12 +72,12 @@ int vbus_enet_rx_setup(struct vbus_enet_priv *priv)
  * RXSG: give @slot a full set of pages and describe them in its venet_sg.
  * Pages a previous frame did not use are still there and are posted again.
  */
-static int vbus_enet_rx_prep_sg(struct vbus_enet_rx_slot *slot, gfp_t gfp)
+static int venet_rx_prep_sg(struct venet_rx_slot *slot, gfp_t gfp)
 {
 	struct venet_sg *vsg = slot->vsg;
 	u32 i;
 
-	for (i = 0; i < VBUS_ENET_RX_PAGES; i++) {
+	for (i = 0; i < VENET_RX_PAGES; i++) {
 		if (slot->pages[i])
 			continue;
 		slot->pages[i] = alloc_page(gfp | __GFP_NOWARN);
@@ -87,26 +87,26 @@ static int vbus_enet_rx_prep_sg(struct vbus_enet_rx_slot *slot, gfp_t gfp)
 
 	/* the host wrote into this on the last completion: start afresh */
 	memset(vsg, 0, sizeof(*vsg));
-	vsg->count = VBUS_ENET_RX_PAGES;
-	vsg->len = VBUS_ENET_RX_PAGES * PAGE_SIZE;
-	for (i = 0; i < VBUS_ENET_RX_PAGES; i++) {
+	vsg->count = VENET_RX_PAGES;
+	vsg->len = VENET_RX_PAGES * PAGE_SIZE;
+	for (i = 0; i < VENET_RX_PAGES; i++) {
 		vsg->iov[i].len = PAGE_SIZE;
 		vsg->iov[i].reserved = 0;
 		vsg->iov[i].ptr = (u64)page_to_phys(slot->pages[i]);
 	}
-	slot->buflen = VBUS_ENET_RX_PAGES * PAGE_SIZE;
+	slot->buflen = VENET_RX_PAGES * PAGE_SIZE;
 	return 0;
 }
 
 /* How long to wait before retrying an rx refill that ran out of memory. */
-#define VBUS_ENET_REFILL_DELAY	(HZ / 10)
+#define VENET_REFILL_DELAY	(HZ / 10)
 
 /*
  * Post empty buffers at the tail until the ring is full. Returns the number
  * posted, -ENOMEM when an allocation failed first (the caller schedules the
  * refill work), or -EIO when the ring is broken.
  */
-int vbus_enet_rx_fill(struct vbus_enet_priv *priv, gfp_t gfp)
+int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 {
 	struct ioq *ioq = priv->rxq;
 	struct ioq_iterator iter;
@@ -121,19 +121,19 @@ int vbus_enet_rx_fill(struct vbus_enet_priv *priv, gfp_t gfp)
 	if (!ret)
 		ret = ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
 	if (ret) {
-		vbus_enet_fault(priv, "rx ring iterator");
+		venet_fault(priv, "rx ring iterator");
 		return -EIO;
 	}
 
 	for (;;) {
-		struct vbus_enet_rx_slot *slot;
+		struct venet_rx_slot *slot;
 		struct ioq_ring_desc *desc = iter.desc;
 		struct sk_buff *skb;
 
 		ret = ioq_full(ioq, ioq_idxtype_inuse);
 		if (ret) {
 			if (ret < 0)
-				vbus_enet_fault(priv, "rx ring index");
+				venet_fault(priv, "rx ring index");
 			ret = ret < 0 ? -EIO : 0;
 			break;
 		}
@@ -146,23 +146,23 @@ int vbus_enet_rx_fill(struct vbus_enet_priv *priv, gfp_t gfp)
 		}
 
 		if (priv->caps.rxsg) {
-			if (vbus_enet_rx_prep_sg(slot, gfp)) {
-				vbus_enet_rx_count(priv,
-						   &priv->rx_stats.alloc_failed);
+			if (venet_rx_prep_sg(slot, gfp)) {
+				venet_rx_count(priv,
+					       &priv->rx_stats.alloc_failed);
 				ret = -ENOMEM;
 				break;
 			}
 			WRITE_ONCE(desc->cookie,
 				   iter.pos & (priv->rx_count - 1));
 			WRITE_ONCE(desc->ptr, (u64)virt_to_phys(slot->vsg));
-			WRITE_ONCE(desc->len, (u64)VBUS_ENET_RX_SG_SIZE);
+			WRITE_ONCE(desc->len, (u64)VENET_RX_SG_SIZE);
 			WRITE_ONCE(desc->valid, 1);
 			slot->posted = true;
 			/* the push's wmb publishes vsg and body before sown */
 			ret = ioq_iter_push(&iter, 0);
 			if (ret) {
 				slot->posted = false;
-				vbus_enet_fault(priv, "rx ring push");
+				venet_fault(priv, "rx ring push");
 				ret = -EIO;
 				break;
 			}
@@ -185,7 +185,7 @@ int vbus_enet_rx_fill(struct vbus_enet_priv *priv, gfp_t gfp)
 		/*
 		 * skb->data is kmalloc or page-fragment memory: physically
 		 * contiguous over bufsize bytes. The cookie is informational
-		 * only (see vbus_enet.h): we never read it back.
+		 * only (see venet_drv.h): we never read it back.
 		 */
 		WRITE_ONCE(desc->cookie, iter.pos & (priv->rx_count - 1));
 		WRITE_ONCE(desc->ptr, (u64)virt_to_phys(skb->data));
@@ -197,7 +197,7 @@ int vbus_enet_rx_fill(struct vbus_enet_priv *priv, gfp_t gfp)
 		if (ret) {
 			slot->skb = NULL;
 			kfree_skb(skb);
-			vbus_enet_fault(priv, "rx ring push");
+			venet_fault(priv, "rx ring push");
 			ret = -EIO;
 			break;
 		}
@@ -215,11 +215,11 @@ int vbus_enet_rx_fill(struct vbus_enet_priv *priv, gfp_t gfp)
  * Account for one completed rx buffer and hand its frame up (or drop it).
  * @len is what the host wrote; @buflen what we posted.
  */
-static void vbus_enet_rx_complete(struct vbus_enet_priv *priv,
-				  struct sk_buff *skb, u32 buflen, u64 len,
-				  bool napi)
+static void venet_rx_complete(struct venet_priv *priv,
+			      struct sk_buff *skb, u32 buflen, u64 len,
+			      bool napi)
 {
-	struct vbus_enet_rx_stats *st = &priv->rx_stats;
+	struct venet_rx_stats *st = &priv->rx_stats;
 	struct net_device *dev = priv->dev;
 
 	if (!len) {
@@ -256,7 +256,7 @@ static void vbus_enet_rx_complete(struct vbus_enet_priv *priv,
 }
 
 /* What the host wrote into a completed RXSG buffer's venet_sg, read once. */
-struct vbus_enet_rx_meta {
+struct venet_rx_meta {
 	u32 flags;
 	u32 len;
 	u16 csum_start;
@@ -266,8 +266,8 @@ struct vbus_enet_rx_meta {
 	u16 gso_size;
 };
 
-static void vbus_enet_rx_read_meta(const struct venet_sg *vsg,
-				   struct vbus_enet_rx_meta *m)
+static void venet_rx_read_meta(const struct venet_sg *vsg,
+			       struct venet_rx_meta *m)
 {
 	m->flags = READ_ONCE(vsg->flags);
 	m->len = READ_ONCE(vsg->len);
@@ -283,8 +283,8 @@ static void vbus_enet_rx_read_meta(const struct venet_sg *vsg,
  * same as a virtio_net_hdr for virtio_net_hdr_to_skb(). Returns false
  * when the metadata is not acceptable.
  */
-static bool vbus_enet_rx_meta_to_vnet(const struct vbus_enet_rx_meta *m,
-				      u32 len, struct virtio_net_hdr *hdr)
+static bool venet_rx_meta_to_vnet(const struct venet_rx_meta *m,
+				  u32 len, struct virtio_net_hdr *hdr)
 {
 	memset(hdr, 0, sizeof(*hdr));
 	hdr->gso_type = VIRTIO_NET_HDR_GSO_NONE;
@@ -330,24 +330,24 @@ static bool vbus_enet_rx_meta_to_vnet(const struct vbus_enet_rx_meta *m,
  * as frags and leave the slot (refill replaces them). NULL when no skb
  * could be allocated: the pages then stay with the slot.
  */
-static struct sk_buff *vbus_enet_rx_build_sg(struct vbus_enet_priv *priv,
-					     struct vbus_enet_rx_slot *slot,
-					     u32 len, bool napi)
+static struct sk_buff *venet_rx_build_sg(struct venet_priv *priv,
+					 struct venet_rx_slot *slot,
+					 u32 len, bool napi)
 {
-	u32 copy = min_t(u32, len, VBUS_ENET_RX_COPY);
+	u32 copy = min_t(u32, len, VENET_RX_COPY);
 	struct sk_buff *skb;
 	u32 pos;
 
 	if (napi)
-		skb = napi_alloc_skb(&priv->napi, VBUS_ENET_RX_COPY);
+		skb = napi_alloc_skb(&priv->napi, VENET_RX_COPY);
 	else
-		skb = netdev_alloc_skb_ip_align(priv->dev, VBUS_ENET_RX_COPY);
+		skb = netdev_alloc_skb_ip_align(priv->dev, VENET_RX_COPY);
 	if (!skb)
 		return NULL;
 
 	skb_put_data(skb, page_address(slot->pages[0]), copy);
 
-	/* len <= VBUS_ENET_RX_PAGES * PAGE_SIZE: checked by the caller */
+	/* len <= VENET_RX_PAGES * PAGE_SIZE: checked by the caller */
 	for (pos = copy; pos < len; ) {
 		u32 i = pos / PAGE_SIZE;
 		u32 off = pos % PAGE_SIZE;
@@ -361,48 +361,48 @@ static struct sk_buff *vbus_enet_rx_build_sg(struct vbus_enet_priv *priv,
 	return skb;
 }
 
-static void vbus_enet_rx_complete_sg(struct vbus_enet_priv *priv,
-				     struct vbus_enet_rx_slot *slot, u64 len,
-				     const struct vbus_enet_rx_meta *m,
-				     bool napi)
+static void venet_rx_complete_sg(struct venet_priv *priv,
+				 struct venet_rx_slot *slot, u64 len,
+				 const struct venet_rx_meta *m,
+				 bool napi)
 {
-	struct vbus_enet_rx_stats *st = &priv->rx_stats;
+	struct venet_rx_stats *st = &priv->rx_stats;
 	struct net_device *dev = priv->dev;
 	struct virtio_net_hdr hdr;
 	struct sk_buff *skb;
 
 	if (!len) {
 		/* the pages stay with the slot for the next post */
-		vbus_enet_rx_count(priv, &st->flushed);
+		venet_rx_count(priv, &st->flushed);
 		return;
 	}
 
 	/* our own record of the capacity decides, not the venet_sg */
 	if (len < ETH_HLEN || len > slot->buflen || m->len != len) {
-		vbus_enet_rx_count(priv, &st->length_errors);
+		venet_rx_count(priv, &st->length_errors);
 		if (net_ratelimit())
 			netdev_warn(dev, "host returned a bad rx length %llu/%u (buffer %u)\n",
 				    len, m->len, slot->buflen);
 		return;
 	}
 
-	if (!vbus_enet_rx_meta_to_vnet(m, (u32)len, &hdr)) {
-		vbus_enet_rx_count(priv, &st->bad_offload);
+	if (!venet_rx_meta_to_vnet(m, (u32)len, &hdr)) {
+		venet_rx_count(priv, &st->bad_offload);
 		if (net_ratelimit())
 			netdev_warn(dev, "host returned bad rx offload state (flags 0x%x gso %u)\n",
 				    m->flags, m->gso_type);
 		return;
 	}
 
-	skb = vbus_enet_rx_build_sg(priv, slot, (u32)len, napi);
+	skb = venet_rx_build_sg(priv, slot, (u32)len, napi);
 	if (!skb) {
-		vbus_enet_rx_count(priv, &st->alloc_failed);
+		venet_rx_count(priv, &st->alloc_failed);
 		return;
 	}
 
 	/* offsets are from the Ethernet header: before eth_type_trans() */
 	if (virtio_net_hdr_to_skb(skb, &hdr, true)) {
-		vbus_enet_rx_count(priv, &st->bad_offload);
+		venet_rx_count(priv, &st->bad_offload);
 		if (net_ratelimit())
 			netdev_warn(dev, "host returned rx offload state the stack refused\n");
 		kfree_skb(skb);
@@ -435,8 +435,8 @@ static void vbus_enet_rx_complete_sg(struct vbus_enet_priv *priv,
  * Reap up to @budget completed rx descriptors. Returns how many were
  * reaped (-EIO when the ring is broken counts as 0).
  */
-static int vbus_enet_rx_reap(struct vbus_enet_priv *priv, int budget,
-			     bool napi)
+static int venet_rx_reap(struct venet_priv *priv, int budget,
+			 bool napi)
 {
 	struct ioq *ioq = priv->rxq;
 	struct ioq_iterator iter;
@@ -448,12 +448,12 @@ static int vbus_enet_rx_reap(struct vbus_enet_priv *priv, int budget,
 	if (!ret)
 		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
 	if (ret) {
-		vbus_enet_fault(priv, "rx ring iterator");
+		venet_fault(priv, "rx ring iterator");
 		return 0;
 	}
 
-	while (done < budget && vbus_enet_head_completed(ioq, &iter)) {
-		struct vbus_enet_rx_slot *slot;
+	while (done < budget && venet_head_completed(ioq, &iter)) {
+		struct venet_rx_slot *slot;
 		struct sk_buff *skb;
 		u32 buflen;
 		u64 len;
@@ -463,23 +463,23 @@ static int vbus_enet_rx_reap(struct vbus_enet_priv *priv, int budget,
 		len = READ_ONCE(iter.desc->len);
 
 		if (priv->caps.rxsg) {
-			struct vbus_enet_rx_meta m;
+			struct venet_rx_meta m;
 
 			/*
 			 * Same rmb: the host wrote the venet_sg before its
 			 * pop (whose release publishes it with sown).
 			 */
-			vbus_enet_rx_read_meta(slot->vsg, &m);
+			venet_rx_read_meta(slot->vsg, &m);
 			ret = ioq_iter_pop(&iter, 0);
 			if (ret) {
-				vbus_enet_fault(priv, "rx ring pop");
+				venet_fault(priv, "rx ring pop");
 				break;
 			}
 			done++;
 			if (WARN_ON_ONCE(!slot->posted))
 				continue;	/* our bookkeeping */
 			slot->posted = false;
-			vbus_enet_rx_complete_sg(priv, slot, len, &m, napi);
+			venet_rx_complete_sg(priv, slot, len, &m, napi);
 			continue;
 		}
 
@@ -490,7 +490,7 @@ static int vbus_enet_rx_reap(struct vbus_enet_priv *priv, int budget,
 		ret = ioq_iter_pop(&iter, 0);
 		if (ret) {
 			kfree_skb(skb);
-			vbus_enet_fault(priv, "rx ring pop");
+			venet_fault(priv, "rx ring pop");
 			break;
 		}
 		done++;
@@ -498,30 +498,30 @@ static int vbus_enet_rx_reap(struct vbus_enet_priv *priv, int budget,
 		if (WARN_ON_ONCE(!skb))
 			continue;	/* our bookkeeping, not host input */
 
-		vbus_enet_rx_complete(priv, skb, buflen, len, napi);
+		venet_rx_complete(priv, skb, buflen, len, napi);
 	}
 
 	return done;
 }
 
 /* The rx half of the NAPI poll. */
-int vbus_enet_rx_poll(struct vbus_enet_priv *priv, int budget)
+int venet_rx_poll(struct venet_priv *priv, int budget)
 {
 	int done;
 
 	if (test_bit(0, &priv->faulted))
 		return 0;
 
-	done = vbus_enet_rx_reap(priv, budget, true);
+	done = venet_rx_reap(priv, budget, true);
 
-	if (vbus_enet_rx_fill(priv, GFP_ATOMIC) == -ENOMEM)
-		schedule_delayed_work(&priv->refill, VBUS_ENET_REFILL_DELAY);
+	if (venet_rx_fill(priv, GFP_ATOMIC) == -ENOMEM)
+		schedule_delayed_work(&priv->refill, VENET_REFILL_DELAY);
 
 	return done;
 }
 
 /* True when the host has completed the rx descriptor at the inuse head. */
-bool vbus_enet_rx_pending(struct vbus_enet_priv *priv)
+bool venet_rx_pending(struct venet_priv *priv)
 {
 	struct ioq_iterator iter;
 
@@ -531,35 +531,35 @@ bool vbus_enet_rx_pending(struct vbus_enet_priv *priv)
 			  IOQ_ITER_NOFLIPOWNER) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
 		return false;
-	return vbus_enet_head_completed(priv->rxq, &iter);
+	return venet_head_completed(priv->rxq, &iter);
 }
 
 /*
  * Reap everything the host has completed, with NAPI disabled (MTU change
  * after FLUSHRX). Frames that were filled before the flush still go up.
  */
-void vbus_enet_rx_drain(struct vbus_enet_priv *priv)
+void venet_rx_drain(struct venet_priv *priv)
 {
 	if (test_bit(0, &priv->faulted))
 		return;
-	vbus_enet_rx_reap(priv, priv->rx_count, false);
+	venet_rx_reap(priv, priv->rx_count, false);
 }
 
 /*
  * Free every buffer still posted. Only after DEVCLOSE: the host no longer
  * writes into them.
  */
-void vbus_enet_rx_free_all(struct vbus_enet_priv *priv)
+void venet_rx_free_all(struct venet_priv *priv)
 {
 	u32 i;
 
 	for (i = 0; i < priv->rx_count; i++) {
-		struct vbus_enet_rx_slot *slot = &priv->rx_slots[i];
+		struct venet_rx_slot *slot = &priv->rx_slots[i];
 		u32 p;
 
 		kfree_skb(slot->skb);
 		slot->skb = NULL;
-		for (p = 0; p < VBUS_ENET_RX_PAGES; p++) {
+		for (p = 0; p < VENET_RX_PAGES; p++) {
 			if (slot->pages[p])
 				put_page(slot->pages[p]);
 			slot->pages[p] = NULL;
@@ -575,10 +575,10 @@ void vbus_enet_rx_free_all(struct vbus_enet_priv *priv)
  * with open/stop/MTU change, which also toggle NAPI; NAPI is disabled
  * while the ring is filled so that only one context posts.
  */
-void vbus_enet_refill_work(struct work_struct *work)
+void venet_refill_work(struct work_struct *work)
 {
-	struct vbus_enet_priv *priv =
-		container_of(to_delayed_work(work), struct vbus_enet_priv,
+	struct venet_priv *priv =
+		container_of(to_delayed_work(work), struct venet_priv,
 			     refill);
 	bool running;
 	int ret;
@@ -593,7 +593,7 @@ void vbus_enet_refill_work(struct work_struct *work)
 	if (running)
 		napi_disable(&priv->napi);
 
-	ret = vbus_enet_rx_fill(priv, GFP_KERNEL);
+	ret = venet_rx_fill(priv, GFP_KERNEL);
 
 	if (running) {
 		napi_enable(&priv->napi);
@@ -604,5 +604,5 @@ void vbus_enet_refill_work(struct work_struct *work)
 	rtnl_unlock();
 
 	if (ret == -ENOMEM)
-		schedule_delayed_work(&priv->refill, VBUS_ENET_REFILL_DELAY);
+		schedule_delayed_work(&priv->refill, VENET_REFILL_DELAY);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vbus_enet transmit path, including scatter-gather and GSO.
+ * venet transmit path, including scatter-gather and GSO.
  *
  * The guest posts one frame per descriptor (a "both" push), the host sends
  * it and pops the descriptor back; popping is the tx completion, and the
@@ -26,7 +26,7 @@
 
 #include "venet_drv.h"
 
-int vbus_enet_tx_setup(struct vbus_enet_priv *priv)
+int venet_tx_setup(struct venet_priv *priv)
 {
 	u32 i;
 
@@ -40,10 +40,10 @@ int vbus_enet_tx_setup(struct vbus_enet_priv *priv)
 
 	for (i = 0; i < priv->tx_count; i++) {
 		/* kmalloc: physically contiguous, so one guest-physical ptr */
-		priv->tx_slots[i].vsg = kzalloc(VBUS_ENET_TX_SG_SIZE,
+		priv->tx_slots[i].vsg = kzalloc(VENET_TX_SG_SIZE,
 						GFP_KERNEL);
 		if (!priv->tx_slots[i].vsg) {
-			vbus_enet_tx_teardown(priv);
+			venet_tx_teardown(priv);
 			return -ENOMEM;
 		}
 	}
@@ -54,7 +54,7 @@ int vbus_enet_tx_setup(struct vbus_enet_priv *priv)
  * Free every skb still on the ring and the SG buffers. Only after DEVCLOSE
  * (the host no longer reads them) or before the ring was ever used.
  */
-void vbus_enet_tx_teardown(struct vbus_enet_priv *priv)
+void venet_tx_teardown(struct venet_priv *priv)
 {
 	u32 i;
 
@@ -69,8 +69,8 @@ void vbus_enet_tx_teardown(struct vbus_enet_priv *priv)
 	priv->tx_slots = NULL;
 }
 
-static void vbus_enet_tx_bad(struct vbus_enet_priv *priv,
-			     struct sk_buff *skb, const char *why)
+static void venet_tx_bad(struct venet_priv *priv,
+			 struct sk_buff *skb, const char *why)
 {
 	if (net_ratelimit())
 		netdev_warn(priv->dev, "tx dropped: %s (gso_type 0x%x)\n", why,
@@ -82,8 +82,8 @@ static void vbus_enet_tx_bad(struct vbus_enet_priv *priv,
  * Returns 0, or -errno when the skb cannot be expressed (dropped, counted
  * as a tx error by the caller).
  */
-static int vbus_enet_tx_build_sg(struct vbus_enet_priv *priv,
-				 struct sk_buff *skb, struct venet_sg *vsg)
+static int venet_tx_build_sg(struct venet_priv *priv,
+			     struct sk_buff *skb, struct venet_sg *vsg)
 {
 	struct scatterlist *sgl = priv->tx_sgl;
 	struct scatterlist *sg;
@@ -98,7 +98,7 @@ static int vbus_enet_tx_build_sg(struct vbus_enet_priv *priv,
 
 		/* csum_offset is a u16 already; the start is an int */
 		if (start < 0 || start > U16_MAX) {
-			vbus_enet_tx_bad(priv, skb, "checksum offset");
+			venet_tx_bad(priv, skb, "checksum offset");
 			return -EINVAL;
 		}
 		flags |= VENET_SG_FLAG_NEEDS_CSUM;
@@ -120,27 +120,27 @@ static int vbus_enet_tx_build_sg(struct vbus_enet_priv *priv,
 			   priv->caps.tso6) {
 			vsg->gso.type = VENET_GSO_TYPE_TCPV6;
 		} else {
-			vbus_enet_tx_bad(priv, skb, "unsupported GSO type");
+			venet_tx_bad(priv, skb, "unsupported GSO type");
 			return -EPROTONOSUPPORT;
 		}
 
 		if (sinfo->gso_type & SKB_GSO_TCP_ECN) {
 			if (!priv->caps.ecn) {
-				vbus_enet_tx_bad(priv, skb, "GSO ECN");
+				venet_tx_bad(priv, skb, "GSO ECN");
 				return -EPROTONOSUPPORT;
 			}
 			flags |= VENET_SG_FLAG_ECN;
 		}
 
 		if (!(flags & VENET_SG_FLAG_NEEDS_CSUM)) {
-			vbus_enet_tx_bad(priv, skb, "GSO without CHECKSUM_PARTIAL");
+			venet_tx_bad(priv, skb, "GSO without CHECKSUM_PARTIAL");
 			return -EINVAL;
 		}
 
 		/* all headers, L2+L3+L4: virtio_net_hdr.hdr_len semantics */
 		hdrlen = skb_tcp_all_headers(skb);
 		if (hdrlen <= 0 || hdrlen > U16_MAX || !sinfo->gso_size) {
-			vbus_enet_tx_bad(priv, skb, "GSO header");
+			venet_tx_bad(priv, skb, "GSO header");
 			return -EINVAL;
 		}
 		flags |= VENET_SG_FLAG_GSO;
@@ -148,10 +148,10 @@ static int vbus_enet_tx_build_sg(struct vbus_enet_priv *priv,
 		vsg->gso.size = sinfo->gso_size;
 	}
 
-	sg_init_table(sgl, VBUS_ENET_TX_MAX_IOVS);
+	sg_init_table(sgl, VENET_TX_MAX_IOVS);
 	count = skb_to_sgvec(skb, sgl, 0, skb->len);
 	if (count <= 0) {
-		vbus_enet_tx_bad(priv, skb, "skb_to_sgvec");
+		venet_tx_bad(priv, skb, "skb_to_sgvec");
 		return count ? count : -EINVAL;
 	}
 
@@ -170,9 +170,9 @@ static int vbus_enet_tx_build_sg(struct vbus_enet_priv *priv,
 	return 0;
 }
 
-static void vbus_enet_tx_count_drop(struct vbus_enet_priv *priv, bool error)
+static void venet_tx_count_drop(struct venet_priv *priv, bool error)
 {
-	struct vbus_enet_tx_stats *st = &priv->tx_stats;
+	struct venet_tx_stats *st = &priv->tx_stats;
 
 	u64_stats_update_begin(&st->syncp);
 	if (error)
@@ -182,12 +182,12 @@ static void vbus_enet_tx_count_drop(struct vbus_enet_priv *priv, bool error)
 	u64_stats_update_end(&st->syncp);
 }
 
-netdev_tx_t vbus_enet_start_xmit(struct sk_buff *skb, struct net_device *dev)
+netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 {
-	struct vbus_enet_priv *priv = netdev_priv(dev);
-	struct vbus_enet_tx_stats *st = &priv->tx_stats;
+	struct venet_priv *priv = netdev_priv(dev);
+	struct venet_tx_stats *st = &priv->tx_stats;
 	struct ioq *ioq = priv->txq;
-	struct vbus_enet_tx_slot *slot;
+	struct venet_tx_slot *slot;
 	struct ioq_ring_desc *desc;
 	struct ioq_iterator iter;
 	bool kick;
@@ -200,7 +200,7 @@ netdev_tx_t vbus_enet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 
 	ret = ioq_full(ioq, ioq_idxtype_inuse);
 	if (ret < 0) {
-		vbus_enet_fault(priv, "tx ring index");
+		venet_fault(priv, "tx ring index");
 		goto drop;
 	}
 	if (ret) {
@@ -221,7 +221,7 @@ netdev_tx_t vbus_enet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	if (!ret)
 		ret = ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
 	if (ret) {
-		vbus_enet_fault(priv, "tx ring iterator");
+		venet_fault(priv, "tx ring iterator");
 		goto drop;
 	}
 
@@ -231,12 +231,12 @@ netdev_tx_t vbus_enet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	desc = iter.desc;
 
 	if (priv->caps.sg) {
-		if (vbus_enet_tx_build_sg(priv, skb, slot->vsg)) {
-			vbus_enet_tx_count_drop(priv, true);
+		if (venet_tx_build_sg(priv, skb, slot->vsg)) {
+			venet_tx_count_drop(priv, true);
 			goto free;
 		}
 		WRITE_ONCE(desc->ptr, (u64)virt_to_phys(slot->vsg));
-		WRITE_ONCE(desc->len, (u64)VBUS_ENET_TX_SG_SIZE);
+		WRITE_ONCE(desc->len, (u64)VENET_TX_SG_SIZE);
 	} else {
 		/* plain mode: the host reads one contiguous frame */
 		if (skb_linearize(skb))
@@ -263,7 +263,7 @@ netdev_tx_t vbus_enet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	ret = ioq_iter_push(&iter, 0);
 	if (ret) {
 		slot->skb = NULL;
-		vbus_enet_fault(priv, "tx ring push");
+		venet_fault(priv, "tx ring push");
 		goto drop;
 	}
 
@@ -282,7 +282,7 @@ netdev_tx_t vbus_enet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	return NETDEV_TX_OK;
 
 drop:
-	vbus_enet_tx_count_drop(priv, false);
+	venet_tx_count_drop(priv, false);
 free:
 	spin_unlock_bh(&priv->txlock);
 	dev_kfree_skb_any(skb);
@@ -290,9 +290,9 @@ free:
 }
 
 /* Free the skbs of every descriptor the host has handed back. */
-void vbus_enet_tx_reap(struct vbus_enet_priv *priv)
+void venet_tx_reap(struct venet_priv *priv)
 {
-	struct vbus_enet_tx_stats *st = &priv->tx_stats;
+	struct venet_tx_stats *st = &priv->tx_stats;
 	struct ioq *ioq = priv->txq;
 	struct ioq_iterator iter;
 	unsigned int done = 0;
@@ -308,13 +308,13 @@ void vbus_enet_tx_reap(struct vbus_enet_priv *priv)
 	if (!ret)
 		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
 	if (ret) {
-		vbus_enet_fault(priv, "tx ring iterator");
+		venet_fault(priv, "tx ring iterator");
 		goto out;
 	}
 
 	/* at most one pass over the ring: the inuse count bounds it too */
-	while (done < priv->tx_count && vbus_enet_head_completed(ioq, &iter)) {
-		struct vbus_enet_tx_slot *slot;
+	while (done < priv->tx_count && venet_head_completed(ioq, &iter)) {
+		struct venet_tx_slot *slot;
 		struct sk_buff *skb;
 
 		slot = &priv->tx_slots[iter.pos & (priv->tx_count - 1)];
@@ -324,7 +324,7 @@ void vbus_enet_tx_reap(struct vbus_enet_priv *priv)
 		ret = ioq_iter_pop(&iter, 0);
 		if (ret) {
 			slot->skb = skb;	/* freed at teardown */
-			vbus_enet_fault(priv, "tx ring pop");
+			venet_fault(priv, "tx ring pop");
 			break;
 		}
 		done++;
@@ -347,7 +347,7 @@ out:
 }
 
 /* True when the host has completed the tx descriptor at the inuse head. */
-bool vbus_enet_tx_pending(struct vbus_enet_priv *priv)
+bool venet_tx_pending(struct venet_priv *priv)
 {
 	struct ioq_iterator iter;
 
@@ -357,12 +357,12 @@ bool vbus_enet_tx_pending(struct vbus_enet_priv *priv)
 			  IOQ_ITER_NOFLIPOWNER) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
 		return false;
-	return vbus_enet_head_completed(priv->txq, &iter);
+	return venet_head_completed(priv->txq, &iter);
 }
 
-void vbus_enet_tx_timeout(struct net_device *dev, unsigned int txqueue)
+void venet_tx_timeout(struct net_device *dev, unsigned int txqueue)
 {
-	struct vbus_enet_priv *priv = netdev_priv(dev);
+	struct venet_priv *priv = netdev_priv(dev);
 	int inflight = ioq_count(priv->txq, ioq_idxtype_inuse);
 
 	netdev_warn(dev, "tx timeout on queue %u: %d descriptors in flight\n",
@@ -374,7 +374,7 @@ void vbus_enet_tx_timeout(struct net_device *dev, unsigned int txqueue)
 	u64_stats_update_end(&priv->tx_stats.syncp);
 	spin_unlock_bh(&priv->txlock);
 
-	vbus_enet_tx_reap(priv);
+	venet_tx_reap(priv);
 	/* in case the host missed a doorbell: tell it again */
 	ioq_signal(priv->txq, 0);
 	netif_trans_update(dev);

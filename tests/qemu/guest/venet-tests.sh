@@ -150,7 +150,7 @@ mode() {
 	log "$p: interface $IF"
 
 	if [ "$HAVE_ETHTOOL" = 1 ]; then
-		vt_check "$p/ethtool-i" sh -c "ethtool -i $IF | grep -q '^driver: vbus_enet'"
+		vt_check "$p/ethtool-i" sh -c "ethtool -i $IF | grep -q '^driver: venet'"
 		vt_check "$p/ethtool-g" sh -c "ethtool -g $IF | grep -q '^RX:.*[0-9]'"
 		v=$(ethfeature "$IF" tcp-segmentation-offload)
 		if [ "$sg" = 1 ]; then
