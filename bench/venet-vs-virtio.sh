@@ -3,7 +3,7 @@
 #
 # Boots ONE guest (TCG unless hardware KVM; 2 vCPUs) with two NICs:
 #   venet   venet.ko over the ivshmem transport, served by vbus-hostd
-#           (--device g1:type=virtual-ethernet,id=2,tap=vbvenet0)
+#           (--device g1:type=venet,id=2,tap=vbvenet0)
 #   virtio  virtio-net-pci, QEMU's userspace tap backend (vhost=off)
 # Each NIC's tap lives in a network namespace this script creates
 # (vbus-bench-PID), on its own subnet (venet 10.81.1.0/24, virtio
@@ -21,7 +21,7 @@
 # keeps the raw data in $OUT/raw/. It never asserts a speed.
 #
 # venet is measured when its pieces are there and work (modules and
-# vbus-hostd build, the daemon starts with a virtual-ethernet device, the
+# vbus-hostd build, the daemon starts with a venet device, the
 # guest gets a netdev with carrier, ping goes through); otherwise the run
 # says "venet: unavailable (<reason>)" and measures virtio-net alone.
 #
@@ -228,7 +228,7 @@ if [[ -z "$venet_reason" ]]; then
 	# shellcheck disable=SC2086 # the wrapper is a word list
 	ip netns exec "$ns" ${VBUS_HOSTD_WRAP:-} "$hostd" --foreground --ctl "$run/ctl.sock" \
 		--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-		--device "g1:type=virtual-ethernet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}" \
+		--device "g1:type=venet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}" \
 		>"$raw/hostd.log" 2>&1 &
 	hostd_pid=$!
 	wrap_pid=""
@@ -246,7 +246,7 @@ if [[ -z "$venet_reason" ]]; then
 		sleep 0.1
 	done
 	if [[ ! -S "$run/ctl.sock" || ! -S "$run/g1.sock" ]]; then
-		venet_unavailable "vbus-hostd did not start with a virtual-ethernet device: $(tail -n 1 "$raw/hostd.log")"
+		venet_unavailable "vbus-hostd did not start with a venet device: $(tail -n 1 "$raw/hostd.log")"
 		kill "$hostd_pid" 2>/dev/null || true
 		hostd_pid=""
 	elif [[ "$(cat "/proc/$hostd_pid/comm" 2>/dev/null)" != vbus-hostd ]]; then

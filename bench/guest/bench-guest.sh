@@ -91,7 +91,7 @@ for nic in $VB_NICS; do
 		elif ! vt_kmod_load venet $VB_VENET_PARAMS >/tmp/load.out 2>&1; then
 			say "venet unavailable insmod venet: $(tail -n 1 /tmp/load.out)"
 		else
-			up venet "$VB_VENET_IP" virtual-ethernet vbus_enet
+			up venet "$VB_VENET_IP" venet
 		fi
 		;;
 	esac

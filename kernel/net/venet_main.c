@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * venet - a paravirtual 802.x network device on the vbus
- * "virtual-ethernet" interface.
+ * venet - a paravirtual 802.x network device on the vbus: the guest
+ * driver of the host's "venet" device (the 2009 "virtual-ethernet").
  *
  * Derived from the AlacrityVM venet driver (Gregory Haskins, Novell, 2009),
  * ported to Linux 6.1 and to IOQ ring version 5. The wire contract with
@@ -599,7 +599,7 @@ static void __exit venet_exit(void)
 module_init(venet_init);
 module_exit(venet_exit);
 
-MODULE_DESCRIPTION("vbus virtual-ethernet (venet) driver");
+MODULE_DESCRIPTION("vbus venet (virtual-ethernet) driver");
 MODULE_AUTHOR("Gregory Haskins (original venet driver)");
 MODULE_LICENSE("GPL");
 MODULE_VERSION(VENET_DRV_VERSION);

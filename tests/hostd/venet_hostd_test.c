@@ -142,7 +142,7 @@ static void venet_through_hostd(void **state)
 
 	(void)state;
 	fg_init(f, "vn");
-	assert_int_equal(add_dev(f, "type=virtual-ethernet,id=3,tap=vh0,"
+	assert_int_equal(add_dev(f, "type=venet,id=3,tap=vh0,"
 				 "mac=02:aa:bb:cc:dd:01"), 0);
 	assert_int_equal(fg_negotiate(f), 0);
 	assert_int_equal(fg_busreg(f, 64, 64), 0);

@@ -3,7 +3,7 @@
 # vbus_pcibridge/venet (make modules VBUS_SUBDIRS="kernel/vbus
 # kernel/net") and vbus-hostd (CMake, into $VBUS_BUILD/cmake), creates a
 # network namespace with a tap (vt0, $host_ip/24) and runs in it:
-#   - vbus-hostd with one guest and a virtual-ethernet device on vt0
+#   - vbus-hostd with one guest and a venet device on vt0
 #     (strict=1: a bad descriptor from our driver faults the device);
 #   - busybox httpd on $host_ip:8080 serving the guest's test endpoints
 #     (a data file with a known md5, /cgi-bin/md5 for uploads,
@@ -183,7 +183,7 @@ vbus_make_initramfs "$run/venet.cpio.gz" "$s" >/dev/null
 # ---- vbus-hostd (in the namespace: it opens the tap there) --------------
 ip netns exec "$ns" "$hostd" --foreground --ctl "$run/ctl.sock" \
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-	--device "g1:type=virtual-ethernet,id=1,tap=$tap,mac=$guest_mac,strict=1" \
+	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1" \
 	>"$out/hostd.log" 2>&1 &
 hostd_pid=$!
 for _ in $(seq 100); do

@@ -52,7 +52,7 @@ venet_if() {
 		for i in /sys/class/net/*; do
 			d=$(readlink "$i/device/driver" 2>/dev/null) || continue
 			case "${d##*/}" in
-			virtual-ethernet | vbus_enet) echo "${i##*/}"; return 0 ;;
+			venet) echo "${i##*/}"; return 0 ;;
 			esac
 		done
 		n=$((n + 1))
