@@ -11,11 +11,13 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hostd.h"
+#include <sys/stat.h>
+#include "daemon.h"
 
 #define HOSTD_MEM_MIN	(1ull << 20)
 #define HOSTD_MEM_MAX	(1ull << 40)
@@ -121,25 +123,106 @@ static const char *next_kv(const char *s, char *tmp, char **k, char **v,
 	memcpy(tmp, s, len);
 	tmp[len] = 0;
 	eq = strchr(tmp, '=');
-	if (!eq || eq == tmp || !eq[1]) {
-		*bad = true;
-		*k = tmp;
-		return comma ? comma + 1 : s + len;
-	}
-	*eq = 0;
 	*k = tmp;
-	*v = eq + 1;
+	if (!eq || eq == tmp || !eq[1])
+		*bad = true;
+	else {
+		*eq = 0;
+		*v = eq + 1;
+	}
 	return comma ? comma + 1 : s + len;
+}
+
+/* ---- --guest -------------------------------------------------------------- */
+
+struct guest_spec {
+	struct hostd_guest_cfg *gc;
+	unsigned int seen;		/* bit per key */
+	char *err;
+	size_t errlen;
+};
+
+static int guest_sock(struct guest_spec *s, const char *v)
+{
+	if (strlen(v) >= sizeof(s->gc->sock))
+		return fail(s->err, s->errlen, "--guest %s: sock path longer than %zu bytes",
+			    s->gc->name, sizeof(s->gc->sock) - 1);
+	strcpy(s->gc->sock, v);
+	return 0;
+}
+
+static int guest_mem(struct guest_spec *s, const char *v)
+{
+	if (strlen(v) >= sizeof(s->gc->mem))
+		return fail(s->err, s->errlen, "--guest %s: mem path too long",
+			    s->gc->name);
+	strcpy(s->gc->mem, v);
+	return 0;
+}
+
+static int guest_size(struct guest_spec *s, const char *v)
+{
+	__u64 *size = &s->gc->size;
+
+	if (hostd_parse_size(v, size))
+		return fail(s->err, s->errlen, "--guest %s: bad size '%s' (e.g. 512M, 1G)",
+			    s->gc->name, v);
+	if (*size < HOSTD_MEM_MIN || *size > HOSTD_MEM_MAX || *size & 4095)
+		return fail(s->err, s->errlen,
+			    "--guest %s: size %s must be a multiple of 4 KiB between 1M and 1T",
+			    s->gc->name, v);
+	return 0;
+}
+
+static int guest_machine(struct guest_spec *s, const char *v)
+{
+	if (!strcmp(v, "q35"))
+		s->gc->machine = HOSTD_MACHINE_Q35;
+	else if (!strcmp(v, "pc"))
+		s->gc->machine = HOSTD_MACHINE_PC;
+	else
+		return fail(s->err, s->errlen, "--guest %s: machine must be q35 or pc, not '%s'",
+			    s->gc->name, v);
+	return 0;
+}
+
+static const struct {
+	const char *key;
+	int (*set)(struct guest_spec *s, const char *v);
+	bool required;
+} guest_keys[] = {
+	{ "sock", guest_sock, true },
+	{ "mem", guest_mem, true },
+	{ "size", guest_size, true },
+	{ "machine", guest_machine, false },
+};
+#define N_GUEST_KEYS (sizeof(guest_keys) / sizeof(guest_keys[0]))
+
+static int guest_pair(struct guest_spec *s, const char *k, const char *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < N_GUEST_KEYS; i++) {
+		if (strcmp(k, guest_keys[i].key))
+			continue;
+		if (s->seen & (1u << i))
+			return fail(s->err, s->errlen, "--guest %s: %s= given twice",
+				    s->gc->name, k);
+		s->seen |= 1u << i;
+		return guest_keys[i].set(s, v);
+	}
+	return fail(s->err, s->errlen,
+		    "--guest %s: unknown parameter '%s' (sock, mem, size, machine)",
+		    s->gc->name, k);
 }
 
 int hostd_parse_guest_spec(const char *spec, struct hostd_guest_cfg *gc,
 			   char *err, size_t errlen)
 {
-	char tmp[HOSTD_SPEC_MAX];
-	bool have_sock = false, have_mem = false, have_size = false,
-	     have_machine = false;
+	struct guest_spec s = { .gc = gc, .err = err, .errlen = errlen };
+	char tmp[HOSTD_SPEC_MAX], *k = NULL, *v = NULL;
 	const char *p;
-	char *k = NULL, *v = NULL;
+	unsigned int i;
 	bool bad;
 
 	memset(gc, 0, sizeof(*gc));
@@ -152,59 +235,100 @@ int hostd_parse_guest_spec(const char *spec, struct hostd_guest_cfg *gc,
 	if (!*p)
 		return fail(err, errlen, "--guest %s: no parameters (need sock=, mem=, size=)",
 			    gc->name);
-
 	while ((p = next_kv(p, tmp, &k, &v, &bad)) != NULL || bad) {
 		if (bad)
 			return fail(err, errlen, "--guest %s: malformed '%s' (expected key=value)",
 				    gc->name, k ? k : "");
-		if (!strcmp(k, "sock")) {
-			if (have_sock)
-				return fail(err, errlen, "--guest %s: sock= given twice", gc->name);
-			if (strlen(v) >= sizeof(gc->sock))
-				return fail(err, errlen, "--guest %s: sock path longer than %zu bytes",
-					    gc->name, sizeof(gc->sock) - 1);
-			strcpy(gc->sock, v);
-			have_sock = true;
-		} else if (!strcmp(k, "mem")) {
-			if (have_mem)
-				return fail(err, errlen, "--guest %s: mem= given twice", gc->name);
-			if (strlen(v) >= sizeof(gc->mem))
-				return fail(err, errlen, "--guest %s: mem path too long", gc->name);
-			strcpy(gc->mem, v);
-			have_mem = true;
-		} else if (!strcmp(k, "size")) {
-			if (have_size)
-				return fail(err, errlen, "--guest %s: size= given twice", gc->name);
-			if (hostd_parse_size(v, &gc->size))
-				return fail(err, errlen, "--guest %s: bad size '%s' (e.g. 512M, 1G)",
-					    gc->name, v);
-			if (gc->size < HOSTD_MEM_MIN || gc->size > HOSTD_MEM_MAX ||
-			    gc->size & 4095)
-				return fail(err, errlen,
-					    "--guest %s: size %s must be a multiple of 4 KiB between 1M and 1T",
-					    gc->name, v);
-			have_size = true;
-		} else if (!strcmp(k, "machine")) {
-			if (have_machine)
-				return fail(err, errlen, "--guest %s: machine= given twice", gc->name);
-			if (!strcmp(v, "q35"))
-				gc->machine = HOSTD_MACHINE_Q35;
-			else if (!strcmp(v, "pc"))
-				gc->machine = HOSTD_MACHINE_PC;
-			else
-				return fail(err, errlen, "--guest %s: machine must be q35 or pc, not '%s'",
-					    gc->name, v);
-			have_machine = true;
-		} else {
-			return fail(err, errlen,
-				    "--guest %s: unknown parameter '%s' (sock, mem, size, machine)",
-				    gc->name, k);
-		}
+		if (guest_pair(&s, k, v))
+			return -1;
 	}
-	if (!have_sock || !have_mem || !have_size)
-		return fail(err, errlen, "--guest %s: missing %s", gc->name,
-			    !have_sock ? "sock=" : !have_mem ? "mem=" : "size=");
+	for (i = 0; i < N_GUEST_KEYS; i++)
+		if (guest_keys[i].required && !(s.seen & (1u << i)))
+			return fail(err, errlen, "--guest %s: missing %s=",
+				    gc->name, guest_keys[i].key);
 	return 0;
+}
+
+/* ---- --device / ctl add ---------------------------------------------------------- */
+
+struct dev_spec {
+	struct hostd_dev_cfg *dc;
+	const char *spec;
+	bool have_type, have_id;
+	size_t used;			/* bytes of dc->strbuf */
+	char *err;
+	size_t errlen;
+};
+
+static int spec_fail(struct dev_spec *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* "guest g1: device spec 'type=x': why" */
+static int spec_fail(struct dev_spec *s, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return fail(s->err, s->errlen, "guest %s: device spec '%s': %s",
+		    s->dc->guest, s->spec, why);
+}
+
+static int spec_type(struct dev_spec *s, const char *v)
+{
+	if (s->have_type)
+		return spec_fail(s, "type= given twice");
+	if (strlen(v) >= sizeof(s->dc->type))
+		return spec_fail(s, "type too long");
+	strcpy(s->dc->type, v);
+	s->have_type = true;
+	return 0;
+}
+
+static int spec_id(struct dev_spec *s, const char *v)
+{
+	unsigned long long id;
+	char *end;
+
+	if (s->have_id)
+		return spec_fail(s, "id= given twice");
+	errno = 0;
+	id = strtoull(v, &end, 10);
+	if (errno || *end || !isdigit((unsigned char)*v) || id > 0xffffffffull)
+		return spec_fail(s, "bad id '%s' (0..4294967295)", v);
+	s->dc->id = (__u32)id;
+	s->have_id = true;
+	return 0;
+}
+
+/* A device parameter: "k=v" -> "k\0v\0" in strbuf (never longer). */
+static int spec_param(struct dev_spec *s, const char *k, const char *v)
+{
+	struct hostd_dev_cfg *dc = s->dc;
+	size_t kl = strlen(k) + 1, vl = strlen(v) + 1;
+
+	if (hostd_param_get(&dc->params, k))
+		return spec_fail(s, "%s= given twice", k);
+	if (dc->params.count >= HOSTD_MAX_PARAMS)
+		return spec_fail(s, "more than %d parameters", HOSTD_MAX_PARAMS);
+	memcpy(dc->strbuf + s->used, k, kl);
+	memcpy(dc->strbuf + s->used + kl, v, vl);
+	dc->pv[dc->params.count].key = dc->strbuf + s->used;
+	dc->pv[dc->params.count].value = dc->strbuf + s->used + kl;
+	dc->params.count++;
+	s->used += kl + vl;
+	return 0;
+}
+
+static int spec_pair(struct dev_spec *s, const char *k, const char *v)
+{
+	if (!strcmp(k, "type"))
+		return spec_type(s, v);
+	if (!strcmp(k, "id"))
+		return spec_id(s, v);
+	return spec_param(s, k, v);
 }
 
 void hostd_dev_cfg_free(struct hostd_dev_cfg *dc)
@@ -214,100 +338,41 @@ void hostd_dev_cfg_free(struct hostd_dev_cfg *dc)
 	dc->params.count = 0;
 }
 
-int hostd_parse_dev_spec(const char *spec, bool with_guest,
+int hostd_parse_dev_spec(const char *spec, const char *guest,
 			 struct hostd_dev_cfg *dc, char *err, size_t errlen)
 {
-	char tmp[HOSTD_SPEC_MAX];
-	bool have_type = false, have_id = false;
+	struct dev_spec s = { .dc = dc, .spec = spec, .err = err,
+			      .errlen = errlen };
+	char tmp[HOSTD_SPEC_MAX], *k = NULL, *v = NULL;
 	const char *p = spec;
-	char *k = NULL, *v = NULL, *sb;
-	size_t used = 0, total;
 	bool bad;
-	unsigned int i;
 
 	memset(dc, 0, sizeof(*dc));
+	snprintf(dc->guest, sizeof(dc->guest), "%s", guest);
+	dc->params.v = dc->pv;
 	if (strlen(spec) >= HOSTD_SPEC_MAX)
-		return fail(err, errlen, "device spec too long");
-	if (with_guest) {
-		p = split_name(spec, dc->guest, "--device", err, errlen);
-		if (!p)
-			return -1;
-	}
-	total = strlen(p) + 1;
-	sb = dc->strbuf = malloc(total);
-	if (!sb)
-		return fail(err, errlen, "out of memory");
-
+		return spec_fail(&s, "too long");
+	dc->strbuf = malloc(strlen(spec) + 1);
+	if (!dc->strbuf)
+		return spec_fail(&s, "out of memory");
 	while ((p = next_kv(p, tmp, &k, &v, &bad)) != NULL || bad) {
 		if (bad) {
-			fail(err, errlen, "device spec '%s': malformed '%s' (expected key=value)",
-			     spec, k ? k : "");
+			spec_fail(&s, "malformed '%s' (expected key=value)",
+				  k ? k : "");
 			goto out_fail;
 		}
-		if (!strcmp(k, "type")) {
-			if (have_type) {
-				fail(err, errlen, "device spec '%s': type= given twice", spec);
-				goto out_fail;
-			}
-			if (strlen(v) >= sizeof(dc->type)) {
-				fail(err, errlen, "device spec '%s': type too long", spec);
-				goto out_fail;
-			}
-			strcpy(dc->type, v);
-			have_type = true;
-		} else if (!strcmp(k, "id")) {
-			char *end;
-			unsigned long long id;
-
-			if (have_id) {
-				fail(err, errlen, "device spec '%s': id= given twice", spec);
-				goto out_fail;
-			}
-			errno = 0;
-			id = strtoull(v, &end, 10);
-			if (errno || *end || !isdigit((unsigned char)*v) ||
-			    id > 0xffffffffull) {
-				fail(err, errlen, "device spec '%s': bad id '%s' (0..4294967295)",
-				     spec, v);
-				goto out_fail;
-			}
-			dc->id = (__u32)id;
-			have_id = true;
-		} else {
-			size_t kl = strlen(k) + 1, vl = strlen(v) + 1;
-
-			for (i = 0; i < dc->params.count; i++) {
-				if (!strcmp(dc->pv[i].key, k)) {
-					fail(err, errlen, "device spec '%s': %s= given twice", spec, k);
-					goto out_fail;
-				}
-			}
-			if (dc->params.count >= HOSTD_MAX_PARAMS) {
-				fail(err, errlen, "device spec '%s': more than %d parameters",
-				     spec, HOSTD_MAX_PARAMS);
-				goto out_fail;
-			}
-			/* "k=v" -> "k\0v\0": never longer than the spec */
-			memcpy(sb + used, k, kl);
-			memcpy(sb + used + kl, v, vl);
-			dc->pv[dc->params.count].key = sb + used;
-			dc->pv[dc->params.count].value = sb + used + kl;
-			dc->params.count++;
-			used += kl + vl;
-		}
+		if (spec_pair(&s, k, v))
+			goto out_fail;
 	}
-	if (!have_type || !have_id) {
-		fail(err, errlen, "device spec '%s': missing %s", spec,
-		     !have_type ? "type=" : "id=");
-		goto out_fail;
-	}
-	dc->params.v = dc->pv;
-	return 0;
-
+	if (s.have_type && s.have_id)
+		return 0;
+	spec_fail(&s, "missing %s", !s.have_type ? "type=" : "id=");
 out_fail:
 	hostd_dev_cfg_free(dc);
 	return -1;
 }
+
+/* ---- the whole configuration -------------------------------------------------------- */
 
 int hostd_config_add_guest(struct hostd_config *c, const char *spec,
 			   char *err, size_t errlen)
@@ -319,16 +384,9 @@ int hostd_config_add_guest(struct hostd_config *c, const char *spec,
 		return -1;
 	if (c->nguests >= HOSTD_MAX_GUESTS)
 		return fail(err, errlen, "more than %d guests", HOSTD_MAX_GUESTS);
-	for (i = 0; i < c->nguests; i++) {
+	for (i = 0; i < c->nguests; i++)
 		if (!strcmp(c->guests[i].name, gc.name))
 			return fail(err, errlen, "guest %s defined twice", gc.name);
-		if (!strcmp(c->guests[i].sock, gc.sock))
-			return fail(err, errlen, "guests %s and %s share sock %s",
-				    c->guests[i].name, gc.name, gc.sock);
-		if (!strcmp(c->guests[i].mem, gc.mem))
-			return fail(err, errlen, "guests %s and %s share mem %s",
-				    c->guests[i].name, gc.name, gc.mem);
-	}
 	c->guests[c->nguests++] = gc;
 	return 0;
 }
@@ -336,9 +394,13 @@ int hostd_config_add_guest(struct hostd_config *c, const char *spec,
 int hostd_config_add_dev(struct hostd_config *c, const char *spec,
 			 char *err, size_t errlen)
 {
+	char guest[HOSTD_NAME_MAX + 1];
 	struct hostd_dev_cfg dc, *n;
+	const char *rest;
+	unsigned int i;
 
-	if (hostd_parse_dev_spec(spec, true, &dc, err, errlen))
+	rest = split_name(spec, guest, "--device", err, errlen);
+	if (!rest || hostd_parse_dev_spec(rest, guest, &dc, err, errlen))
 		return -1;
 	n = realloc(c->devs, (c->ndevs + 1) * sizeof(*n));
 	if (!n) {
@@ -346,10 +408,10 @@ int hostd_config_add_dev(struct hostd_config *c, const char *spec,
 		return fail(err, errlen, "out of memory");
 	}
 	c->devs = n;
-	c->devs[c->ndevs] = dc;
-	/* params.v pointed into the stack copy */
-	c->devs[c->ndevs].params.v = c->devs[c->ndevs].pv;
-	c->ndevs++;
+	c->devs[c->ndevs++] = dc;
+	/* params.v points into its own entry: the entries may have moved */
+	for (i = 0; i < c->ndevs; i++)
+		c->devs[i].params.v = c->devs[i].pv;
 	return 0;
 }
 
@@ -365,97 +427,188 @@ static char *trim(char *s)
 	return s;
 }
 
+/* "--guest SPEC", "guest=SPEC", ...: the spec, *@dev says which. */
+static char *config_line(char *s, bool *dev)
+{
+	if (!strncmp(s, "--", 2))
+		s += 2;
+	if (!strncmp(s, "guest", 5) && (s[5] == '=' || isspace((unsigned char)s[5]))) {
+		*dev = false;
+		s += 5;
+	} else if (!strncmp(s, "device", 6) &&
+		   (s[6] == '=' || isspace((unsigned char)s[6]))) {
+		*dev = true;
+		s += 6;
+	} else {
+		return NULL;
+	}
+	if (*s == '=')
+		s++;
+	return trim(s);
+}
+
+/* One line of @path: 0, or -1 with "path:line: why". */
+static int config_file_line(struct hostd_config *c, char *line,
+			    const char *path, unsigned int lineno,
+			    char *err, size_t errlen)
+{
+	char sub[HOSTD_SPEC_MAX + 256], *hash, *s, *arg;
+	bool dev;
+
+	hash = strchr(line, '#');
+	if (hash)
+		*hash = 0;
+	s = trim(line);
+	if (!*s)
+		return 0;
+	arg = config_line(s, &dev);
+	if (!arg)
+		return fail(err, errlen,
+			    "%s:%u: expected '--guest SPEC' or '--device SPEC'",
+			    path, lineno);
+	if (dev ? hostd_config_add_dev(c, arg, sub, sizeof(sub))
+		: hostd_config_add_guest(c, arg, sub, sizeof(sub)))
+		return fail(err, errlen, "%s:%u: %s", path, lineno, sub);
+	return 0;
+}
+
 int hostd_config_file(struct hostd_config *c, const char *path,
 		      char *err, size_t errlen)
 {
-	char line[HOSTD_SPEC_MAX + 64], sub[HOSTD_SPEC_MAX + 256];
+	char line[HOSTD_SPEC_MAX + 64];
 	unsigned int lineno = 0;
+	int ret = 0;
 	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return fail(err, errlen, "config %s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		char *s, *hash, *arg;
+	while (!ret && fgets(line, sizeof(line), f)) {
 		size_t n = strlen(line);
-		bool dev;
 
 		lineno++;
-		if (n == sizeof(line) - 1 && line[n - 1] != '\n' && !feof(f)) {
-			fclose(f);
-			return fail(err, errlen, "%s:%u: line too long", path, lineno);
-		}
-		hash = strchr(line, '#');
-		if (hash)
-			*hash = 0;
-		s = trim(line);
-		if (!*s)
-			continue;
-		if (!strncmp(s, "--", 2))
-			s += 2;
-		if (!strncmp(s, "guest", 5) && (s[5] == '=' || isspace((unsigned char)s[5]))) {
-			dev = false;
-			arg = s + 5;
-		} else if (!strncmp(s, "device", 6) &&
-			   (s[6] == '=' || isspace((unsigned char)s[6]))) {
-			dev = true;
-			arg = s + 6;
-		} else {
-			fclose(f);
-			return fail(err, errlen,
-				    "%s:%u: expected '--guest SPEC' or '--device SPEC'",
-				    path, lineno);
-		}
-		if (*arg == '=')
-			arg++;
-		arg = trim(arg);
-		if (dev ? hostd_config_add_dev(c, arg, sub, sizeof(sub))
-			: hostd_config_add_guest(c, arg, sub, sizeof(sub))) {
-			fclose(f);
-			return fail(err, errlen, "%s:%u: %s", path, lineno, sub);
-		}
+		if (n == sizeof(line) - 1 && line[n - 1] != '\n' && !feof(f))
+			ret = fail(err, errlen, "%s:%u: line too long", path, lineno);
+		else
+			ret = config_file_line(c, line, path, lineno, err, errlen);
 	}
-	if (ferror(f)) {
-		fclose(f);
-		return fail(err, errlen, "config %s: read error", path);
-	}
+	if (!ret && ferror(f))
+		ret = fail(err, errlen, "config %s: read error", path);
 	fclose(f);
-	return 0;
+	return ret;
+}
+
+/* ---- checks ------------------------------------------------------------------------- */
+
+/*
+ * A file by what it is, not how it is spelt: the inode of an existing
+ * file, else the inode of its directory and its last name ("a//b", "a/b"
+ * and "link-to-a/b" all come out the same).
+ */
+struct file_id {
+	bool ok;
+	dev_t dev;
+	ino_t ino;
+	char name[256];
+};
+
+static void file_id(const char *path, struct file_id *id)
+{
+	char dir[PATH_MAX], base[PATH_MAX];
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (stat(path, &st) == 0) {
+		id->ok = true;
+		id->dev = st.st_dev;
+		id->ino = st.st_ino;
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	snprintf(base, sizeof(base), "%s", path);
+	if (stat(dirname(dir), &st) < 0)
+		return;		/* opening it will say why */
+	id->ok = true;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	snprintf(id->name, sizeof(id->name), "%s", basename(base));
+}
+
+static bool same_file(const struct file_id *a, const struct file_id *b)
+{
+	return a->ok && b->ok && a->dev == b->dev && a->ino == b->ino &&
+	       !strcmp(a->name, b->name);
+}
+
+struct config_path {
+	const char *path;
+	char what[HOSTD_NAME_MAX + 32];	/* "guest g1's mem" */
+	struct file_id id;
+};
+
+/* Every socket and RAM file of @c; returns how many. */
+static unsigned int config_paths(const struct hostd_config *c,
+				 struct config_path *p)
+{
+	unsigned int i, n = 0;
+
+	p[n].path = c->ctl;
+	snprintf(p[n++].what, sizeof(p->what), "the control socket");
+	for (i = 0; i < c->nguests; i++) {
+		p[n].path = c->guests[i].sock;
+		snprintf(p[n++].what, sizeof(p->what), "guest %s's sock",
+			 c->guests[i].name);
+		p[n].path = c->guests[i].mem;
+		snprintf(p[n++].what, sizeof(p->what), "guest %s's mem",
+			 c->guests[i].name);
+	}
+	for (i = 0; i < n; i++)
+		file_id(p[i].path, &p[i].id);
+	return n;
+}
+
+static int check_paths(const struct hostd_config *c, char *err, size_t errlen)
+{
+	struct config_path *p = calloc(1 + 2 * HOSTD_MAX_GUESTS, sizeof(*p));
+	unsigned int i, j, n;
+	int ret = 0;
+
+	if (!p)
+		return fail(err, errlen, "out of memory");
+	n = config_paths(c, p);
+	for (i = 0; i < n && !ret; i++)
+		for (j = 0; j < i && !ret; j++)
+			if (same_file(&p[i].id, &p[j].id))
+				ret = fail(err, errlen,
+					   "%s %s and %s %s are the same file",
+					   p[j].what, p[j].path, p[i].what,
+					   p[i].path);
+	free(p);
+	return ret;
+}
+
+static bool have_guest(const struct hostd_config *c, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nguests; i++)
+		if (!strcmp(c->guests[i].name, name))
+			return true;
+	return false;
 }
 
 int hostd_config_check(struct hostd_config *c, char *err, size_t errlen)
 {
-	unsigned int i, j, n;
+	unsigned int i;
 
 	if (!c->ctl[0])
 		return fail(err, errlen, "--ctl CTL.sock is required");
 	if (!c->nguests)
 		return fail(err, errlen, "no --guest given");
-	for (i = 0; i < c->ndevs; i++) {
-		struct hostd_dev_cfg *d = &c->devs[i];
-
-		for (j = 0; j < c->nguests; j++)
-			if (!strcmp(c->guests[j].name, d->guest))
-				break;
-		if (j == c->nguests)
-			return fail(err, errlen, "--device %s:...,id=%u: no such guest '%s'",
-				    d->guest, d->id, d->guest);
-		if (!hostd_dev_type_find(d->type))
-			return fail(err, errlen, "--device %s:...,id=%u: unknown type '%s'",
-				    d->guest, d->id, d->type);
-		for (j = 0, n = 0; j < c->ndevs; j++) {
-			if (!strcmp(c->devs[j].guest, d->guest)) {
-				n++;
-				if (j < i && c->devs[j].id == d->id)
-					return fail(err, errlen,
-						    "--device %s: id %u used twice",
-						    d->guest, d->id);
-			}
-		}
-		if (n > HOSTD_MAX_DEVS)
-			return fail(err, errlen, "guest %s: more than %d devices",
-				    d->guest, HOSTD_MAX_DEVS);
-	}
-	return 0;
+	for (i = 0; i < c->ndevs; i++)
+		if (!have_guest(c, c->devs[i].guest))
+			return fail(err, errlen, HOSTD_ERR_NO_GUEST,
+				    c->devs[i].guest);
+	return check_paths(c, err, errlen);
 }
 
 void hostd_config_free(struct hostd_config *c)

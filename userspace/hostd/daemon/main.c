@@ -25,7 +25,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "hostd.h"
+#include "daemon.h"
 
 static void usage(FILE *f)
 {
@@ -35,7 +35,8 @@ static void usage(FILE *f)
 "                  [--foreground] [-v]\n"
 "       vbus-hostd ctl --ctl CTL.sock list | add NAME type=TYPE,id=N[,...] |\n"
 "                  drop NAME ID | stats NAME [ID]   [--json]\n"
-"config file: one '--guest SPEC' or '--device SPEC' per line, '#' comments\n");
+"config file: one '--guest SPEC' or '--device SPEC' per line, '#' comments\n"
+"see vbus-hostd(8)\n");
 }
 
 static int die_usage(const char *fmt, const char *arg)
@@ -88,7 +89,7 @@ static int ctl_main(int argc, char **argv)
 	return hostd_ctl_client(path, line, stdout);
 }
 
-/* ---- the daemon ------------------------------------------------------------ */
+/* ---- the command line --------------------------------------------------------- */
 
 enum { OPT_CTL = 256, OPT_GUEST, OPT_DEVICE, OPT_CONFIG, OPT_FOREGROUND };
 
@@ -103,48 +104,55 @@ static const struct option opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Parse argv into @c; 0, or an exit code (message printed). */
+/* One option: 0, or an exit code (message printed), -1 for --help. */
+static int parse_opt(int o, char **argv, struct hostd_config *c)
+{
+	char err[1024];
+
+	switch (o) {
+	case OPT_CTL:
+		if (strlen(optarg) >= sizeof(c->ctl))
+			return die_usage("--ctl %s: path too long", optarg);
+		strcpy(c->ctl, optarg);
+		return 0;
+	case OPT_GUEST:
+		return hostd_config_add_guest(c, optarg, err, sizeof(err)) ?
+		       die_usage("%s", err) : 0;
+	case OPT_DEVICE:
+		return hostd_config_add_dev(c, optarg, err, sizeof(err)) ?
+		       die_usage("%s", err) : 0;
+	case OPT_CONFIG:
+		return hostd_config_file(c, optarg, err, sizeof(err)) ?
+		       die_usage("%s", err) : 0;
+	case OPT_FOREGROUND:
+		c->foreground = true;
+		return 0;
+	case 'v':
+		c->verbose++;
+		return 0;
+	case 'h':
+		usage(stdout);
+		return -1;
+	case ':':
+		return die_usage("option '%s' needs an argument",
+				 argv[optind - 1]);
+	default:
+		return die_usage("unknown option '%s'", argv[optind - 1]);
+	}
+}
+
+/* Parse argv into @c; 0, or an exit code (message printed), -1 for --help. */
 static int parse_args(int argc, char **argv, struct hostd_config *c)
 {
-	char err[512];
-	int o;
+	char err[1024];
+	int o, ret;
 
 	opterr = 0;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
-		switch (o) {
-		case OPT_CTL:
-			if (strlen(optarg) >= sizeof(c->ctl))
-				return die_usage("--ctl %s: path too long", optarg);
-			strcpy(c->ctl, optarg);
-			break;
-		case OPT_GUEST:
-			if (hostd_config_add_guest(c, optarg, err, sizeof(err)))
-				return die_usage("%s", err);
-			break;
-		case OPT_DEVICE:
-			if (hostd_config_add_dev(c, optarg, err, sizeof(err)))
-				return die_usage("%s", err);
-			break;
-		case OPT_CONFIG:
-			if (hostd_config_file(c, optarg, err, sizeof(err)))
-				return die_usage("%s", err);
-			break;
-		case OPT_FOREGROUND:
-			c->foreground = true;
-			break;
-		case 'v':
-			c->verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			return -1;
-		case ':':
-			return die_usage("option '%s' needs an argument",
-					 argv[optind - 1]);
-		default:
-			return die_usage("unknown option '%s'", argv[optind - 1]);
-		}
+		ret = parse_opt(o, argv, c);
+		if (ret)
+			return ret;
 	}
 	if (optind < argc)
 		return die_usage("unexpected argument '%s'", argv[optind]);
@@ -153,12 +161,15 @@ static int parse_args(int argc, char **argv, struct hostd_config *c)
 	return 0;
 }
 
+/* ---- the daemon ------------------------------------------------------------------ */
+
 struct daemon {
 	struct hostd_config *cfg;
 	struct hostd_guest **guests;
 	unsigned int nguests;
 	int ctl_fd;
 	int sig_fd;
+	int report_fd;			/* pipe to the waiting parent, or -1 */
 };
 
 static void daemon_cleanup(struct daemon *d)
@@ -184,67 +195,89 @@ static void daemon_cleanup(struct daemon *d)
 	d->sig_fd = -1;
 }
 
-/* Everything up to "ready". 0, or -1 with the reason in @err. */
-static int daemon_setup(struct daemon *d, char *err, size_t errlen)
+/* SIGINT/TERM/HUP arrive on sig_fd; before any thread, so all inherit it. */
+static int setup_signals(struct daemon *d, char *err, size_t errlen)
 {
-	struct hostd_config *c = d->cfg;
 	sigset_t set;
-	unsigned int i, j;
-	int ret;
 
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
-	/* before any thread exists, so they all inherit the mask */
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	d->sig_fd = signalfd(-1, &set, SFD_CLOEXEC);
 	if (d->sig_fd < 0) {
 		snprintf(err, errlen, "signalfd: %s", strerror(errno));
 		return -1;
 	}
+	return 0;
+}
 
+/* Its devices, in the order given: the same hostd_bus_add() as ctl add. */
+static int setup_devices(struct daemon *d, struct hostd_guest *g, char *err,
+			 size_t errlen)
+{
+	unsigned int j;
+
+	for (j = 0; j < d->cfg->ndevs; j++) {
+		struct hostd_dev_cfg *dc = &d->cfg->devs[j];
+
+		if (strcmp(dc->guest, g->name))
+			continue;
+		if (hostd_bus_add(&g->bus, dc->type, dc->id, &dc->params, err,
+				  errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* RAM, BAR2, socket and devices of guest @i. */
+static int setup_guest(struct daemon *d, unsigned int i, char *err,
+		       size_t errlen)
+{
+	const struct hostd_guest_cfg *gc = &d->cfg->guests[i];
+	struct hostd_guest *g = calloc(1, sizeof(*g));
+	char why[768];
+
+	if (!g) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (hostd_guest_init(g, gc, -1, why, sizeof(why)) < 0) {
+		free(g);
+		snprintf(err, errlen, "guest %s: %s", gc->name, why);
+		return -1;
+	}
+	d->guests[d->nguests++] = g;
+	if (hostd_guest_listen(g, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "guest %s: cannot listen: %s", g->name, why);
+		return -1;
+	}
+	return setup_devices(d, g, err, errlen);
+}
+
+/* Everything up to "ready". 0, or -1 with the reason in @err. */
+static int daemon_setup(struct daemon *d, char *err, size_t errlen)
+{
+	struct hostd_config *c = d->cfg;
+	char why[512];
+	unsigned int i;
+	int ret;
+
+	if (setup_signals(d, err, errlen) < 0)
+		return -1;
 	d->guests = calloc(c->nguests, sizeof(*d->guests));
 	if (!d->guests) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	for (i = 0; i < c->nguests; i++) {
-		struct hostd_guest *g = calloc(1, sizeof(*g));
-
-		if (!g) {
-			snprintf(err, errlen, "out of memory");
+	for (i = 0; i < c->nguests; i++)
+		if (setup_guest(d, i, err, errlen) < 0)
 			return -1;
-		}
-		ret = hostd_guest_init(g, &c->guests[i], -1);
-		if (ret < 0) {
-			free(g);
-			snprintf(err, errlen, "guest %s: cannot set up RAM %s / BAR2: %s",
-				 c->guests[i].name, c->guests[i].mem, strerror(-ret));
-			return -1;
-		}
-		d->guests[d->nguests++] = g;
-		ret = hostd_guest_listen(g);
-		if (ret < 0) {
-			snprintf(err, errlen, "guest %s: cannot listen on %s: %s",
-				 g->name, g->cfg.sock, strerror(-ret));
-			return -1;
-		}
-		for (j = 0; j < c->ndevs; j++) {
-			char derr[256];
-
-			if (strcmp(c->devs[j].guest, g->name))
-				continue;
-			if (hostd_dev_add(g, &c->devs[j], derr, sizeof(derr)) < 0) {
-				snprintf(err, errlen, "%s", derr);
-				return -1;
-			}
-		}
-	}
-	d->ctl_fd = hostd_ctl_listen(c->ctl);
+	d->ctl_fd = hostd_ctl_listen(c->ctl, why, sizeof(why));
 	if (d->ctl_fd < 0) {
-		snprintf(err, errlen, "cannot listen on control socket %s", c->ctl);
+		snprintf(err, errlen, "control socket: %s", why);
 		return -1;
 	}
 	for (i = 0; i < d->nguests; i++) {
@@ -300,104 +333,138 @@ static void daemon_loop(struct daemon *d)
 	}
 }
 
+/* ---- start-up: the parent waits for the child's verdict --------------------------- */
+
+/* The parent's side: 0 once the child said "OK ...", else 1. */
+static int wait_for_child(int fd)
+{
+	char msg[4096];
+	ssize_t n, got = 0;
+
+	while ((n = read(fd, msg + got, sizeof(msg) - 1 - (size_t)got)) > 0 ||
+	       (n < 0 && errno == EINTR))
+		if (n > 0)
+			got += n;
+	msg[got] = 0;
+	if (!strncmp(msg, "OK ", 3)) {
+		printf("%s\n", msg + 3);
+		return 0;
+	}
+	fprintf(stderr, "vbus-hostd: %s\n", got ? msg : "daemon exited during start-up");
+	return 1;
+}
+
+/*
+ * Fork: the child returns 0 (and keeps the pipe's write end in
+ * d->report_fd), the parent returns its exit code (> 0) or -1.
+ */
+static int daemonize(struct daemon *d)
+{
+	int pfd[2], ret;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		fprintf(stderr, "vbus-hostd: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "vbus-hostd: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid > 0) {
+		close(pfd[1]);
+		ret = wait_for_child(pfd[0]);
+		close(pfd[0]);
+		return ret ? ret : -1;
+	}
+	close(pfd[0]);
+	setsid();
+	d->report_fd = pfd[1];
+	return 0;
+}
+
+/* Tell the waiting parent (or stderr) why start-up failed. */
+static void report_failure(struct daemon *d, const char *err)
+{
+	if (d->report_fd < 0) {
+		fprintf(stderr, "vbus-hostd: %s\n", err);
+		return;
+	}
+	if (write(d->report_fd, err, strlen(err)) < 0) {
+		/* the parent is gone: nothing to tell */
+	}
+	close(d->report_fd);
+	d->report_fd = -1;
+}
+
+/* "ready": to the parent (letting go of the caller's stdio) or stdout. */
+static void report_ready(struct daemon *d)
+{
+	char ready[4096];
+	int null;
+
+	ready_line(d, ready, sizeof(ready));
+	if (d->report_fd < 0) {
+		printf("%s\n", ready);
+		fflush(stdout);
+		return;
+	}
+	/* let go of the caller's stdin/stdout ($(...) must not hang) */
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		close(null);
+	}
+	if (write(d->report_fd, "OK ", 3) < 0 ||
+	    write(d->report_fd, ready, strlen(ready)) < 0) {
+		/* the parent is gone; run anyway */
+	}
+	close(d->report_fd);
+	d->report_fd = -1;
+}
+
+static int run(struct hostd_config *c)
+{
+	struct daemon d = { .cfg = c, .ctl_fd = -1, .sig_fd = -1,
+			    .report_fd = -1 };
+	char err[2048];
+	int ret = c->foreground ? 0 : daemonize(&d);
+
+	if (ret)
+		return ret < 0 ? 0 : ret;	/* the parent */
+	if (daemon_setup(&d, err, sizeof(err)) < 0) {
+		report_failure(&d, err);
+		daemon_cleanup(&d);
+		return 1;
+	}
+	report_ready(&d);
+	daemon_loop(&d);
+	daemon_cleanup(&d);
+	return 0;
+}
+
 int hostd_main(int argc, char **argv)
 {
 	struct hostd_config *c;
-	struct daemon d = { .ctl_fd = -1, .sig_fd = -1 };
-	char err[1024], ready[4096];
-	int ret, pfd[2] = { -1, -1 };
+	int ret;
 
 	if (argc >= 2 && !strcmp(argv[1], "ctl"))
 		return ctl_main(argc - 1, argv + 1);
-
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		fprintf(stderr, "vbus-hostd: out of memory\n");
 		return 1;
 	}
 	ret = parse_args(argc, argv, c);
-	if (ret) {
-		hostd_config_free(c);
-		free(c);
-		return ret < 0 ? 0 : ret;
+	if (!ret) {
+		hostd_log_verbose = c->verbose;
+		ret = run(c);
+	} else if (ret < 0) {
+		ret = 0;	/* --help */
 	}
-	hostd_verbose = c->verbose;
-	d.cfg = c;
-
-	if (!c->foreground) {
-		pid_t pid;
-
-		if (pipe2(pfd, O_CLOEXEC) < 0) {
-			fprintf(stderr, "vbus-hostd: pipe: %s\n", strerror(errno));
-			return 1;
-		}
-		pid = fork();
-		if (pid < 0) {
-			fprintf(stderr, "vbus-hostd: fork: %s\n", strerror(errno));
-			return 1;
-		}
-		if (pid > 0) {
-			/* the parent: wait for the child's verdict */
-			char msg[4096];
-			ssize_t n, got = 0;
-
-			close(pfd[1]);
-			while ((n = read(pfd[0], msg + got, sizeof(msg) - 1 - (size_t)got)) > 0 ||
-			       (n < 0 && errno == EINTR))
-				if (n > 0)
-					got += n;
-			msg[got] = 0;
-			hostd_config_free(c);
-			free(c);
-			if (!strncmp(msg, "OK ", 3)) {
-				printf("%s\n", msg + 3);
-				return 0;
-			}
-			fprintf(stderr, "vbus-hostd: %s\n",
-				got ? msg : "daemon exited during start-up");
-			return 1;
-		}
-		close(pfd[0]);
-		setsid();
-	}
-
-	if (daemon_setup(&d, err, sizeof(err)) < 0) {
-		if (pfd[1] >= 0) {
-			if (write(pfd[1], err, strlen(err)) < 0) {
-				/* the parent is gone: nothing to tell */
-			}
-		} else {
-			fprintf(stderr, "vbus-hostd: %s\n", err);
-		}
-		daemon_cleanup(&d);
-		hostd_config_free(c);
-		free(c);
-		return 1;
-	}
-
-	ready_line(&d, ready, sizeof(ready));
-	if (pfd[1] >= 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		/* let go of the caller's stdin/stdout ($(...) must not hang) */
-		if (null >= 0) {
-			dup2(null, STDIN_FILENO);
-			dup2(null, STDOUT_FILENO);
-			close(null);
-		}
-		if (write(pfd[1], "OK ", 3) < 0 ||
-		    write(pfd[1], ready, strlen(ready)) < 0) {
-			/* the parent is gone; run anyway */
-		}
-		close(pfd[1]);
-	} else {
-		printf("%s\n", ready);
-		fflush(stdout);
-	}
-
-	daemon_loop(&d);
-	daemon_cleanup(&d);
 	hostd_config_free(c);
 	free(c);
-	return 0;
+	return ret;
 }

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * vbus-hostd device-type plugin interface.
+ * vbus-hostd device-type interface: the only vbus-hostd header a device
+ * includes (docs/adding-a-device.md walks through writing one).
  *
- * A device type (vbus-test, virtual-ethernet, ...) is a struct
- * hostd_dev_type with a handful of ops, registered with
- * HOSTD_DEV_TYPE(var). vbus-hostd owns everything around it: the guest's
- * memory table, the bus (device ids, handles, signal handles), the
- * hypercall and eventq transport, the control socket and the counters.
+ * A device type (vbus-test, venet, ...) is a struct hostd_dev_type with a
+ * handful of ops, registered with HOSTD_DEV_TYPE(var). The library
+ * (libvbus-hostd) owns everything around it: the guest's memory table, the
+ * bus (device ids, handles, signal handles), the hypercall and eventq
+ * transport, the counters; the daemon adds the command line and the
+ * control socket.
  *
  * Threading. Each guest (bus) has one thread running an epoll loop. Every
  * op of every device on that bus, every fd callback it registers, every
@@ -26,7 +28,9 @@
  * Lifetime of a device:
  *   create(params)   at daemon start (--device) or `ctl add`; no guest may
  *                    be connected yet. Validate params, allocate, open
- *                    host resources (e.g. the tap). -errno refuses it.
+ *                    host resources (e.g. the tap). A negative errno
+ *                    refuses it: return hostd_dev_fail(dev, -E..., why) so
+ *                    the command line and `ctl add` both print the why.
  *   open(version)    guest DEVOPEN. At most one open at a time (hostd
  *                    answers -EBUSY to a second one itself).
  *   call / shm       only while open and not faulted.
@@ -42,10 +46,17 @@
  *   destroy()        `ctl drop` or daemon exit; after close if it was open.
  * A device faulted by hostd_dev_fault() gets no call/shm until it is
  * closed; a fresh open (the guest driver reloading) starts it clean.
+ *
+ * Faults, one check per level: a ring (channel) is faulted when
+ * shm_signal_faulted(ioq->signal); that always faults its device too, so
+ * a device's entry points need only hostd_dev_faulted(dev). A faulted bus
+ * closes its devices: the device sees close().
  */
 #ifndef VBUS_HOSTD_DEVICE_H
 #define VBUS_HOSTD_DEVICE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <vbus/platform.h>
 #include <vbus/shm_signal.h>
 #include <vbus/ioq.h>
@@ -54,7 +65,9 @@
 extern "C" {
 #endif
 
-struct hostd_guest;	/* one guest = one bus; opaque */
+#define hostd_container_of(p, type, member) \
+	((type *)((char *)(p) - offsetof(type, member)))
+
 struct hostd_dev;	/* one device instance on a bus; opaque */
 struct hostd_stats_out;	/* the control interface's key/value emitter */
 
@@ -76,6 +89,13 @@ struct hostd_params {
 
 /* The value of @key, or NULL if it was not given. */
 const char *hostd_param_get(const struct hostd_params *p, const char *key);
+
+/*
+ * Refuse (hostd_dev_fail, -EINVAL) a key not in the NULL-terminated
+ * @known: "unknown parameter 'color' (known: tap, mac, strict)".
+ */
+int hostd_params_check(struct hostd_dev *dev, const struct hostd_params *p,
+		       const char *const *known);
 
 /* --- shared memory regions (DEVSHM) -------------------------------------- */
 
@@ -132,33 +152,47 @@ int hostd_shm_ioq(struct hostd_shm *shm, struct ioq *ioq,
 void *hostd_desc_buf(struct hostd_dev *dev, const struct ioq_ring_desc *desc,
 		     __u64 *lenp);
 
-/* --- guest memory --------------------------------------------------------- */
-
 /*
- * Host pointer for guest-physical [gpa, gpa+len), or NULL when any byte of
- * it is outside guest RAM or the range crosses from one RAM block into
- * another (e.g. the below-4G/above-4G split). len 0 is NULL. The mapping
- * lives as long as the daemon; the contents are the guest's.
+ * Host pointer for guest-physical [gpa, gpa+len) of @dev's guest, or NULL
+ * when any byte of it is outside guest RAM or the range crosses from one
+ * RAM block into another (e.g. the below-4G/above-4G split). len 0 is
+ * NULL. The mapping lives as long as the daemon; the contents are the
+ * guest's.
  */
-void *hostd_gpa(struct hostd_guest *g, __u64 gpa, __u64 len);
+void *hostd_dev_gpa(struct hostd_dev *dev, __u64 gpa, __u64 len);
 
 /* --- the device itself ------------------------------------------------------ */
 
-struct hostd_guest *hostd_dev_guest(struct hostd_dev *dev);
-__u32 hostd_dev_id(const struct hostd_dev *dev);
-const char *hostd_dev_guest_name(const struct hostd_dev *dev);
 void *hostd_dev_priv(const struct hostd_dev *dev);
 void hostd_dev_set_priv(struct hostd_dev *dev, void *priv);
 
 /*
+ * Refuse create: records "why" (the command line and `ctl add` print it,
+ * prefixed with the guest and device) and returns @err (a negative errno)
+ * for `return hostd_dev_fail(dev, -EINVAL, "...")`. Only in create.
+ */
+int hostd_dev_fail(struct hostd_dev *dev, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Claim a host resource (@what "tap", @name "vb0") for this device alone,
+ * across every guest of the daemon; released when the device goes. 0, or
+ * -EBUSY after hostd_dev_fail("tap vb0 is already used by device 1 of
+ * guest g1"). In create.
+ */
+int hostd_dev_claim(struct hostd_dev *dev, const char *what,
+		    const char *name);
+
+/*
  * The guest broke the device's protocol: log (rate-limited, prefixed with
- * guest and device id), count, mark every signal of the device faulted (so
- * injects stop) and refuse further calls/shms until close. Consumption
- * loops must check hostd_dev_faulted() and stop. Never exits, never aborts.
+ * guest and device id), count, remember the reason (`ctl stats` shows
+ * it), mark every signal of the device faulted (so injects stop) and
+ * refuse further calls/shms until close. Consumption loops must check
+ * hostd_dev_faulted() and stop. Never exits, never aborts.
  */
 void hostd_dev_fault(struct hostd_dev *dev, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-int hostd_dev_faulted(const struct hostd_dev *dev);
+bool hostd_dev_faulted(const struct hostd_dev *dev);
 
 /* Rate-limited log line prefixed with the guest and device (not a fault). */
 void hostd_dev_log(struct hostd_dev *dev, const char *fmt, ...)
@@ -187,6 +221,31 @@ int hostd_fd_add(struct hostd_dev *dev, int fd, __u32 events, hostd_fd_cb cb,
 int hostd_fd_mod(struct hostd_dev *dev, int fd, __u32 events);
 void hostd_fd_del(struct hostd_dev *dev, int fd);
 
+/* eventfd helpers: a non-blocking eventfd (or -errno); +1; read it empty */
+int hostd_eventfd_new(void);
+void hostd_eventfd_kick(int fd);
+bool hostd_eventfd_drain(int fd);	/* true if it had a count */
+
+/*
+ * A kick: "run @fn again soon, after the loop's other fds". A device that
+ * stops at a budget with work left kicks itself instead of looping on.
+ * hostd_kick() returns true when it armed the kick, false when one was
+ * already pending; @fn runs once per armed kick. Cancel drops a pending
+ * one (e.g. in close). The struct is the device's; the fd is hostd's.
+ */
+struct hostd_kick {
+	struct hostd_dev *dev;
+	int fd;
+	bool pending;
+	void (*fn)(struct hostd_dev *dev, void *arg);
+	void *arg;
+};
+int hostd_kick_init(struct hostd_dev *dev, struct hostd_kick *k,
+		    void (*fn)(struct hostd_dev *dev, void *arg), void *arg);
+bool hostd_kick(struct hostd_kick *k);
+void hostd_kick_cancel(struct hostd_kick *k);
+void hostd_kick_fini(struct hostd_kick *k);
+
 /*
  * Guest -> device notifications need no registration: the guest's doorbell
  * for a shm's handle runs _shm_signal_wakeup() of its signal on the loop
@@ -207,6 +266,7 @@ void hostd_stat_str(struct hostd_stats_out *out, const char *key,
 
 struct hostd_dev_type {
 	const char *name;	/* the DEVADD type string, e.g. "vbus-test" */
+	const char *alias;	/* optional: another name config/ctl accept */
 	/* required */
 	int (*create)(struct hostd_dev *dev, const struct hostd_params *p);
 	void (*destroy)(struct hostd_dev *dev);
@@ -227,16 +287,15 @@ struct hostd_dev_type {
 };
 
 /*
- * Register a type at program start. Put the device in a file
- * userspace/hostd/dev_<name>.c: the hostd CMakeLists compiles every
- * dev_*.c into the daemon and the tests (as objects, so the constructor is
- * never dropped by the linker).
+ * Register a type at program start. A device lives in
+ * userspace/hostd/devices/<name>/ with a CMakeLists.txt that makes an
+ * OBJECT library of it (never a static archive, so the constructor is
+ * never dropped by the linker) and adds it to VBUS_HOSTD_DEVICES.
  *
  *	static const struct hostd_dev_type venet_type = { .name = ..., ... };
  *	HOSTD_DEV_TYPE(venet_type);
  */
 void hostd_dev_type_register(const struct hostd_dev_type *type);
-const struct hostd_dev_type *hostd_dev_type_find(const char *name);
 
 #define HOSTD_DEV_TYPE(var)						\
 	__attribute__((constructor)) static void hostd_register_##var(void) \

@@ -1,23 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/*
- * vbus-hostd: logging and string buffers.
- *
- * Anything a guest can trigger goes through a per-guest rate limit, so a
- * guest that writes garbage in a loop cannot flood the log and hide the
- * other guests' messages.
- */
-#include <stdarg.h>
+/* vbus-hostd: logging (see log.h). */
+#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "hostd.h"
+#include "log.h"
 
 #define HOSTD_LOG_BURST		10
 #define HOSTD_LOG_INTERVAL_NS	1000000000ull
 
-int hostd_verbose;
+int hostd_log_verbose;
 
+/* one line at a time from every thread */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static unsigned long long now_ns(void)
@@ -29,7 +23,8 @@ static unsigned long long now_ns(void)
 	       (unsigned long long)ts.tv_nsec;
 }
 
-static void vlog(const char *prefix, const char *fmt, va_list ap)
+static void vlog(const char *prefix, const char *sub, const char *fmt,
+		 va_list ap)
 {
 	size_t n = strlen(fmt);
 
@@ -37,6 +32,8 @@ static void vlog(const char *prefix, const char *fmt, va_list ap)
 	fputs("vbus-hostd: ", stderr);
 	if (prefix)
 		fputs(prefix, stderr);
+	if (sub)
+		fputs(sub, stderr);
 	vfprintf(stderr, fmt, ap);
 	if (!n || fmt[n - 1] != '\n')
 		fputc('\n', stderr);
@@ -49,115 +46,53 @@ void hostd_log(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(NULL, fmt, ap);
+	vlog(NULL, NULL, fmt, ap);
 	va_end(ap);
 }
 
-void hostd_dbg(const char *fmt, ...)
+void hostd_log_debug(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!hostd_verbose)
+	if (!hostd_log_verbose)
 		return;
 	va_start(ap, fmt);
-	vlog(NULL, fmt, ap);
+	vlog(NULL, NULL, fmt, ap);
 	va_end(ap);
 }
 
-/*
- * The caller serialises per limiter: a guest's limiter is only used from
- * that guest's thread.
- */
-void hostd_vlog_rl(struct hostd_ratelimit *rl, const char *prefix,
-		   const char *fmt, va_list ap)
+void hostd_log_limit_init(struct hostd_log_limit *l, const char *name)
+{
+	memset(l, 0, sizeof(*l));
+	snprintf(l->prefix, sizeof(l->prefix), "[%s] ", name);
+}
+
+void hostd_log_vlimited(struct hostd_log_limit *l, const char *sub,
+			const char *fmt, va_list ap)
 {
 	unsigned long long now = now_ns();
 
-	if (!rl->window_ns || now - rl->window_ns >= HOSTD_LOG_INTERVAL_NS) {
-		if (rl->suppressed)
-			hostd_log("%s%lu messages suppressed", prefix ? prefix : "",
-				  rl->suppressed);
-		rl->window_ns = now;
-		rl->printed = 0;
-		rl->suppressed = 0;
+	if (!l->window_ns || now - l->window_ns >= HOSTD_LOG_INTERVAL_NS) {
+		if (l->suppressed)
+			hostd_log("%s%lu messages suppressed", l->prefix,
+				  l->suppressed);
+		l->window_ns = now;
+		l->printed = 0;
+		l->suppressed = 0;
 	}
-	if (rl->printed >= HOSTD_LOG_BURST) {
-		rl->suppressed++;
+	if (l->printed >= HOSTD_LOG_BURST) {
+		l->suppressed++;
 		return;
 	}
-	rl->printed++;
-	vlog(prefix, fmt, ap);
+	l->printed++;
+	vlog(l->prefix, sub, fmt, ap);
 }
 
-void hostd_glog(struct hostd_guest *g, const char *fmt, ...)
+void hostd_log_limited(struct hostd_log_limit *l, const char *fmt, ...)
 {
-	char prefix[HOSTD_NAME_MAX + 16];
 	va_list ap;
 
-	snprintf(prefix, sizeof(prefix), "[%s] ", g->name);
 	va_start(ap, fmt);
-	hostd_vlog_rl(&g->rl, prefix, fmt, ap);
+	hostd_log_vlimited(l, NULL, fmt, ap);
 	va_end(ap);
-}
-
-void hostd_buf_printf(struct hostd_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		{
-			size_t cap = b->cap ? b->cap * 2 : 256;
-			char *s;
-
-			while (cap - b->len <= (size_t)n)
-				cap *= 2;
-			s = realloc(b->s, cap);
-			if (!s) {
-				b->oom = true;
-				return;
-			}
-			b->s = s;
-			b->cap = cap;
-		}
-	}
-}
-
-void hostd_buf_json_str(struct hostd_buf *b, const char *s)
-{
-	hostd_buf_printf(b, "\"");
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			hostd_buf_printf(b, "\\%c", c);
-		else if (c < 0x20)
-			hostd_buf_printf(b, "\\u%04x", c);
-		else
-			hostd_buf_printf(b, "%c", c);
-	}
-	hostd_buf_printf(b, "\"");
-}
-
-void hostd_buf_free(struct hostd_buf *b)
-{
-	free(b->s);
-	b->s = NULL;
-	b->len = b->cap = 0;
-	b->oom = false;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * vbus-hostd: the "vbus-test" device, for the guest-side bus tests and for
- * measuring the transport (protocol in docs/transport.md, "vbus-test").
+ * measuring the transport (ABI <vbus/vbus_test.h>, protocol in
+ * docs/transport.md, "vbus-test device").
  *
  *   DEVOPEN version 1
  *   CALL 0  echo: the buffer comes back with every byte XOR 0x5a
@@ -11,34 +12,46 @@
  *           guest posts is consumed, its payload XORed with 0x5a in place,
  *           popped back, and the ring signalled.
  *
- * It is also the reference for device authors: every guest value is read
- * once and translated per use; bad descriptors fault the device.
+ * It is also the worked example of docs/adding-a-device.md: every guest
+ * value is read once and translated per use; bad descriptors fault the
+ * device.
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
+#include <vbus/vbus_test.h>
 #include "device.h"
-
-#define VBUS_TEST_TYPE		"vbus-test"
-#define VBUS_TEST_VERSION	1
-#define VBUS_TEST_FUNC_ECHO	0
-#define VBUS_TEST_FUNC_SIGNAL	1
-#define VBUS_TEST_SHM_RING	0
-#define VBUS_TEST_XOR		0x5a
-#define VBUS_TEST_MAX_RING	4096
-#define VBUS_TEST_MAX_BUF	65536	/* per descriptor */
 
 struct vtest {
 	struct hostd_dev *dev;
 	bool ring_open;
 	struct ioq ioq;
 	struct ioq_notifier notifier;
-	int kick_fd;		/* eventfd: "come back, there is more" */
+	struct hostd_kick kick;	/* "come back, there is more" */
 	__u64 rounds;		/* consume passes */
 	__u64 requeues;		/* passes that hit the budget */
 };
+
+/* One descriptor: XOR its buffer. false: the device is faulted. */
+static bool consume_one(struct vtest *t, struct ioq_iterator *it,
+			__u64 *bytes)
+{
+	unsigned char *p;
+	__u64 len, i;
+
+	/* ptr and len once each: the guest may rewrite them meanwhile */
+	p = hostd_desc_buf(t->dev, it->desc, &len);
+	if (hostd_dev_faulted(t->dev))
+		return false;	/* outside guest RAM */
+	if (!p || len > VBUS_TEST_MAX_BUF) {
+		hostd_dev_fault(t->dev, "ring: descriptor len %llu not in 1..%u",
+				(unsigned long long)len, VBUS_TEST_MAX_BUF);
+		return false;
+	}
+	for (i = 0; i < len; i++)
+		p[i] ^= VBUS_TEST_XOR;
+	*bytes += len;
+	return true;
+}
 
 static void consume(struct vtest *t)
 {
@@ -56,90 +69,55 @@ static void consume(struct vtest *t)
 	/*
 	 * At most one ring's worth per pass: a guest that re-posts as fast
 	 * as we pop must not keep this loop (and its guest's other work)
-	 * forever. The rest is picked up through the kick fd.
+	 * forever. The rest is picked up through the kick.
 	 */
 	for (budget = (unsigned int)ioq_size(&t->ioq); budget; budget--) {
-		unsigned char *p;
-		__u64 ptr, len, i;
-
-		if (hostd_dev_faulted(dev) || !ioq_iter_owned(&it))
+		if (hostd_dev_faulted(dev) || !ioq_iter_owned(&it) ||
+		    !consume_one(t, &it, &bytes))
 			break;
-		/* once each: the guest may rewrite the descriptor meanwhile */
-		ptr = VBUS_READ(it.desc->ptr);
-		len = VBUS_READ(it.desc->len);
-		if (!len || len > VBUS_TEST_MAX_BUF) {
-			hostd_dev_fault(dev, "ring: descriptor len %llu not in 1..%u",
-					(unsigned long long)len, VBUS_TEST_MAX_BUF);
-			break;
-		}
-		p = hostd_gpa(hostd_dev_guest(dev), ptr, len);
-		if (!p) {
-			hostd_dev_fault(dev, "ring: descriptor 0x%llx+%llu outside guest RAM",
-					(unsigned long long)ptr, (unsigned long long)len);
-			break;
-		}
-		for (i = 0; i < len; i++)
-			p[i] ^= VBUS_TEST_XOR;
 		if (ioq_iter_pop(&it, 0) < 0) {
+			/* the guest moved its indexes under us */
 			hostd_dev_fault(dev, "ring: pop failed");
 			break;
 		}
 		popped++;
-		bytes += len;
 	}
 	if (popped) {
 		hostd_dev_account(dev, popped, bytes);
 		ioq_signal(&t->ioq, 0);
 	}
 	if (!budget && !hostd_dev_faulted(dev)) {
-		__u64 one = 1;
-
 		t->requeues++;
-		if (write(t->kick_fd, &one, sizeof(one)) < 0) {
-			/* EAGAIN: already kicked */
-		}
+		hostd_kick(&t->kick);
 	}
 }
 
 static void on_notify(struct ioq_notifier *n)
 {
-	consume((struct vtest *)((char *)n - offsetof(struct vtest, notifier)));
+	consume(hostd_container_of(n, struct vtest, notifier));
 }
 
-static void on_kick(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+static void on_kick(struct hostd_dev *dev, void *arg)
 {
-	__u64 v;
-
 	(void)dev;
-	(void)events;
-	if (read(fd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: nothing to do */
-	}
 	consume(arg);
 }
 
 static int vtest_create(struct hostd_dev *dev, const struct hostd_params *p)
 {
+	static const char *const known[] = { NULL };
 	struct vtest *t;
 	int ret;
 
-	if (p->count) {
-		hostd_dev_log(dev, "unknown parameter '%s'", p->v[0].key);
-		return -EINVAL;
-	}
+	ret = hostd_params_check(dev, p, known);
+	if (ret < 0)
+		return ret;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->dev = dev;
-	t->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (t->kick_fd < 0) {
-		ret = -errno;
-		free(t);
-		return ret;
-	}
-	ret = hostd_fd_add(dev, t->kick_fd, EPOLLIN, on_kick, t);
+	ret = hostd_kick_init(dev, &t->kick, on_kick, t);
 	if (ret < 0) {
-		close(t->kick_fd);
 		free(t);
 		return ret;
 	}
@@ -151,8 +129,7 @@ static void vtest_destroy(struct hostd_dev *dev)
 {
 	struct vtest *t = hostd_dev_priv(dev);
 
-	hostd_fd_del(dev, t->kick_fd);
-	close(t->kick_fd);
+	hostd_kick_fini(&t->kick);
 	free(t);
 }
 
@@ -167,6 +144,7 @@ static void vtest_close(struct hostd_dev *dev)
 	struct vtest *t = hostd_dev_priv(dev);
 
 	/* never touch guest memory here: the guest may have freed it */
+	hostd_kick_cancel(&t->kick);
 	if (t->ring_open) {
 		t->ring_open = false;
 		ioq_put(&t->ioq);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The "virtual-ethernet" device type: the host (south) side of a venet
- * device, backed by a tap interface. Protocol: the venet section of
- * docs/transport.md; ABI: <vbus/venet.h>.
+ * The "venet" device type (alias "virtual-ethernet", the 2009 name): the
+ * host (south) side of a venet device, backed by a tap interface.
+ * Protocol: the venet section of docs/transport.md; ABI: <vbus/venet.h>.
  *
  * Params: tap=NAME (created when absent, attached when it exists; default
  * a kernel-chosen "vbus%d"), mac=xx:xx:xx:xx:xx:xx (default: random,
@@ -46,7 +46,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/uio.h>
 #include <linux/if_tun.h>
@@ -116,12 +115,11 @@ struct venet {
 	__u32 caps;			/* negotiated, group SG */
 
 	struct venet_q rxq, txq;
-	int kick_fd;			/* eventfd: "run tx again" */
-	bool kick_watched, tap_watched;
+	struct hostd_kick kick;		/* "run tx again" */
+	bool tap_watched;
 	__u32 tap_events;		/* what the tap fd is watched for */
 	bool rx_starved;		/* no guest buffer: tap not polled */
 	bool tx_blocked;		/* tap said EAGAIN: wait for EPOLLOUT */
-	bool tx_kicked;			/* a kick is outstanding */
 
 	struct venet_stats st;
 };
@@ -130,20 +128,23 @@ struct venet {
 
 static void *venet_xlate(void *ctx, __u64 gpa, __u64 len)
 {
-	return hostd_gpa(ctx, gpa, len);
+	return hostd_dev_gpa(ctx, gpa, len);
 }
 
-static bool q_dead(const struct venet *v, const struct venet_q *q)
+/*
+ * The queue can be used: attached, and the device not faulted (a ring
+ * whose channel faults takes its device with it, so this is the only
+ * fault check venet needs).
+ */
+static bool q_live(const struct venet *v, const struct venet_q *q)
 {
-	return !q->attached || hostd_dev_faulted(v->dev) ||
-	       shm_signal_faulted(q->ioq.signal);
+	return q->attached && !hostd_dev_faulted(v->dev);
 }
 
 /* rx can run: the guest is up, the rx ring is there, a tap is there */
 static bool rx_possible(const struct venet *v)
 {
-	return v->open && v->link && v->tap.fd >= 0 &&
-	       !q_dead(v, &v->rxq);
+	return v->open && v->link && v->tap.fd >= 0 && q_live(v, &v->rxq);
 }
 
 /* Bring the tap fd's epoll interest in line with the state. */
@@ -155,35 +156,17 @@ static void tap_update(struct venet *v)
 		return;
 	if (rx_possible(v) && !v->rx_starved)
 		ev |= EPOLLIN;
-	if (v->tx_blocked && !q_dead(v, &v->txq))
+	if (v->tx_blocked && q_live(v, &v->txq))
 		ev |= EPOLLOUT;
 	if (ev != v->tap_events && hostd_fd_mod(v->dev, v->tap.fd, ev) == 0)
 		v->tap_events = ev;
 }
 
-static void kick(struct venet *v)
+/* Come back after the loop's other fds (tx: budget or trickle). */
+static void tx_kick(struct venet *v)
 {
-	__u64 one = 1;
-
-	if (v->tx_kicked)
-		return;
-	v->tx_kicked = true;
-	v->st.kicks++;
-	/*
-	 * An eventfd write only fails (EAGAIN) when the counter is already
-	 * huge, i.e. readable: the kick is pending either way.
-	 */
-	if (write(v->kick_fd, &one, sizeof(one)) < 0)
-		return;
-}
-
-static void kick_drain(struct venet *v)
-{
-	__u64 cnt;
-
-	/* EAGAIN: nothing pending, which is all we wanted to know */
-	if (read(v->kick_fd, &cnt, sizeof(cnt)) < 0)
-		return;
+	if (hostd_kick(&v->kick))
+		v->st.kicks++;
 }
 
 /*
@@ -269,7 +252,87 @@ static void backend_try(struct venet *v)
 		tap_watch(v);
 }
 
+/* One batch done on @q: one doorbell for it, and the counters. */
+static void q_complete(struct venet *v, struct venet_q *q, unsigned int n,
+		       __u64 bytes, __u64 *notify_out)
+{
+	if (!n)
+		return;
+	ioq_signal(&q->ioq, 0);
+	(*notify_out)++;
+	hostd_dev_account(v->dev, n, bytes);
+}
+
 /* ---- tx ---------------------------------------------------------------- */
+
+/* What became of a frame: sent, or popped unsent, or kept for later. */
+enum tx_verdict { TX_SENT, TX_POP, TX_KEEP };
+
+/* The descriptor's frame: 0, or -1 when it is invalid (counted). */
+static int tx_frame(struct venet *v, struct ioq_iterator *iter,
+		    struct venet_txframe *f)
+{
+	/* each field of the descriptor read once */
+	__u64 ptr = VBUS_READ(iter->desc->ptr);
+	__u64 len = VBUS_READ(iter->desc->len);
+	const char *why = NULL;
+	int ret;
+
+	if (v->caps & VENET_CAP_SG)
+		ret = venet_tx_sg(&v->mem, v->caps, ptr, len, f, &why);
+	else
+		ret = venet_tx_flat(&v->mem, ptr, len, f, &why);
+	if (!ret)
+		return 0;
+	v->st.tx_bad++;
+	bad_desc(v, "tx", why);
+	return -1;
+}
+
+static void tx_sent(struct venet *v, const struct venet_txframe *f)
+{
+	v->st.tx_packets++;
+	v->st.tx_bytes += f->len;
+	if (f->gso)
+		v->st.tx_gso++;
+	if (f->vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
+		v->st.tx_csum++;
+}
+
+/* One frame to the tap, with one writev (no copy by us). */
+static enum tx_verdict tx_write(struct venet *v, const struct venet_txframe *f)
+{
+	ssize_t w;
+
+	if (!v->link || v->tap.fd < 0) {
+		v->st.tx_dropped++;
+		return TX_POP;
+	}
+	do {
+		w = writev(v->tap.fd, f->iov, f->niov);
+	} while (w < 0 && errno == EINTR);
+	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
+		/*
+		 * Keep the descriptor (the guest may not reuse the memory
+		 * before the pop) and wait for the tap to drain.
+		 */
+		v->st.tx_blocked++;
+		v->tx_blocked = true;
+		return TX_KEEP;
+	}
+	if (w < 0 && (errno == EBADFD || errno == EBADF)) {
+		backend_lost(v, errno);
+		v->st.tx_dropped++;
+	} else if (w < 0) {
+		/* e.g. the kernel refused the vnet header */
+		v->st.tx_errors++;
+		hostd_dev_log(v->dev, "venet: tap write: %s", strerror(errno));
+	} else {
+		tx_sent(v, f);
+		return TX_SENT;
+	}
+	return TX_POP;
+}
 
 /*
  * One bounded pass over the tx ring. Returns 1 when it stopped at the
@@ -278,87 +341,37 @@ static void backend_try(struct venet *v)
  */
 static int tx_pass(struct venet *v)
 {
-	struct ioq *ioq = &v->txq.ioq;
 	struct ioq_iterator iter;
 	struct venet_txframe f;
 	__u64 bytes = 0;
 	unsigned int n = 0;
 	bool broken = false;
 
-	if (ioq_iter_init(ioq, &iter, ioq_idxtype_valid, 0) ||
+	if (ioq_iter_init(&v->txq.ioq, &iter, ioq_idxtype_valid, 0) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
 		return -1;
-
 	while (n < VENET_TX_BUDGET && ioq_iter_owned(&iter)) {
-		/* each field of the descriptor read once */
-		__u64 ptr = VBUS_READ(iter.desc->ptr);
-		__u64 len = VBUS_READ(iter.desc->len);
-		const char *why = NULL;
-		int ret;
+		if (!tx_frame(v, &iter, &f)) {
+			enum tx_verdict r = tx_write(v, &f);
 
-		if (v->caps & VENET_CAP_SG)
-			ret = venet_tx_sg(&v->mem, v->caps, ptr, len, &f, &why);
-		else
-			ret = venet_tx_flat(&v->mem, ptr, len, &f, &why);
-
-		if (ret) {
-			v->st.tx_bad++;
-			bad_desc(v, "tx", why);
-			if (hostd_dev_faulted(v->dev))
+			if (r == TX_KEEP)
 				break;
-		} else if (!v->link || v->tap.fd < 0) {
-			v->st.tx_dropped++;
-		} else {
-			ssize_t w;
-
-			do {
-				w = writev(v->tap.fd, f.iov, f.niov);
-			} while (w < 0 && errno == EINTR);
-			if (w < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
-				/*
-				 * Keep the descriptor (the guest may not
-				 * reuse the memory before the pop) and wait
-				 * for the tap to drain.
-				 */
-				v->st.tx_blocked++;
-				v->tx_blocked = true;
-				break;
-			}
-			if (w < 0 && (errno == EBADFD || errno == EBADF)) {
-				backend_lost(v, errno);
-				v->st.tx_dropped++;
-			} else if (w < 0) {
-				/* e.g. the kernel refused the vnet header */
-				v->st.tx_errors++;
-				hostd_dev_log(v->dev, "venet: tap write: %s",
-					      strerror(errno));
-			} else {
-				v->st.tx_packets++;
-				v->st.tx_bytes += f.len;
+			if (r == TX_SENT)
 				bytes += f.len;
-				if (f.gso)
-					v->st.tx_gso++;
-				if (f.vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
-					v->st.tx_csum++;
-			}
 		}
-
+		/* a strict device faulted on a bad descriptor: stop here */
+		if (hostd_dev_faulted(v->dev))
+			break;
 		/* tx completion: the guest may reuse the frame now */
 		if (ioq_iter_pop(&iter, 0) < 0) {
-			broken = true;	/* the ring faulted its channel */
+			/* faulted, or the guest moved its indexes under us */
+			broken = true;
 			break;
 		}
 		n++;
 	}
-
-	if (n) {
-		/* one doorbell for the batch */
-		ioq_signal(ioq, 0);
-		v->st.tx_notify_out++;
-		hostd_dev_account(v->dev, n, bytes);
-	}
-	if (v->tx_blocked || hostd_dev_faulted(v->dev) ||
-	    shm_signal_faulted(ioq->signal) || broken)
+	q_complete(v, &v->txq, n, bytes, &v->st.tx_notify_out);
+	if (v->tx_blocked || broken || !q_live(v, &v->txq))
 		return -1;
 	return n == VENET_TX_BUDGET ? 1 : 0;
 }
@@ -378,7 +391,7 @@ static void tx_work(struct venet *v)
 	struct ioq *ioq = &v->txq.ioq;
 	int round;
 
-	if (q_dead(v, &v->txq) || v->tx_blocked)
+	if (!q_live(v, &v->txq) || v->tx_blocked)
 		goto out;
 
 	/* masked while we drain: the guest's posts need no doorbell */
@@ -391,7 +404,7 @@ static void tx_work(struct venet *v)
 		if (r < 0)
 			goto out;	/* stays masked: EPOLLOUT or close */
 		if (r > 0) {
-			kick(v);	/* poll: come back after the others */
+			tx_kick(v);	/* poll: come back after the others */
 			goto out;
 		}
 		/*
@@ -407,15 +420,14 @@ static void tx_work(struct venet *v)
 		ioq_notify_disable(ioq, 0);
 		v->txq.notify_on = false;
 	}
-	kick(v);	/* a guest trickling posts: don't hold the loop */
+	tx_kick(v);	/* a guest trickling posts: don't hold the loop */
 out:
 	tap_update(v);
 }
 
 static void tx_notify(struct ioq_notifier *n)
 {
-	struct venet_q *q = (struct venet_q *)((char *)n -
-				offsetof(struct venet_q, notifier));
+	struct venet_q *q = hostd_container_of(n, struct venet_q, notifier);
 
 	q->v->st.tx_notify_in++;
 	tx_work(q->v);
@@ -423,124 +435,146 @@ static void tx_notify(struct ioq_notifier *n)
 
 /* ---- rx ---------------------------------------------------------------- */
 
-static void rx_run(struct venet *v)
+enum rx_head { RX_BUF, RX_AGAIN, RX_STOP };
+
+/*
+ * Is there a guest buffer at the head? Out of buffers we ask the guest
+ * to tell us when it posts more, then look once more (enable's barrier
+ * orders the two); still none: stop reading the tap until a signal.
+ */
+static enum rx_head rx_head(struct venet *v, struct ioq_iterator *iter)
 {
 	struct ioq *ioq = &v->rxq.ioq;
-	struct ioq_iterator iter;
-	struct venet_rxbuf rb;
+
+	if (!ioq_iter_owned(iter)) {
+		if (!q_live(v, &v->rxq))
+			return RX_STOP;
+		if (!v->rxq.notify_on) {
+			ioq_notify_enable(ioq, 0);
+			v->rxq.notify_on = true;
+			return RX_AGAIN;
+		}
+		v->rx_starved = true;
+		v->st.rx_starved++;
+		return RX_STOP;
+	}
+	if (v->rxq.notify_on) {
+		/* we have buffers: re-posts need no doorbell */
+		ioq_notify_disable(ioq, 0);
+		v->rxq.notify_on = false;
+	}
+	return RX_BUF;
+}
+
+/* An unusable buffer goes back empty (the contract's len = 0): 1, or -1. */
+static int rx_bad_buffer(struct venet *v, struct ioq_iterator *iter,
+			 const char *why)
+{
+	v->st.rx_bad++;
+	bad_desc(v, "rx", why);
+	if (hostd_dev_faulted(v->dev))
+		return -1;
+	VBUS_WRITE(iter->desc->len, 0);
+	return ioq_iter_pop(iter, 0) < 0 ? -1 : 1;
+}
+
+/* The frame's offload state for the guest: 0, or -1 (dropped, counted). */
+static int rx_finish(struct venet *v, struct venet_rxbuf *rb,
+		     const struct virtio_net_hdr *vh, __u32 n)
+{
+	const char *why = NULL;
+	struct venet_sg out;
+
+	if (!(v->caps & VENET_CAP_RXSG)) {
+		if (venet_rx_finish_flat(rb, vh, n, &why))
+			goto out_drop;
+		if (vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
+			v->st.rx_csum_fixed++;
+		return 0;
+	}
+	if (venet_vnet_to_rx_sg(vh, n, &out, &why))
+		goto out_drop;
+	venet_rx_sg_publish(rb, &out);
+	if (out.flags & VENET_SG_FLAG_GSO)
+		v->st.rx_gso++;
+	if (out.flags & VENET_SG_FLAG_NEEDS_CSUM)
+		v->st.rx_csum++;
+	return 0;
+
+out_drop:
+	v->st.rx_offload_dropped++;
+	hostd_dev_log(v->dev, "venet: rx frame dropped: %s", why);
+	return -1;
+}
+
+/*
+ * One frame from the tap into the guest buffer at the head. 1: popped
+ * (*@bytes grew), 0: a frame consumed but the buffer kept for the next
+ * one, -1: stop (tap drained or gone, ring faulted).
+ */
+static int rx_one(struct venet *v, struct ioq_iterator *iter, __u64 *bytes)
+{
+	__u64 ptr = VBUS_READ(iter->desc->ptr);
+	__u64 len = VBUS_READ(iter->desc->len);
+	const char *why = NULL;
 	struct virtio_net_hdr vh;
-	__u64 bytes = 0;
+	struct venet_rxbuf rb;
+	ssize_t n;
+
+	if ((v->caps & VENET_CAP_RXSG) ?
+	    venet_rx_sg(&v->mem, ptr, len, &rb, &why) :
+	    venet_rx_flat(&v->mem, ptr, len, &rb, &why))
+		return rx_bad_buffer(v, iter, why);
+	n = venet_rx_read(v->tap.fd, &rb, &vh);
+	if (n == -EAGAIN)
+		return -1;	/* tap drained: EPOLLIN wakes us */
+	if (n == -EMSGSIZE) {
+		/* the tap consumed it; the buffer is still ours */
+		v->st.rx_too_big++;
+		return 0;
+	}
+	if (n < 0) {
+		backend_lost(v, (int)-n);
+		return -1;
+	}
+	if (rx_finish(v, &rb, &vh, (__u32)n))
+		return 0;
+	/* len before the pop: publish() orders it before sown */
+	VBUS_WRITE(iter->desc->len, (__u64)n);
+	if (ioq_iter_pop(iter, 0) < 0)
+		return -1;
+	v->st.rx_packets++;
+	v->st.rx_bytes += (__u64)n;
+	*bytes += (__u64)n;
+	return 1;
+}
+
+static void rx_run(struct venet *v)
+{
+	struct ioq_iterator iter;
 	unsigned int done = 0, popped = 0;
-	bool rxsg = v->caps & VENET_CAP_RXSG;
+	__u64 bytes = 0;
 
 	v->rx_starved = false;
-	if (!rx_possible(v))
-		goto out;
-	if (ioq_iter_init(ioq, &iter, ioq_idxtype_valid, 0) ||
+	if (!rx_possible(v) ||
+	    ioq_iter_init(&v->rxq.ioq, &iter, ioq_idxtype_valid, 0) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
 		goto out;
-
 	while (done < VENET_RX_BUDGET && v->tap.fd >= 0) {
-		const char *why = NULL;
-		__u64 ptr, len;
-		ssize_t n;
+		enum rx_head h = rx_head(v, &iter);
+		int r;
 
-		if (!ioq_iter_owned(&iter)) {
-			if (q_dead(v, &v->rxq))
-				break;
-			if (!v->rxq.notify_on) {
-				/*
-				 * Out of buffers: ask the guest to tell us
-				 * when it posts more, then look once more
-				 * (enable's barrier orders the two).
-				 */
-				ioq_notify_enable(ioq, 0);
-				v->rxq.notify_on = true;
-				continue;
-			}
-			/* still none: stop reading the tap until a signal */
-			v->rx_starved = true;
-			v->st.rx_starved++;
-			break;
-		}
-		if (v->rxq.notify_on) {
-			/* we have buffers: re-posts need no doorbell */
-			ioq_notify_disable(ioq, 0);
-			v->rxq.notify_on = false;
-		}
-
-		ptr = VBUS_READ(iter.desc->ptr);
-		len = VBUS_READ(iter.desc->len);
-		if (rxsg ? venet_rx_sg(&v->mem, ptr, len, &rb, &why) :
-			   venet_rx_flat(&v->mem, ptr, len, &rb, &why)) {
-			/* hand it back empty (the contract's len = 0) */
-			v->st.rx_bad++;
-			bad_desc(v, "rx", why);
-			if (hostd_dev_faulted(v->dev))
-				break;
-			VBUS_WRITE(iter.desc->len, 0);
-			if (ioq_iter_pop(&iter, 0) < 0)
-				break;
-			popped++;
-			done++;
+		if (h == RX_AGAIN)
 			continue;
-		}
-
-		n = venet_rx_read(v->tap.fd, &rb, &vh);
-		if (n == -EAGAIN)
-			break;		/* tap drained: EPOLLIN wakes us */
+		if (h == RX_STOP)
+			break;
+		r = rx_one(v, &iter, &bytes);
+		if (r < 0)
+			break;
+		popped += (unsigned int)r;
 		done++;
-		if (n == -EMSGSIZE) {
-			/* the tap consumed it; the buffer is still ours */
-			v->st.rx_too_big++;
-			continue;
-		}
-		if (n < 0) {
-			backend_lost(v, (int)-n);
-			break;
-		}
-		if (rxsg) {
-			struct venet_sg out;
-
-			if (venet_vnet_to_rx_sg(&vh, (__u32)n, &out, &why)) {
-				v->st.rx_offload_dropped++;
-				hostd_dev_log(v->dev,
-					      "venet: rx frame dropped: %s",
-					      why);
-				continue;
-			}
-			venet_rx_sg_publish(&rb, &out);
-			if (out.flags & VENET_SG_FLAG_GSO)
-				v->st.rx_gso++;
-			if (out.flags & VENET_SG_FLAG_NEEDS_CSUM)
-				v->st.rx_csum++;
-		} else {
-			if (venet_rx_finish_flat(&rb, &vh, (__u32)n, &why)) {
-				v->st.rx_offload_dropped++;
-				hostd_dev_log(v->dev,
-					      "venet: rx frame dropped: %s",
-					      why);
-				continue;
-			}
-			if (vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
-				v->st.rx_csum_fixed++;
-		}
-
-		/* len before the pop: publish() orders it before sown */
-		VBUS_WRITE(iter.desc->len, (__u64)n);
-		if (ioq_iter_pop(&iter, 0) < 0)
-			break;
-		popped++;
-		v->st.rx_packets++;
-		v->st.rx_bytes += (__u64)n;
-		bytes += (__u64)n;
 	}
-
-	if (popped) {
-		ioq_signal(ioq, 0);
-		v->st.rx_notify_out++;
-		hostd_dev_account(v->dev, popped, bytes);
-	}
+	q_complete(v, &v->rxq, popped, bytes, &v->st.rx_notify_out);
 out:
 	/* budget hit with data left: level-triggered EPOLLIN brings us back */
 	tap_update(v);
@@ -548,8 +582,7 @@ out:
 
 static void rx_notify(struct ioq_notifier *n)
 {
-	struct venet_q *q = (struct venet_q *)((char *)n -
-				offsetof(struct venet_q, notifier));
+	struct venet_q *q = hostd_container_of(n, struct venet_q, notifier);
 
 	q->v->st.rx_notify_in++;
 	rx_run(q->v);
@@ -562,7 +595,7 @@ static int rx_flush(struct venet *v)
 	struct ioq_iterator iter;
 	unsigned int n = 0, max;
 
-	if (q_dead(v, &v->rxq))
+	if (!q_live(v, &v->rxq))
 		return 0;	/* nothing held */
 	if (ioq_iter_init(ioq, &iter, ioq_idxtype_valid, 0) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
@@ -606,18 +639,10 @@ static void tap_cb(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 		rx_run(v);
 }
 
-static void kick_cb(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+static void kick_cb(struct hostd_dev *dev, void *arg)
 {
-	struct venet *v = arg;
-
 	(void)dev;
-	(void)fd;
-	(void)events;
-	kick_drain(v);
-	if (v->tx_kicked) {
-		v->tx_kicked = false;
-		tx_work(v);
-	}
+	tx_work(arg);
 }
 
 static void tap_watch(struct venet *v)
@@ -669,91 +694,77 @@ static void random_mac(__u8 mac[6])
 	mac[0] = (__u8)((mac[0] & 0xfc) | 0x02);	/* local, unicast */
 }
 
+/* tap=, mac=, strict= into @v; every refusal says why (hostd_dev_fail). */
+static int venet_params(struct venet *v, const struct hostd_params *p)
+{
+	static const char *const known[] = { "tap", "mac", "strict", NULL };
+	struct hostd_dev *dev = v->dev;
+	const char *s;
+	int ret;
+
+	ret = hostd_params_check(dev, p, known);
+	if (ret < 0)
+		return ret;
+	s = hostd_param_get(p, "tap");
+	if (s && strlen(s) >= IFNAMSIZ)
+		return hostd_dev_fail(dev, -EINVAL,
+				      "tap name \"%s\" is longer than %d characters",
+				      s, IFNAMSIZ - 1);
+	snprintf(v->tapreq, sizeof(v->tapreq), "%s", s ? s : "");
+	/* a tap serves one device: two would split its traffic */
+	if (s && *s && (ret = hostd_dev_claim(dev, "tap", s)) < 0)
+		return ret;
+	s = hostd_param_get(p, "mac");
+	if (s && parse_mac(s, v->mac))
+		return hostd_dev_fail(dev, -EINVAL,
+				      "bad mac \"%s\" (want a unicast xx:xx:xx:xx:xx:xx)",
+				      s);
+	if (!s)
+		random_mac(v->mac);
+	s = hostd_param_get(p, "strict");
+	if (s && strcmp(s, "0") && strcmp(s, "1"))
+		return hostd_dev_fail(dev, -EINVAL, "strict=%s: want 0 or 1", s);
+	v->strict = s && !strcmp(s, "1");
+	return 0;
+}
+
 /* ---- ops ----------------------------------------------------------------- */
 
 static int venet_create(struct hostd_dev *dev, const struct hostd_params *p)
 {
-	struct venet *v;
-	unsigned int i;
+	struct venet *v = calloc(1, sizeof(*v));
+	int ret;
 
-	for (i = 0; i < p->count; i++) {
-		const char *k = p->v[i].key;
-
-		if (strcmp(k, "tap") && strcmp(k, "mac") && strcmp(k, "strict")) {
-			hostd_dev_log(dev, "venet: unknown parameter \"%s\" "
-				      "(tap=, mac=, strict=)", k);
-			return -EINVAL;
-		}
-	}
-
-	v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	v->dev = dev;
 	v->mem.xlate = venet_xlate;
-	v->mem.ctx = hostd_dev_guest(dev);
+	v->mem.ctx = dev;
 	v->tap.fd = -1;
-	v->kick_fd = -1;
 	v->rxq.v = v;
 	v->txq.v = v;
 	v->rxq.notifier.signal = rx_notify;
 	v->txq.notifier.signal = tx_notify;
-
-	{
-		const char *s = hostd_param_get(p, "tap");
-
-		if (s && strlen(s) >= IFNAMSIZ) {
-			hostd_dev_log(dev, "venet: tap name \"%s\" longer "
-				      "than %d", s, IFNAMSIZ - 1);
-			goto inval;
-		}
-		snprintf(v->tapreq, sizeof(v->tapreq), "%s", s ? s : "");
-
-		s = hostd_param_get(p, "mac");
-		if (s && parse_mac(s, v->mac)) {
-			hostd_dev_log(dev, "venet: bad mac \"%s\" (want a "
-				      "unicast xx:xx:xx:xx:xx:xx)", s);
-			goto inval;
-		}
-		if (!s)
-			random_mac(v->mac);
-
-		s = hostd_param_get(p, "strict");
-		if (s && strcmp(s, "0") && strcmp(s, "1")) {
-			hostd_dev_log(dev, "venet: strict=%s: want 0 or 1", s);
-			goto inval;
-		}
-		v->strict = s && !strcmp(s, "1");
-	}
-
-	v->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (v->kick_fd < 0) {
-		int e = errno;
-
+	ret = venet_params(v, p);
+	if (!ret)
+		ret = hostd_kick_init(dev, &v->kick, kick_cb, v);
+	if (ret < 0) {
 		free(v);
-		return -e;
+		return ret;
 	}
-
 	/* a missing tap is not fatal: see "No backend" at the top */
 	backend_try(v);
 	hostd_dev_set_priv(dev, v);
 	return 0;
-
-inval:
-	free(v);
-	return -EINVAL;
 }
 
 static void venet_destroy(struct hostd_dev *dev)
 {
 	struct venet *v = hostd_dev_priv(dev);
 
-	if (!v)
-		return;
 	tap_unwatch(v);
 	tap_close(&v->tap);
-	if (v->kick_fd >= 0)
-		close(v->kick_fd);
+	hostd_kick_fini(&v->kick);
 	free(v);
 	hostd_dev_set_priv(dev, NULL);
 }
@@ -770,11 +781,7 @@ static int venet_open(struct hostd_dev *dev, __u32 version)
 	v->caps = 0;
 	v->rx_starved = false;
 	v->tx_blocked = false;
-	v->tx_kicked = false;
 
-	if (!v->kick_watched &&
-	    hostd_fd_add(dev, v->kick_fd, EPOLLIN, kick_cb, v) == 0)
-		v->kick_watched = true;
 	backend_try(v);
 	rx_offload_apply(v);	/* caps 0 until NEGCAP: plain frames */
 	if (v->tap.fd >= 0) {
@@ -793,12 +800,8 @@ static void venet_close(struct hostd_dev *dev)
 	if (v->tap.fd >= 0)
 		tap_set_carrier(&v->tap, 0);
 	tap_unwatch(v);
-	if (v->kick_watched)
-		hostd_fd_del(dev, v->kick_fd);
-	v->kick_watched = false;
-	/* a kick still in the eventfd must not outlive this session */
-	kick_drain(v);
-	v->tx_kicked = false;
+	/* a kick still pending must not outlive this session */
+	hostd_kick_cancel(&v->kick);
 	v->tx_blocked = false;
 
 	/* no pointer into guest memory survives close */
@@ -813,6 +816,48 @@ static void venet_close(struct hostd_dev *dev)
 	rx_offload_apply(v);
 }
 
+static int call_link(struct venet *v, bool up)
+{
+	if (up)
+		backend_try(v);
+	v->link = up;
+	if (v->tap.fd >= 0)
+		tap_set_carrier(&v->tap, up);
+	if (up) {
+		rx_run(v);
+	} else {
+		/* posted rx buffers stay posted; tx still drains (dropping) */
+		tap_update(v);
+		tx_work(v);
+	}
+	return 0;
+}
+
+static int call_negcap(struct venet *v, void *buf)
+{
+	struct venet_capabilities caps;
+
+	memcpy(&caps, buf, sizeof(caps));
+	/*
+	 * The tx and rx descriptor formats follow the answer: once a ring is
+	 * there it cannot change under descriptors in flight.
+	 */
+	if (v->txq.attached || v->rxq.attached)
+		return -EBUSY;
+	if (caps.gid == VENET_CAP_GROUP_SG) {
+		caps.bits &= VENET_CAPS_SUPPORTED;
+		/* the offloads ride on the venet_sg format */
+		if (!(caps.bits & VENET_CAP_SG))
+			caps.bits = 0;
+		v->caps = caps.bits;
+		rx_offload_apply(v);
+	} else {
+		caps.bits = 0;
+	}
+	memcpy(buf, &caps, sizeof(caps));
+	return 0;
+}
+
 static int venet_call(struct hostd_dev *dev, __u32 func, void *buf,
 		      __u32 len)
 {
@@ -820,64 +865,19 @@ static int venet_call(struct hostd_dev *dev, __u32 func, void *buf,
 
 	switch (func) {
 	case VENET_FUNC_LINKUP:
-		if (len)
-			return -EINVAL;
-		backend_try(v);
-		v->link = true;
-		if (v->tap.fd >= 0)
-			tap_set_carrier(&v->tap, 1);
-		rx_run(v);
-		return 0;
-
 	case VENET_FUNC_LINKDOWN:
-		if (len)
-			return -EINVAL;
-		v->link = false;
-		if (v->tap.fd >= 0)
-			tap_set_carrier(&v->tap, 0);
-		/* posted rx buffers stay posted; tx still drains (dropping) */
-		tap_update(v);
-		tx_work(v);
-		return 0;
-
+		return len ? -EINVAL : call_link(v, func == VENET_FUNC_LINKUP);
 	case VENET_FUNC_MACQUERY:
 		if (len != sizeof(v->mac))
 			return -EINVAL;
 		memcpy(buf, v->mac, sizeof(v->mac));
 		return 0;
-
-	case VENET_FUNC_NEGCAP: {
-		struct venet_capabilities caps;
-
-		if (len != sizeof(caps))
+	case VENET_FUNC_NEGCAP:
+		if (len != sizeof(struct venet_capabilities))
 			return -EINVAL;
-		memcpy(&caps, buf, sizeof(caps));
-		/*
-		 * The tx and rx descriptor formats follow the answer: once
-		 * a ring is there it cannot change under descriptors in
-		 * flight.
-		 */
-		if (v->txq.attached || v->rxq.attached)
-			return -EBUSY;
-		if (caps.gid == VENET_CAP_GROUP_SG) {
-			caps.bits &= VENET_CAPS_SUPPORTED;
-			/* the offloads ride on the venet_sg format */
-			if (!(caps.bits & VENET_CAP_SG))
-				caps.bits = 0;
-			v->caps = caps.bits;
-			rx_offload_apply(v);
-		} else {
-			caps.bits = 0;
-		}
-		memcpy(buf, &caps, sizeof(caps));
-		return 0;
-	}
-
+		return call_negcap(v, buf);
 	case VENET_FUNC_FLUSHRX:
-		if (len)
-			return -EINVAL;
-		return rx_flush(v);
-
+		return len ? -EINVAL : rx_flush(v);
 	default:
 		return -EINVAL;
 	}
@@ -926,8 +926,7 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	if (v->tap.fd >= 0) {
 		hostd_stat_str(out, "backend", v->tap.name);
 	} else {
-		snprintf(buf, sizeof(buf), "none");
-		hostd_stat_str(out, "backend", buf);
+		hostd_stat_str(out, "backend", "none");
 		hostd_stat_str(out, "backend_error", v->backend_err);
 	}
 	snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x",
@@ -950,6 +949,7 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 
 static const struct hostd_dev_type venet_type = {
 	.name = VENET_TYPE,
+	.alias = VENET_TYPE_ALIAS,
 	.create = venet_create,
 	.destroy = venet_destroy,
 	.open = venet_open,
