@@ -11,6 +11,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "fakeguest.h"
 
@@ -92,6 +95,38 @@ static void test_gpa_table(void **state)
 	assert_int_equal(m.nblocks, 1);
 	assert_null(hostd_mem_gpa(&m, 4 * G, 1));
 	assert_null(hostd_mem_gpa(&m, G - 1, 2));
+}
+
+/* The RAM file belongs to one open: locked, never shrunk, freed on close. */
+static void test_mem_ownership(void **state)
+{
+	char path[] = "/tmp/vbus-hostd-mem-XXXXXX", err[512], want[64];
+	struct hostd_mem a, b;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(hostd_mem_open(&a, path, -1, 1 << 20, HOSTD_MACHINE_Q35,
+					err, sizeof(err)), 0);
+	/* a second open, even by the same process, is another holder */
+	assert_int_equal(hostd_mem_open(&b, path, -1, 1 << 20, HOSTD_MACHINE_Q35,
+					err, sizeof(err)), -EBUSY);
+	snprintf(want, sizeof(want), "locked by pid %d (", (int)getpid());
+	assert_non_null(strstr(err, want));
+	hostd_mem_close(&a);
+	/* free again; and grown, never shrunk */
+	assert_int_equal(hostd_mem_open(&a, path, -1, 2 << 20, HOSTD_MACHINE_Q35,
+					err, sizeof(err)), 0);
+	hostd_mem_close(&a);
+	assert_int_equal(hostd_mem_open(&a, path, -1, 1 << 20, HOSTD_MACHINE_Q35,
+					err, sizeof(err)), -EFBIG);
+	assert_non_null(strstr(err, "refusing to shrink"));
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 2 << 20);
+	unlink(path);
 }
 
 /* ---- hypercall framing ------------------------------------------------------ */
@@ -851,6 +886,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lowmem_rules),
 		cmocka_unit_test(test_gpa_table),
+		cmocka_unit_test(test_mem_ownership),
 		cmocka_unit_test(test_hc_framing),
 		cmocka_unit_test(test_busreg_and_devadd),
 		cmocka_unit_test(test_busreg_malformed),
