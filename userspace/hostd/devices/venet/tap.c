@@ -23,27 +23,15 @@ static int fail(char *err, size_t errlen, int e, const char *fmt,
 	return -e;
 }
 
-int tap_open(struct tap *t, const char *name, char *err, size_t errlen)
+/* /dev/net/tun, non-blocking: the fd, or -errno with the reason. */
+static int tun_open(char *err, size_t errlen)
 {
-	struct ifreq ifr;
 	unsigned int features = 0;
-	int hdrsz = TAP_VNET_HDR_LEN;
-	int fd;
-
-	t->fd = -1;
-	t->name[0] = '\0';
-	t->offload = 0;
-	if (err && errlen)
-		err[0] = '\0';
-
-	if (name && strlen(name) >= IFNAMSIZ)
-		return fail(err, errlen, EINVAL,
-			    "tap name \"%s\" is too long: %s", name);
+	int fd, e;
 
 	fd = open(TUN_DEV, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		int e = errno;
-
+		e = errno;
 		if (e == ENOENT || e == ENODEV || e == ENXIO)
 			return fail(err, errlen, e,
 				    "%s is missing (no tun driver here): %s",
@@ -53,7 +41,6 @@ int tap_open(struct tap *t, const char *name, char *err, size_t errlen)
 				    "cannot open %s (permission): %s", TUN_DEV);
 		return fail(err, errlen, e, "open %s: %s", TUN_DEV);
 	}
-
 	/*
 	 * Without IFF_VNET_HDR we could neither pass the guest's checksum
 	 * and GSO requests on nor receive offloaded frames: refuse rather
@@ -65,52 +52,76 @@ int tap_open(struct tap *t, const char *name, char *err, size_t errlen)
 		return fail(err, errlen, EOPNOTSUPP,
 			    "%s lacks IFF_VNET_HDR: %s", TUN_DEV);
 	}
+	return fd;
+}
 
-	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
-	snprintf(ifr.ifr_name, IFNAMSIZ, "%s",
-		 (name && *name) ? name : "vbus%d");
+/* TUNSETIFF: @fd becomes tap @n (created or attached); 0 or -errno. */
+static int tap_attach(int fd, const char *n, struct ifreq *ifr, char *err,
+		      size_t errlen)
+{
+	int e;
 
-	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
-		int e = errno;
-		const char *n = (name && *name) ? name : "vbus%d";
+	memset(ifr, 0, sizeof(*ifr));
+	ifr->ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+	snprintf(ifr->ifr_name, IFNAMSIZ, "%s", n);
+	if (ioctl(fd, TUNSETIFF, ifr) == 0)
+		return 0;
+	e = errno;
+	if (e == EPERM || e == EACCES)
+		return fail(err, errlen, e,
+			    "tap %s: needs CAP_NET_ADMIN (or a persistent tap "
+			    "owned by this user): %s", n);
+	if (e == EBUSY)
+		return fail(err, errlen, e,
+			    "tap %s: in use by another process, or not a tap: %s",
+			    n);
+	if (e == EINVAL)
+		return fail(err, errlen, e,
+			    "tap %s: exists but is not a single-queue tap (tun "
+			    "or multi-queue?): %s", n);
+	return fail(err, errlen, e, "tap %s: TUNSETIFF: %s", n);
+}
 
+/*
+ * The vnet header size, and no offloads: an existing tap keeps what its
+ * previous user set, and we must never get a frame the guest did not
+ * agree to.
+ */
+static int tap_reset(int fd, const char *n, char *err, size_t errlen)
+{
+	int hdrsz = TAP_VNET_HDR_LEN;
+
+	if (ioctl(fd, TUNSETVNETHDRSZ, &hdrsz) < 0)
+		return fail(err, errlen, errno, "tap %s: TUNSETVNETHDRSZ: %s", n);
+	if (ioctl(fd, TUNSETOFFLOAD, 0UL) < 0)
+		return fail(err, errlen, errno, "tap %s: TUNSETOFFLOAD: %s", n);
+	return 0;
+}
+
+int tap_open(struct tap *t, const char *name, char *err, size_t errlen)
+{
+	const char *n = (name && *name) ? name : "vbus%d";
+	struct ifreq ifr;
+	int fd, ret;
+
+	t->fd = -1;
+	t->name[0] = '\0';
+	t->offload = 0;
+	if (err && errlen)
+		err[0] = '\0';
+	if (strlen(n) >= IFNAMSIZ)
+		return fail(err, errlen, EINVAL,
+			    "tap name \"%s\" is too long: %s", n);
+	fd = tun_open(err, errlen);
+	if (fd < 0)
+		return fd;
+	ret = tap_attach(fd, n, &ifr, err, errlen);
+	if (!ret)
+		ret = tap_reset(fd, ifr.ifr_name, err, errlen);
+	if (ret < 0) {
 		close(fd);
-		if (e == EPERM || e == EACCES)
-			return fail(err, errlen, e,
-				    "tap %s: needs CAP_NET_ADMIN (or a "
-				    "persistent tap owned by this user): %s", n);
-		if (e == EBUSY)
-			return fail(err, errlen, e,
-				    "tap %s: in use by another process, or "
-				    "not a tap: %s", n);
-		if (e == EINVAL)
-			return fail(err, errlen, e,
-				    "tap %s: exists but is not a single-queue "
-				    "tap (tun or multi-queue?): %s", n);
-		return fail(err, errlen, e, "tap %s: TUNSETIFF: %s", n);
+		return ret;
 	}
-
-	if (ioctl(fd, TUNSETVNETHDRSZ, &hdrsz) < 0) {
-		int e = errno;
-
-		close(fd);
-		return fail(err, errlen, e, "tap %s: TUNSETVNETHDRSZ: %s",
-			    ifr.ifr_name);
-	}
-
-	/*
-	 * An existing tap keeps the offloads its previous user set; start
-	 * from none so we never get a frame the guest did not agree to.
-	 */
-	if (ioctl(fd, TUNSETOFFLOAD, 0UL) < 0) {
-		int e = errno;
-
-		close(fd);
-		return fail(err, errlen, e, "tap %s: TUNSETOFFLOAD: %s",
-			    ifr.ifr_name);
-	}
-
 	t->fd = fd;
 	memcpy(t->name, ifr.ifr_name, IFNAMSIZ);
 	t->name[IFNAMSIZ - 1] = '\0';
