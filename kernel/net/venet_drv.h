@@ -131,6 +131,12 @@ static inline u32 venet_rx_bufsize(unsigned int mtu)
 
 /* main */
 void venet_fault(struct venet_priv *priv, const char *why);
+
+/* The one check of venet_fault()'s verdict (a ring is unusable). */
+static inline bool venet_faulted(struct venet_priv *priv)
+{
+	return test_bit(0, &priv->faulted);
+}
 int venet_devcall(struct venet_priv *priv, u32 func, void *data,
 		  size_t len);
 

@@ -125,7 +125,7 @@ static int venet_poll(struct napi_struct *napi, int budget)
 		done = venet_rx_poll(priv, budget);
 
 	if (done < budget && napi_complete_done(napi, done) &&
-	    !test_bit(0, &priv->faulted)) {
+	    !venet_faulted(priv)) {
 		ioq_notify_enable(priv->rxq, 0);
 		ioq_notify_enable(priv->txq, 0);
 		/*
@@ -158,7 +158,7 @@ static int venet_open(struct net_device *dev)
 	struct venet_priv *priv = netdev_priv(dev);
 	int ret;
 
-	if (test_bit(0, &priv->faulted))
+	if (venet_faulted(priv))
 		return -EIO;
 
 	napi_enable(&priv->napi);
@@ -222,7 +222,7 @@ static int venet_change_mtu(struct net_device *dev, int new_mtu)
 	WRITE_ONCE(dev->mtu, new_mtu);
 	priv->rx_bufsize = venet_rx_bufsize(new_mtu);
 
-	if (!test_bit(0, &priv->faulted)) {
+	if (!venet_faulted(priv)) {
 		ret = venet_devcall(priv, VENET_FUNC_FLUSHRX, NULL, 0);
 		if (ret < 0)
 			netdev_warn(dev, "host refused FLUSHRX: %d\n", ret);
@@ -443,15 +443,14 @@ static bool venet_close_vdev(struct venet_priv *priv)
 	return ret != -ETIMEDOUT;
 }
 
-static int venet_probe(struct vbus_device_proxy *vdev)
+static struct net_device *venet_alloc(struct vbus_device_proxy *vdev)
 {
 	struct venet_priv *priv;
 	struct net_device *dev;
-	int ret;
 
 	dev = alloc_etherdev(sizeof(*priv));
 	if (!dev)
-		return -ENOMEM;
+		return NULL;
 	SET_NETDEV_DEV(dev, &vdev->dev);
 
 	priv = netdev_priv(dev);
@@ -463,15 +462,13 @@ static int venet_probe(struct vbus_device_proxy *vdev)
 	u64_stats_init(&priv->tx_stats.syncp);
 	priv->rx_count = rx_ringlen;
 	priv->tx_count = tx_ringlen;
+	return dev;
+}
 
-	ret = vdev->ops->open(vdev, VENET_VERSION, 0);
-	if (ret < 0) {
-		dev_err(&vdev->dev, "DEVOPEN failed: %d\n", ret);
-		goto out_free_netdev;
-	}
-
-	venet_negcap(priv);
-	venet_macquery(priv);
+/* The netdev side, once the host told us its capabilities and MAC. */
+static void venet_netdev_setup(struct venet_priv *priv)
+{
+	struct net_device *dev = priv->dev;
 
 	dev->netdev_ops = &venet_netdev_ops;
 	dev->ethtool_ops = &venet_ethtool_ops;
@@ -482,32 +479,65 @@ static int venet_probe(struct vbus_device_proxy *vdev)
 	venet_set_features(priv);
 
 	netif_napi_add(dev, &priv->napi, venet_poll);
+}
+
+/* Slots, both rings registered with the host, rx buffers posted. */
+static int venet_rings_setup(struct venet_priv *priv)
+{
+	int ret;
 
 	ret = venet_rx_setup(priv);
 	if (ret)
-		goto out_close;
+		return ret;
 	ret = venet_tx_setup(priv);
 	if (ret)
-		goto out_close;
+		return ret;
 
 	ret = venet_queue_init(priv, VENET_QUEUE_RX, priv->rx_count,
 			       &priv->rxq, &priv->rx_notifier,
 			       venet_rx_signal);
 	if (ret)
-		goto out_close;
+		return ret;
 	ret = venet_queue_init(priv, VENET_QUEUE_TX, priv->tx_count,
 			       &priv->txq, &priv->tx_notifier,
 			       venet_tx_signal);
 	if (ret)
-		goto out_close;
+		return ret;
 
 	ret = venet_rx_fill(priv, GFP_KERNEL);
 	if (ret < 0)
-		goto out_close;
+		return ret;
 
 	/* NAPI is disabled until open: signals before then are no-ops */
 	ioq_notify_enable(priv->rxq, 0);
 	ioq_notify_enable(priv->txq, 0);
+	return 0;
+}
+
+static int venet_probe(struct vbus_device_proxy *vdev)
+{
+	struct venet_priv *priv;
+	struct net_device *dev;
+	int ret;
+
+	dev = venet_alloc(vdev);
+	if (!dev)
+		return -ENOMEM;
+	priv = netdev_priv(dev);
+
+	ret = vdev->ops->open(vdev, VENET_VERSION, 0);
+	if (ret < 0) {
+		dev_err(&vdev->dev, "DEVOPEN failed: %d\n", ret);
+		goto out_free_netdev;
+	}
+
+	venet_negcap(priv);
+	venet_macquery(priv);
+	venet_netdev_setup(priv);
+
+	ret = venet_rings_setup(priv);
+	if (ret)
+		goto out_close;
 
 	netif_carrier_off(dev);
 

@@ -101,6 +101,69 @@ static int venet_rx_prep_sg(struct venet_rx_slot *slot, gfp_t gfp)
 /* How long to wait before retrying an rx refill that ran out of memory. */
 #define VENET_REFILL_DELAY	(HZ / 10)
 
+/* RXSG: post the slot's pages behind its venet_sg. 0, -ENOMEM or -EIO. */
+static int venet_rx_post_sg(struct venet_priv *priv, struct ioq_iterator *iter,
+			    struct venet_rx_slot *slot, gfp_t gfp)
+{
+	struct ioq_ring_desc *desc = iter->desc;
+
+	if (venet_rx_prep_sg(slot, gfp)) {
+		venet_rx_count(priv, &priv->rx_stats.alloc_failed);
+		return -ENOMEM;
+	}
+	WRITE_ONCE(desc->cookie, iter->pos & (priv->rx_count - 1));
+	WRITE_ONCE(desc->ptr, (u64)virt_to_phys(slot->vsg));
+	WRITE_ONCE(desc->len, (u64)VENET_RX_SG_SIZE);
+	WRITE_ONCE(desc->valid, 1);
+	slot->posted = true;
+	/* the push's wmb publishes vsg and body before sown */
+	if (ioq_iter_push(iter, 0)) {
+		slot->posted = false;
+		venet_fault(priv, "rx ring push");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Flat: post one skb of @bufsize. 0, -ENOMEM or -EIO. */
+static int venet_rx_post_flat(struct venet_priv *priv,
+			      struct ioq_iterator *iter,
+			      struct venet_rx_slot *slot, u32 bufsize, gfp_t gfp)
+{
+	struct ioq_ring_desc *desc = iter->desc;
+	struct sk_buff *skb;
+
+	skb = __netdev_alloc_skb_ip_align(priv->dev, bufsize, gfp);
+	if (!skb) {
+		u64_stats_update_begin(&priv->rx_stats.syncp);
+		u64_stats_inc(&priv->rx_stats.alloc_failed);
+		u64_stats_update_end(&priv->rx_stats.syncp);
+		return -ENOMEM;
+	}
+
+	slot->skb = skb;
+	slot->buflen = bufsize;
+
+	/*
+	 * skb->data is kmalloc or page-fragment memory: physically
+	 * contiguous over bufsize bytes. The cookie is informational
+	 * only (see venet_drv.h): we never read it back.
+	 */
+	WRITE_ONCE(desc->cookie, iter->pos & (priv->rx_count - 1));
+	WRITE_ONCE(desc->ptr, (u64)virt_to_phys(skb->data));
+	WRITE_ONCE(desc->len, (u64)bufsize);
+	WRITE_ONCE(desc->valid, 1);
+
+	/* the push's wmb publishes the body before sown and index */
+	if (ioq_iter_push(iter, 0)) {
+		slot->skb = NULL;
+		kfree_skb(skb);
+		venet_fault(priv, "rx ring push");
+		return -EIO;
+	}
+	return 0;
+}
+
 /*
  * Post empty buffers at the tail until the ring is full. Returns the number
  * posted, -ENOMEM when an allocation failed first (the caller schedules the
@@ -114,7 +177,7 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 	int posted = 0;
 	int ret;
 
-	if (test_bit(0, &priv->faulted))
+	if (venet_faulted(priv))
 		return -EIO;
 
 	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_both, 0);
@@ -127,8 +190,6 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 
 	for (;;) {
 		struct venet_rx_slot *slot;
-		struct ioq_ring_desc *desc = iter.desc;
-		struct sk_buff *skb;
 
 		ret = ioq_full(ioq, ioq_idxtype_inuse);
 		if (ret) {
@@ -145,62 +206,12 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 			break;
 		}
 
-		if (priv->caps.rxsg) {
-			if (venet_rx_prep_sg(slot, gfp)) {
-				venet_rx_count(priv,
-					       &priv->rx_stats.alloc_failed);
-				ret = -ENOMEM;
-				break;
-			}
-			WRITE_ONCE(desc->cookie,
-				   iter.pos & (priv->rx_count - 1));
-			WRITE_ONCE(desc->ptr, (u64)virt_to_phys(slot->vsg));
-			WRITE_ONCE(desc->len, (u64)VENET_RX_SG_SIZE);
-			WRITE_ONCE(desc->valid, 1);
-			slot->posted = true;
-			/* the push's wmb publishes vsg and body before sown */
-			ret = ioq_iter_push(&iter, 0);
-			if (ret) {
-				slot->posted = false;
-				venet_fault(priv, "rx ring push");
-				ret = -EIO;
-				break;
-			}
-			posted++;
-			continue;
-		}
-
-		skb = __netdev_alloc_skb_ip_align(priv->dev, bufsize, gfp);
-		if (!skb) {
-			u64_stats_update_begin(&priv->rx_stats.syncp);
-			u64_stats_inc(&priv->rx_stats.alloc_failed);
-			u64_stats_update_end(&priv->rx_stats.syncp);
-			ret = -ENOMEM;
+		if (priv->caps.rxsg)
+			ret = venet_rx_post_sg(priv, &iter, slot, gfp);
+		else
+			ret = venet_rx_post_flat(priv, &iter, slot, bufsize, gfp);
+		if (ret)
 			break;
-		}
-
-		slot->skb = skb;
-		slot->buflen = bufsize;
-
-		/*
-		 * skb->data is kmalloc or page-fragment memory: physically
-		 * contiguous over bufsize bytes. The cookie is informational
-		 * only (see venet_drv.h): we never read it back.
-		 */
-		WRITE_ONCE(desc->cookie, iter.pos & (priv->rx_count - 1));
-		WRITE_ONCE(desc->ptr, (u64)virt_to_phys(skb->data));
-		WRITE_ONCE(desc->len, (u64)bufsize);
-		WRITE_ONCE(desc->valid, 1);
-
-		/* the push's wmb publishes the body before sown and index */
-		ret = ioq_iter_push(&iter, 0);
-		if (ret) {
-			slot->skb = NULL;
-			kfree_skb(skb);
-			venet_fault(priv, "rx ring push");
-			ret = -EIO;
-			break;
-		}
 		posted++;
 	}
 
@@ -509,7 +520,7 @@ int venet_rx_poll(struct venet_priv *priv, int budget)
 {
 	int done;
 
-	if (test_bit(0, &priv->faulted))
+	if (venet_faulted(priv))
 		return 0;
 
 	done = venet_rx_reap(priv, budget, true);
@@ -525,7 +536,7 @@ bool venet_rx_pending(struct venet_priv *priv)
 {
 	struct ioq_iterator iter;
 
-	if (test_bit(0, &priv->faulted))
+	if (venet_faulted(priv))
 		return false;
 	if (ioq_iter_init(priv->rxq, &iter, ioq_idxtype_inuse,
 			  IOQ_ITER_NOFLIPOWNER) ||
@@ -540,7 +551,7 @@ bool venet_rx_pending(struct venet_priv *priv)
  */
 void venet_rx_drain(struct venet_priv *priv)
 {
-	if (test_bit(0, &priv->faulted))
+	if (venet_faulted(priv))
 		return;
 	venet_rx_reap(priv, priv->rx_count, false);
 }

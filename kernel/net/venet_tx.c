@@ -77,76 +77,81 @@ static void venet_tx_bad(struct venet_priv *priv,
 			    skb_shinfo(skb)->gso_type);
 }
 
-/*
- * Describe @skb in @vsg: checksum offload, GSO and one iov per piece.
- * Returns 0, or -errno when the skb cannot be expressed (dropped, counted
- * as a tx error by the caller).
- */
-static int venet_tx_build_sg(struct venet_priv *priv,
-			     struct sk_buff *skb, struct venet_sg *vsg)
+/* The checksum request of @skb; 0 or -errno. */
+static int venet_tx_sg_csum(struct venet_priv *priv, struct sk_buff *skb,
+			    struct venet_sg *vsg, u32 *flags)
+{
+	int start;
+
+	if (skb->ip_summed != CHECKSUM_PARTIAL)
+		return 0;
+	start = skb_checksum_start_offset(skb);
+	/* csum_offset is a u16 already; the start is an int */
+	if (start < 0 || start > U16_MAX) {
+		venet_tx_bad(priv, skb, "checksum offset");
+		return -EINVAL;
+	}
+	*flags |= VENET_SG_FLAG_NEEDS_CSUM;
+	vsg->csum.start = (u16)start;
+	vsg->csum.offset = skb->csum_offset;
+	return 0;
+}
+
+/* The GSO request of @skb, as negotiated; 0 or -errno. */
+static int venet_tx_sg_gso(struct venet_priv *priv, struct sk_buff *skb,
+			   struct venet_sg *vsg, u32 *flags)
+{
+	struct skb_shared_info *sinfo = skb_shinfo(skb);
+	int hdrlen;
+
+	if (!skb_is_gso(skb))
+		return 0;
+	/*
+	 * Only what was negotiated is advertised, so anything else
+	 * is a stack surprise: drop it rather than mislabel it.
+	 */
+	if ((sinfo->gso_type & SKB_GSO_TCPV4) && priv->caps.tso4) {
+		vsg->gso.type = VENET_GSO_TYPE_TCPV4;
+	} else if ((sinfo->gso_type & SKB_GSO_TCPV6) && priv->caps.tso6) {
+		vsg->gso.type = VENET_GSO_TYPE_TCPV6;
+	} else {
+		venet_tx_bad(priv, skb, "unsupported GSO type");
+		return -EPROTONOSUPPORT;
+	}
+
+	if (sinfo->gso_type & SKB_GSO_TCP_ECN) {
+		if (!priv->caps.ecn) {
+			venet_tx_bad(priv, skb, "GSO ECN");
+			return -EPROTONOSUPPORT;
+		}
+		*flags |= VENET_SG_FLAG_ECN;
+	}
+
+	if (!(*flags & VENET_SG_FLAG_NEEDS_CSUM)) {
+		venet_tx_bad(priv, skb, "GSO without CHECKSUM_PARTIAL");
+		return -EINVAL;
+	}
+
+	/* all headers, L2+L3+L4: virtio_net_hdr.hdr_len semantics */
+	hdrlen = skb_tcp_all_headers(skb);
+	if (hdrlen <= 0 || hdrlen > U16_MAX || !sinfo->gso_size) {
+		venet_tx_bad(priv, skb, "GSO header");
+		return -EINVAL;
+	}
+	*flags |= VENET_SG_FLAG_GSO;
+	vsg->gso.hdrlen = (u16)hdrlen;
+	vsg->gso.size = sinfo->gso_size;
+	return 0;
+}
+
+/* One iov per piece of @skb: their count, or -errno. */
+static int venet_tx_sg_iovs(struct venet_priv *priv, struct sk_buff *skb,
+			    struct venet_sg *vsg)
 {
 	struct scatterlist *sgl = priv->tx_sgl;
 	struct scatterlist *sg;
-	u32 flags = 0;
 	int count;
 	int i;
-
-	memset(vsg, 0, sizeof(*vsg));
-
-	if (skb->ip_summed == CHECKSUM_PARTIAL) {
-		int start = skb_checksum_start_offset(skb);
-
-		/* csum_offset is a u16 already; the start is an int */
-		if (start < 0 || start > U16_MAX) {
-			venet_tx_bad(priv, skb, "checksum offset");
-			return -EINVAL;
-		}
-		flags |= VENET_SG_FLAG_NEEDS_CSUM;
-		vsg->csum.start = (u16)start;
-		vsg->csum.offset = skb->csum_offset;
-	}
-
-	if (skb_is_gso(skb)) {
-		struct skb_shared_info *sinfo = skb_shinfo(skb);
-		int hdrlen;
-
-		/*
-		 * Only what was negotiated is advertised, so anything else
-		 * is a stack surprise: drop it rather than mislabel it.
-		 */
-		if ((sinfo->gso_type & SKB_GSO_TCPV4) && priv->caps.tso4) {
-			vsg->gso.type = VENET_GSO_TYPE_TCPV4;
-		} else if ((sinfo->gso_type & SKB_GSO_TCPV6) &&
-			   priv->caps.tso6) {
-			vsg->gso.type = VENET_GSO_TYPE_TCPV6;
-		} else {
-			venet_tx_bad(priv, skb, "unsupported GSO type");
-			return -EPROTONOSUPPORT;
-		}
-
-		if (sinfo->gso_type & SKB_GSO_TCP_ECN) {
-			if (!priv->caps.ecn) {
-				venet_tx_bad(priv, skb, "GSO ECN");
-				return -EPROTONOSUPPORT;
-			}
-			flags |= VENET_SG_FLAG_ECN;
-		}
-
-		if (!(flags & VENET_SG_FLAG_NEEDS_CSUM)) {
-			venet_tx_bad(priv, skb, "GSO without CHECKSUM_PARTIAL");
-			return -EINVAL;
-		}
-
-		/* all headers, L2+L3+L4: virtio_net_hdr.hdr_len semantics */
-		hdrlen = skb_tcp_all_headers(skb);
-		if (hdrlen <= 0 || hdrlen > U16_MAX || !sinfo->gso_size) {
-			venet_tx_bad(priv, skb, "GSO header");
-			return -EINVAL;
-		}
-		flags |= VENET_SG_FLAG_GSO;
-		vsg->gso.hdrlen = (u16)hdrlen;
-		vsg->gso.size = sinfo->gso_size;
-	}
 
 	sg_init_table(sgl, VENET_TX_MAX_IOVS);
 	count = skb_to_sgvec(skb, sgl, 0, skb->len);
@@ -162,6 +167,28 @@ static int venet_tx_build_sg(struct venet_priv *priv,
 		iov->reserved = 0;
 		iov->ptr = (u64)sg_phys(sg);
 	}
+	return count;
+}
+
+/*
+ * Describe @skb in @vsg: checksum offload, GSO and one iov per piece.
+ * Returns 0, or -errno when the skb cannot be expressed (dropped, counted
+ * as a tx error by the caller).
+ */
+static int venet_tx_build_sg(struct venet_priv *priv,
+			     struct sk_buff *skb, struct venet_sg *vsg)
+{
+	u32 flags = 0;
+	int count;
+
+	memset(vsg, 0, sizeof(*vsg));
+	count = venet_tx_sg_csum(priv, skb, vsg, &flags);
+	if (!count)
+		count = venet_tx_sg_gso(priv, skb, vsg, &flags);
+	if (!count)
+		count = venet_tx_sg_iovs(priv, skb, vsg);
+	if (count < 0)
+		return count;
 
 	vsg->cookie = 0;	/* guest-private, unused */
 	vsg->flags = flags;
@@ -182,74 +209,92 @@ static void venet_tx_count_drop(struct venet_priv *priv, bool error)
 	u64_stats_update_end(&st->syncp);
 }
 
-netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
+/*
+ * What became of a frame: on its way, the ring is full (the stack retries),
+ * or dropped (DROP: still to be counted; DROPPED: counted already).
+ */
+enum venet_tx_verdict {
+	VENET_TX_OK,
+	VENET_TX_BUSY,
+	VENET_TX_DROP,
+	VENET_TX_DROPPED,
+};
+
+/* Room for one more frame? */
+static enum venet_tx_verdict venet_tx_room(struct venet_priv *priv,
+					   struct net_device *dev)
 {
-	struct venet_priv *priv = netdev_priv(dev);
 	struct venet_tx_stats *st = &priv->tx_stats;
-	struct ioq *ioq = priv->txq;
-	struct venet_tx_slot *slot;
-	struct ioq_ring_desc *desc;
-	struct ioq_iterator iter;
-	bool kick;
 	int ret;
 
-	spin_lock_bh(&priv->txlock);
-
-	if (test_bit(0, &priv->faulted))
-		goto drop;
-
-	ret = ioq_full(ioq, ioq_idxtype_inuse);
+	if (venet_faulted(priv))
+		return VENET_TX_DROP;
+	ret = ioq_full(priv->txq, ioq_idxtype_inuse);
 	if (ret < 0) {
 		venet_fault(priv, "tx ring index");
-		goto drop;
+		return VENET_TX_DROP;
 	}
-	if (ret) {
-		/*
-		 * We stop the queue when the last descriptor is used, so
-		 * this only happens if the stack raced a wake; let it retry
-		 * once the reaper frees a slot.
-		 */
-		netif_stop_queue(dev);
-		u64_stats_update_begin(&st->syncp);
-		u64_stats_inc(&st->busy);
-		u64_stats_update_end(&st->syncp);
-		spin_unlock_bh(&priv->txlock);
-		return NETDEV_TX_BUSY;
-	}
-
-	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_both, 0);
 	if (!ret)
-		ret = ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
+		return VENET_TX_OK;
+	/*
+	 * We stop the queue when the last descriptor is used, so
+	 * this only happens if the stack raced a wake; let it retry
+	 * once the reaper frees a slot.
+	 */
+	netif_stop_queue(dev);
+	u64_stats_update_begin(&st->syncp);
+	u64_stats_inc(&st->busy);
+	u64_stats_update_end(&st->syncp);
+	return VENET_TX_BUSY;
+}
+
+/* The descriptor at the tail and its slot; false when we cannot use it. */
+static bool venet_tx_tail(struct venet_priv *priv, struct ioq_iterator *iter,
+			  struct venet_tx_slot **slot)
+{
+	int ret;
+
+	ret = ioq_iter_init(priv->txq, iter, ioq_idxtype_both, 0);
+	if (!ret)
+		ret = ioq_iter_seek(iter, ioq_seek_tail, 0, 0);
 	if (ret) {
 		venet_fault(priv, "tx ring iterator");
-		goto drop;
+		return false;
 	}
+	*slot = &priv->tx_slots[iter->pos & (priv->tx_count - 1)];
+	/* our bookkeeping, not host input */
+	return !WARN_ON_ONCE((*slot)->skb);
+}
 
-	slot = &priv->tx_slots[iter.pos & (priv->tx_count - 1)];
-	if (WARN_ON_ONCE(slot->skb))	/* our bookkeeping, not host input */
-		goto drop;
-	desc = iter.desc;
+/* The frame into the descriptor: the slot's venet_sg, or flat. */
+static enum venet_tx_verdict venet_tx_fill(struct venet_priv *priv,
+					   struct sk_buff *skb,
+					   struct ioq_iterator *iter,
+					   struct venet_tx_slot *slot)
+{
+	struct ioq_ring_desc *desc = iter->desc;
 
 	if (priv->caps.sg) {
 		if (venet_tx_build_sg(priv, skb, slot->vsg)) {
 			venet_tx_count_drop(priv, true);
-			goto free;
+			return VENET_TX_DROPPED;
 		}
 		WRITE_ONCE(desc->ptr, (u64)virt_to_phys(slot->vsg));
 		WRITE_ONCE(desc->len, (u64)VENET_TX_SG_SIZE);
 	} else {
 		/* plain mode: the host reads one contiguous frame */
 		if (skb_linearize(skb))
-			goto drop;
+			return VENET_TX_DROP;
 		WRITE_ONCE(desc->ptr, (u64)virt_to_phys(skb->data));
 		WRITE_ONCE(desc->len, (u64)skb->len);
 	}
-	WRITE_ONCE(desc->cookie, iter.pos & (priv->tx_count - 1));
+	WRITE_ONCE(desc->cookie, iter->pos & (priv->tx_count - 1));
 	WRITE_ONCE(desc->valid, 1);
+	return VENET_TX_OK;
+}
 
-	slot->skb = skb;
-	skb_tx_timestamp(skb);
-
+static void venet_tx_account(struct venet_tx_stats *st, struct sk_buff *skb)
+{
 	u64_stats_update_begin(&st->syncp);
 	u64_stats_inc(&st->packets);
 	u64_stats_add(&st->bytes, skb->len);
@@ -258,13 +303,54 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	if (skb->ip_summed == CHECKSUM_PARTIAL)
 		u64_stats_inc(&st->csum_partial);
 	u64_stats_update_end(&st->syncp);
+}
+
+/* Hand the filled descriptor to the host. */
+static enum venet_tx_verdict venet_tx_publish(struct venet_priv *priv,
+					      struct sk_buff *skb,
+					      struct ioq_iterator *iter,
+					      struct venet_tx_slot *slot)
+{
+	slot->skb = skb;
+	skb_tx_timestamp(skb);
+	venet_tx_account(&priv->tx_stats, skb);
 
 	/* the push's wmb publishes the descriptor and venet_sg before sown */
-	ret = ioq_iter_push(&iter, 0);
-	if (ret) {
+	if (ioq_iter_push(iter, 0)) {
 		slot->skb = NULL;
 		venet_fault(priv, "tx ring push");
-		goto drop;
+		return VENET_TX_DROP;
+	}
+	return VENET_TX_OK;
+}
+
+netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
+{
+	struct venet_priv *priv = netdev_priv(dev);
+	struct ioq *ioq = priv->txq;
+	struct venet_tx_slot *slot;
+	struct ioq_iterator iter;
+	enum venet_tx_verdict v;
+	bool kick;
+
+	spin_lock_bh(&priv->txlock);
+	v = venet_tx_room(priv, dev);
+	if (v == VENET_TX_BUSY) {
+		spin_unlock_bh(&priv->txlock);
+		return NETDEV_TX_BUSY;
+	}
+	if (v == VENET_TX_OK && !venet_tx_tail(priv, &iter, &slot))
+		v = VENET_TX_DROP;
+	if (v == VENET_TX_OK)
+		v = venet_tx_fill(priv, skb, &iter, slot);
+	if (v == VENET_TX_OK)
+		v = venet_tx_publish(priv, skb, &iter, slot);
+	if (v != VENET_TX_OK) {
+		if (v == VENET_TX_DROP)
+			venet_tx_count_drop(priv, false);
+		spin_unlock_bh(&priv->txlock);
+		dev_kfree_skb_any(skb);
+		return NETDEV_TX_OK;
 	}
 
 	if (ioq_full(ioq, ioq_idxtype_inuse)) {
@@ -280,13 +366,6 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		ioq_signal(ioq, 0);
 
 	return NETDEV_TX_OK;
-
-drop:
-	venet_tx_count_drop(priv, false);
-free:
-	spin_unlock_bh(&priv->txlock);
-	dev_kfree_skb_any(skb);
-	return NETDEV_TX_OK;
 }
 
 /* Free the skbs of every descriptor the host has handed back. */
@@ -300,7 +379,7 @@ void venet_tx_reap(struct venet_priv *priv)
 
 	spin_lock_bh(&priv->txlock);
 
-	if (test_bit(0, &priv->faulted))
+	if (venet_faulted(priv))
 		goto out;
 
 	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_inuse,
@@ -339,7 +418,7 @@ void venet_tx_reap(struct venet_priv *priv)
 	}
 
 	if (netif_queue_stopped(priv->dev) && netif_running(priv->dev) &&
-	    !test_bit(0, &priv->faulted) &&
+	    !venet_faulted(priv) &&
 	    ioq_full(ioq, ioq_idxtype_inuse) == 0)
 		netif_wake_queue(priv->dev);
 out:
@@ -351,7 +430,7 @@ bool venet_tx_pending(struct venet_priv *priv)
 {
 	struct ioq_iterator iter;
 
-	if (test_bit(0, &priv->faulted))
+	if (venet_faulted(priv))
 		return false;
 	if (ioq_iter_init(priv->txq, &iter, ioq_idxtype_inuse,
 			  IOQ_ITER_NOFLIPOWNER) ||
