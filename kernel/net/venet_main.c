@@ -10,7 +10,8 @@
  * One NAPI context serves both rings: a signal on either masks both and
  * schedules the poll; the poll reaps tx completions, receives up to its
  * budget, and when it completes unmasks both and re-checks both rings
- * (DESIGN.md §3.2: a signal that races the completion is otherwise lost).
+ * (docs/design.md, "Signals: unmask, then look again": a signal that races
+ * the completion is otherwise lost).
  *
  * Nothing the host writes can make the driver crash: lengths are checked
  * against the guest's own records, skbs are found by slot index (never by
@@ -129,10 +130,11 @@ static int venet_poll(struct napi_struct *napi, int budget)
 		ioq_notify_enable(priv->rxq, 0);
 		ioq_notify_enable(priv->txq, 0);
 		/*
-		 * DESIGN.md §3.2: re-check after unmasking. The host may
-		 * have completed descriptors after our last look and
-		 * signalled while we were masked (or while NAPI was still
-		 * marked scheduled). shm_signal_enable() issues a full
+		 * docs/design.md, "Signals: unmask, then look again": re-check
+		 * after unmasking. The host may have completed descriptors
+		 * after our last look and signalled while we were masked
+		 * (or while NAPI was still marked scheduled).
+		 * shm_signal_enable() issues a full
 		 * barrier after storing enabled=1 ([B2]), so the ring loads
 		 * below cannot be satisfied before that store; it pairs with
 		 * the full barrier after dirty=1 in the host's inject ([B1]):
