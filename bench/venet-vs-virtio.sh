@@ -289,11 +289,7 @@ if want virtio; then
 		-device "virtio-net-pci,netdev=vq0,mac=${mac[virtio]},romfile=")
 fi
 if [[ -z "$venet_reason" ]]; then
-	# shellcheck disable=SC2054 # QEMU's commas
-	qargs+=(-object "memory-backend-file,id=ram,size=$mem,mem-path=/dev/shm/$tag-g1,share=on"
-		-machine q35,memory-backend=ram
-		-chardev "socket,id=vbus0,path=$run/g1.sock"
-		-device ivshmem-doorbell,chardev=vbus0,vectors=2)
+	mapfile -t -O "${#qargs[@]}" qargs < <(vbus_transport_args "/dev/shm/$tag-g1" "$mem" "$run/g1.sock")
 fi
 accel=$(vbus_qemu_accel)
 log="$out/serial.log"

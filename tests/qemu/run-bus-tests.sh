@@ -163,11 +163,8 @@ fi
 
 # QEMU arguments of the transport for guest NAME (after vbus_boot_guest --)
 qemu_vbus_args() {
-	printf '%s\n' -object "memory-backend-file,id=ram,size=$mem,mem-path=/dev/shm/$tag-$1,share=on" \
-		-machine q35,memory-backend=ram \
-		-chardev "socket,id=vbus0,path=$run/$1.sock" \
-		-device ivshmem-doorbell,chardev=vbus0,vectors=2 \
-		-pidfile "$run/$1.pid"
+	vbus_transport_args "/dev/shm/$tag-$1" "$mem" "$run/$1.sock"
+	printf '%s\n' -pidfile "$run/$1.pid"
 }
 
 # boot_bg NAME ROLE: boot in the background; the pid goes to boot_pid.

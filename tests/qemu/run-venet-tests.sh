@@ -204,12 +204,9 @@ ctl() { "$hostd" ctl --ctl "$run/ctl.sock" "$@"; }
 log="$out/serial.log"
 t0=$(vbus_now)
 boot_rc=0
+mapfile -t qargs < <(vbus_transport_args "/dev/shm/$tag-g1" "$mem" "$run/g1.sock")
 vbus_boot_guest --initrd "$run/venet.cpio.gz" --log "$log" --mem "$mem" \
-	--timeout "$timeout" -- \
-	-object "memory-backend-file,id=ram,size=$mem,mem-path=/dev/shm/$tag-g1,share=on" \
-	-machine q35,memory-backend=ram \
-	-chardev "socket,id=vbus0,path=$run/g1.sock" \
-	-device ivshmem-doorbell,chardev=vbus0,vectors=2 \
+	--timeout "$timeout" -- "${qargs[@]}" \
 	-pidfile "$run/g1.pid" >"$out/boot.out" 2>&1 || boot_rc=$?
 boot_secs=$(vbus_elapsed "$t0")
 ((boot_rc == 0)) || vbus_warn "vbus_boot_guest returned $boot_rc (see $out/boot.out)"
