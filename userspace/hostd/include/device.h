@@ -270,19 +270,23 @@ struct hostd_dev_type {
 	/* required */
 	int (*create)(struct hostd_dev *dev, const struct hostd_params *p);
 	void (*destroy)(struct hostd_dev *dev);
-	/* DEVOPEN: -EPROTO for a device ABI version you don't speak */
+	/*
+	 * The rest is optional; what hostd does without it is in brackets.
+	 * DEVOPEN: -EPROTO for a device ABI version you don't speak [every
+	 * version opens].
+	 */
 	int (*open)(struct hostd_dev *dev, __u32 version);
-	void (*close)(struct hostd_dev *dev);
+	void (*close)(struct hostd_dev *dev);	/* [nothing to let go of] */
 	/*
 	 * DEVCALL. @buf is hostd's private copy of the guest's buffer (NULL
 	 * when @len is 0); whatever the op leaves in it is copied back to
 	 * the guest after it returns >= 0. Returns >= 0 or -errno (passed to
-	 * the guest as the hypercall result).
+	 * the guest as the hypercall result) [-EINVAL].
 	 */
 	int (*call)(struct hostd_dev *dev, __u32 func, void *buf, __u32 len);
-	/* DEVSHM. 0 or -errno; on error hostd drops the shm. */
+	/* DEVSHM. 0 or -errno; on error hostd drops the shm [-EINVAL]. */
 	int (*shm)(struct hostd_dev *dev, struct hostd_shm *shm);
-	/* optional: device-specific counters for `ctl stats` */
+	/* device-specific counters for `ctl stats` [none] */
 	void (*stats)(struct hostd_dev *dev, struct hostd_stats_out *out);
 };
 
