@@ -379,7 +379,7 @@ static struct hostd_shm_ent *shm_ent_for(struct hostd_bus *b,
 	if (!p)
 		return NULL;
 	*ret = -ENOMEM;
-	e = hostd_shm_ent_new(d, s->id, s->flags, s->len, s->datap, p);
+	e = hostd_shm_ent_new(d, s, p);
 	if (e)
 		*ret = 0;
 	return e;
@@ -408,8 +408,7 @@ int hostd_bus_shm(struct hostd_bus *b, const struct vbus_pci_deviceshm *s)
 			hostd_shm_ent_drop(e);
 			return handle;
 		}
-		hostd_shm_ent_signal(e, desc, s->signal.offset, s->signal.prio,
-				     s->signal.cookie);
+		hostd_shm_ent_signal(e, desc);
 	}
 	ret = hostd_shm_ent_add(e);
 	if (ret < 0) {

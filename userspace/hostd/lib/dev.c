@@ -286,8 +286,8 @@ static const struct shm_signal_ops shm_ops = {
 	.release = shm_release,
 };
 
-struct hostd_shm_ent *hostd_shm_ent_new(struct hostd_dev *dev, __u32 id,
-					__u32 flags, __u32 len, __u64 gpa,
+struct hostd_shm_ent *hostd_shm_ent_new(struct hostd_dev *dev,
+					const struct vbus_pci_deviceshm *s,
 					void *ptr)
 {
 	struct hostd_shm_ent *e = calloc(1, sizeof(*e));
@@ -297,25 +297,24 @@ struct hostd_shm_ent *hostd_shm_ent_new(struct hostd_dev *dev, __u32 id,
 	hostd_list_init(&e->node);
 	e->evq = dev->env.evq;
 	e->pub.dev = dev;
-	e->pub.id = id;
-	e->pub.flags = flags;
-	e->pub.len = len;
-	e->pub.gpa = gpa;
+	e->pub.id = s->id;
+	e->pub.flags = s->flags;
+	e->pub.prio = s->signal.prio;
+	e->pub.len = s->len;
+	e->pub.gpa = s->datap;
 	e->pub.ptr = ptr;
+	e->cookie = s->signal.cookie;
 	return e;
 }
 
 void hostd_shm_ent_signal(struct hostd_shm_ent *e,
-			  struct shm_signal_desc *desc, __u32 sigoff,
-			  __u32 prio, __u64 cookie)
+			  struct shm_signal_desc *desc)
 {
 	shm_signal_init(&e->signal, shm_locality_south, &shm_ops, desc);
 	vbus_defer_set_kick(&e->signal.deferred_notify, hostd_loop_defer_kick,
 			    e->pub.dev->env.loop);
 	e->pub.signal = &e->signal;
-	e->pub.sigoff = sigoff;
-	e->pub.prio = prio;
-	e->cookie = cookie;
+	e->pub.sigoff = (__u32)((char *)desc - (char *)e->pub.ptr);
 }
 
 int hostd_shm_ent_add(struct hostd_shm_ent *e)

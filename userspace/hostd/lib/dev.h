@@ -8,6 +8,7 @@
 #define VBUS_HOSTD_DEV_H
 
 #include <stdbool.h>
+#include <vbus/vbus_pci.h>
 #include "device.h"
 #include "evq.h"
 #include "list.h"
@@ -78,20 +79,19 @@ int hostd_dev_create(struct hostd_dev *dev, char *err, size_t errlen);
 /* Remaining watches removed, destroy op, claims released, freed. */
 void hostd_dev_destroy(struct hostd_dev *dev);
 
-/* The guest's verbs on one device (the bus checked the handle). */
+/* The guest's verbs on one device (the bus checked handle and op). */
 int hostd_dev_open(struct hostd_dev *dev, __u32 version);
 /* The close op (the bus releases the shms afterwards). */
 void hostd_dev_close(struct hostd_dev *dev);
 int hostd_dev_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len);
 
 /* A DEVSHM entry for @dev over [ptr, ptr+len) at @gpa, not yet added. */
-struct hostd_shm_ent *hostd_shm_ent_new(struct hostd_dev *dev, __u32 id,
-					__u32 flags, __u32 len, __u64 gpa,
+struct hostd_shm_ent *hostd_shm_ent_new(struct hostd_dev *dev,
+					const struct vbus_pci_deviceshm *s,
 					void *ptr);
-/* Give it the south signal over @desc; SHMSIGNAL carries @cookie. */
+/* Give it the south signal over @desc, at the offset DEVSHM named. */
 void hostd_shm_ent_signal(struct hostd_shm_ent *e,
-			  struct shm_signal_desc *desc, __u32 sigoff,
-			  __u32 prio, __u64 cookie);
+			  struct shm_signal_desc *desc);
 /* Hand it to the device's shm op; on success it joins dev->shms. */
 int hostd_shm_ent_add(struct hostd_shm_ent *e);
 /* The device closed: SHMCLOSE to the guest, then our last put. */
