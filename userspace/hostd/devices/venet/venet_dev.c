@@ -5,7 +5,8 @@
  * Protocol: the venet section of docs/transport.md; ABI: <vbus/venet.h>.
  *
  * Params: tap=NAME (created when absent, attached when it exists; default
- * a kernel-chosen "vbus%d"), mac=xx:xx:xx:xx:xx:xx (default: random,
+ * a kernel-chosen "vbus%d"; claimed, so no other device of the daemon may
+ * name it), mac=xx:xx:xx:xx:xx:xx (default: random,
  * locally administered), strict=0|1 (1: an invalid descriptor faults the
  * device instead of being dropped and counted).
  *
@@ -13,7 +14,7 @@
  * locks. The data path:
  *
  * tx (shm 1). Wakeups: the tx ring's signal (guest posted), our kick
- * eventfd (we stopped at the budget), the tap turning writable (we got
+ * (hostd_kick: we stopped at the budget), the tap turning writable (we got
  * EAGAIN). While draining, tx notifications are masked, so a guest
  * posting at full speed costs no doorbells: each descriptor is copied
  * once, turned into a virtio_net_hdr + iovecs into guest RAM and written

@@ -48,7 +48,7 @@
 /*
  * Guest-physical [gpa, gpa + len) to a host pointer, or NULL when the
  * range is not entirely inside one block of guest RAM (or len is 0 and the
- * caller asked for it anyway). hostd_gpa() in the daemon.
+ * caller asked for it anyway). hostd_dev_gpa() in the device.
  */
 typedef void *(*venet_xlate_fn)(void *ctx, __u64 gpa, __u64 len);
 
