@@ -2,8 +2,9 @@
 /*
  * libvbus-hostd, the host device-model library of vbus: everything its
  * users (the vbus-hostd daemon, tests/hostd, tests/fuzz) may call, in the
- * library's dependency order (docs/design.md): each header only includes
- * headers above it in this list. Devices use device.h only.
+ * library's dependency order (docs/design.md, tests/hostd/check_layers.py):
+ * each header only includes headers above it in this list. Devices use
+ * device.h only.
  */
 #ifndef VBUS_HOSTD_H
 #define VBUS_HOSTD_H
