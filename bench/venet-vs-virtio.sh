@@ -2,8 +2,8 @@
 # venet vs virtio-net, in one guest, with the same tools, in the same run.
 #
 # Boots ONE guest (TCG unless hardware KVM; 2 vCPUs) with two NICs:
-#   venet   vbus_enet.ko over the ivshmem transport, served by vbus-hostd
-#           (--device g1:type=virtual-ethernet,id=2,tap=vbvenet0)
+#   venet   venet.ko over the ivshmem transport, served by vbus-hostd
+#           (--device g1:type=venet,id=2,tap=vbvenet0)
 #   virtio  virtio-net-pci, QEMU's userspace tap backend (vhost=off)
 # Each NIC's tap lives in a network namespace this script creates
 # (vbus-bench-PID), on its own subnet (venet 10.81.1.0/24, virtio
@@ -21,7 +21,7 @@
 # keeps the raw data in $OUT/raw/. It never asserts a speed.
 #
 # venet is measured when its pieces are there and work (modules and
-# vbus-hostd build, the daemon starts with a virtual-ethernet device, the
+# vbus-hostd build, the daemon starts with a venet device, the
 # guest gets a netdev with carrier, ping goes through); otherwise the run
 # says "venet: unavailable (<reason>)" and measures virtio-net alone.
 #
@@ -118,7 +118,7 @@ venet_unavailable() {
 	return 0
 }
 kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/vbus_enet.ko")
+	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/venet.ko")
 hostd=""
 if ! want venet; then
 	venet_reason="not requested (--nics \"$nics\")"
@@ -228,7 +228,7 @@ if [[ -z "$venet_reason" ]]; then
 	# shellcheck disable=SC2086 # the wrapper is a word list
 	ip netns exec "$ns" ${VBUS_HOSTD_WRAP:-} "$hostd" --foreground --ctl "$run/ctl.sock" \
 		--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-		--device "g1:type=virtual-ethernet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}" \
+		--device "g1:type=venet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}" \
 		>"$raw/hostd.log" 2>&1 &
 	hostd_pid=$!
 	wrap_pid=""
@@ -246,7 +246,7 @@ if [[ -z "$venet_reason" ]]; then
 		sleep 0.1
 	done
 	if [[ ! -S "$run/ctl.sock" || ! -S "$run/g1.sock" ]]; then
-		venet_unavailable "vbus-hostd did not start with a virtual-ethernet device: $(tail -n 1 "$raw/hostd.log")"
+		venet_unavailable "vbus-hostd did not start with a venet device: $(tail -n 1 "$raw/hostd.log")"
 		kill "$hostd_pid" 2>/dev/null || true
 		hostd_pid=""
 	elif [[ "$(cat "/proc/$hostd_pid/comm" 2>/dev/null)" != vbus-hostd ]]; then
@@ -289,11 +289,7 @@ if want virtio; then
 		-device "virtio-net-pci,netdev=vq0,mac=${mac[virtio]},romfile=")
 fi
 if [[ -z "$venet_reason" ]]; then
-	# shellcheck disable=SC2054 # QEMU's commas
-	qargs+=(-object "memory-backend-file,id=ram,size=$mem,mem-path=/dev/shm/$tag-g1,share=on"
-		-machine q35,memory-backend=ram
-		-chardev "socket,id=vbus0,path=$run/g1.sock"
-		-device ivshmem-doorbell,chardev=vbus0,vectors=2)
+	mapfile -t -O "${#qargs[@]}" qargs < <(vbus_transport_args "/dev/shm/$tag-g1" "$mem" "$run/g1.sock")
 fi
 accel=$(vbus_qemu_accel)
 log="$out/serial.log"

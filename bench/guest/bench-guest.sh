@@ -88,10 +88,10 @@ for nic in $VB_NICS; do
 		# shellcheck disable=SC2086
 		if ! vt_kmod_load "$VB_VENET_BRIDGE" >/tmp/load.out 2>&1; then
 			say "venet unavailable insmod $VB_VENET_BRIDGE: $(tail -n 1 /tmp/load.out)"
-		elif ! vt_kmod_load vbus_enet $VB_VENET_PARAMS >/tmp/load.out 2>&1; then
-			say "venet unavailable insmod vbus_enet: $(tail -n 1 /tmp/load.out)"
+		elif ! vt_kmod_load venet $VB_VENET_PARAMS >/tmp/load.out 2>&1; then
+			say "venet unavailable insmod venet: $(tail -n 1 /tmp/load.out)"
 		else
-			up venet "$VB_VENET_IP" virtual-ethernet vbus_enet
+			up venet "$VB_VENET_IP" venet
 		fi
 		;;
 	esac

@@ -147,20 +147,6 @@ void vbus_device_proxy_unregister(struct vbus_device_proxy *vdev)
 }
 EXPORT_SYMBOL_GPL(vbus_device_proxy_unregister);
 
-static int match_device_id(struct device *dev, const void *data)
-{
-	return to_vbus_device_proxy(dev)->id == *(const u64 *)data;
-}
-
-struct vbus_device_proxy *vbus_device_proxy_find(u64 id)
-{
-	struct device *dev;
-
-	dev = bus_find_device(&vbus_proxy_bus, NULL, &id, match_device_id);
-	return dev ? to_vbus_device_proxy(dev) : NULL;
-}
-EXPORT_SYMBOL_GPL(vbus_device_proxy_find);
-
 int vbus_driver_register(struct vbus_driver *vdrv)
 {
 	if (!vdrv->type || !vdrv->ops)

@@ -130,15 +130,13 @@ static void vbus_pci_teardown(struct vbus_pci_bridge *b)
 	kfree(b);
 }
 
-static int vbus_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+static struct vbus_pci_bridge *vbus_pci_alloc(struct pci_dev *pdev)
 {
 	struct vbus_pci_bridge *b;
-	resource_size_t start, len;
-	int ret;
 
 	b = kzalloc(sizeof(*b), GFP_KERNEL);
 	if (!b)
-		return -ENOMEM;
+		return NULL;
 	b->pdev = pdev;
 	mutex_init(&b->hc_lock);
 	init_waitqueue_head(&b->hc_wq);
@@ -150,52 +148,64 @@ static int vbus_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	xa_init_flags(&b->signals, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	b->sig_next = 1;
 	spin_lock_init(&b->inject_lock);
+	return b;
+}
+
+/* The PCI device and its regions; undoes itself on failure. */
+static int vbus_pci_enable(struct pci_dev *pdev)
+{
+	int ret;
 
 	ret = pci_enable_device(pdev);
-	if (ret) {
-		kfree(b);
+	if (ret)
 		return ret;
-	}
 	ret = pci_request_regions(pdev, VBUS_PCI_DRV_NAME);
-	if (ret) {
+	if (ret)
 		pci_disable_device(pdev);
-		kfree(b);
-		return ret;
-	}
+	return ret;
+}
+
+/* BAR2 (checked) and BAR0; from here on vbus_pci_teardown() undoes. */
+static int vbus_pci_map(struct vbus_pci_bridge *b)
+{
+	struct pci_dev *pdev = b->pdev;
+	resource_size_t start, len;
+	int ret;
 
 	start = pci_resource_start(pdev, 2);
 	len = pci_resource_len(pdev, 2);
-	if (!start || len < sizeof(struct vbus_pci_shm)) {
-		ret = -ENODEV;
-		goto err;
-	}
+	if (!start || len < sizeof(struct vbus_pci_shm))
+		return -ENODEV;
 	/* ordinary cacheable shared memory (a file the host maps) */
 	b->shm = memremap(start, len, MEMREMAP_WB);
-	if (!b->shm) {
-		ret = -ENOMEM;
-		goto err;
-	}
+	if (!b->shm)
+		return -ENOMEM;
 	ret = vbus_pci_check_shm(b, len);
 	if (ret)
-		goto err;
-
+		return ret;
 	b->regs = pci_iomap(pdev, 0, 0);
-	if (!b->regs) {
-		ret = -ENOMEM;
-		goto err;
-	}
+	if (!b->regs)
+		return -ENOMEM;
 	pci_set_master(pdev);
+	return 0;
+}
+
+/* MSI-X, the hypercall vector, then NEGOTIATE over it. */
+static int vbus_pci_start_hc(struct vbus_pci_bridge *b)
+{
+	struct pci_dev *pdev = b->pdev;
+	int ret;
 
 	ret = pci_alloc_irq_vectors(pdev, VBUS_PCI_NR_VECTORS,
 				    VBUS_PCI_NR_VECTORS, PCI_IRQ_MSIX);
 	if (ret < 0) {
 		dev_err(&pdev->dev, "no MSI-X (%d)\n", ret);
-		goto err;
+		return ret;
 	}
 	ret = request_irq(pci_irq_vector(pdev, VBUS_PCI_MSIX_HC),
 			  vbus_pci_hc_irq, 0, "vbus-hc", b);
 	if (ret)
-		goto err;
+		return ret;
 	b->irq_hc = pci_irq_vector(pdev, VBUS_PCI_MSIX_HC);
 
 	ret = vbus_pci_negotiate(b);
@@ -203,23 +213,51 @@ static int vbus_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "NEGOTIATE failed: %d\n", ret);
 		if (ret > 0)
 			ret = -EPROTO;
-		goto err;
 	}
+	return ret;
+}
+
+/* The workqueue, the eventq ring and its vector (not yet registered). */
+static int vbus_pci_start_eventq(struct vbus_pci_bridge *b)
+{
+	struct pci_dev *pdev = b->pdev;
+	int ret;
 
 	b->wq = alloc_ordered_workqueue("vbus-pci-%s", 0, pci_name(pdev));
-	if (!b->wq) {
-		ret = -ENOMEM;
-		goto err;
-	}
+	if (!b->wq)
+		return -ENOMEM;
 	ret = vbus_pci_eventq_setup(b);
 	if (ret)
-		goto err;
+		return ret;
 	ret = request_irq(pci_irq_vector(pdev, VBUS_PCI_MSIX_EVENTQ),
 			  vbus_pci_eventq_irq, 0, "vbus-eventq", b);
 	if (ret)
-		goto err;
+		return ret;
 	b->irq_eventq = pci_irq_vector(pdev, VBUS_PCI_MSIX_EVENTQ);
 	vbus_pci_debugfs_add(b);
+	return 0;
+}
+
+static int vbus_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct vbus_pci_bridge *b;
+	int ret;
+
+	b = vbus_pci_alloc(pdev);
+	if (!b)
+		return -ENOMEM;
+	ret = vbus_pci_enable(pdev);
+	if (ret) {
+		kfree(b);
+		return ret;
+	}
+	ret = vbus_pci_map(b);
+	if (!ret)
+		ret = vbus_pci_start_hc(b);
+	if (!ret)
+		ret = vbus_pci_start_eventq(b);
+	if (ret)
+		goto err;
 
 	pci_set_drvdata(pdev, b);
 	ret = vbus_pci_eventq_register(b);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vbus_testdev.ko: guest driver for the host's "vbus-test" device
+ * vbus_test.ko: guest driver for the host's "vbus-test" device
  * (docs/transport.md, "vbus-test device"). It exercises every verb of the
  * bus and measures the transport:
  *
@@ -25,13 +25,8 @@
 #include <linux/wait.h>
 #include <linux/io.h>
 #include <vbus/vbus_driver.h>
+#include <vbus/vbus_test.h>
 
-#define VTEST_TYPE		"vbus-test"
-#define VTEST_VERSION		1
-#define VTEST_FUNC_ECHO		0
-#define VTEST_FUNC_SIGNAL	1
-#define VTEST_XOR		0x5a
-#define VTEST_RING_SHM		0
 #define VTEST_ECHO_LEN		256
 #define VTEST_STALL_MS		5000	/* no progress for this long: fail */
 #define VTEST_MAX_LAT_RUNS	100000
@@ -98,14 +93,14 @@ static int vtest_echo(struct vtest *vt, u8 *buf, u32 len, u64 seq)
 
 	for (i = 0; i < len; i++)
 		buf[i] = vtest_pattern(seq, i);
-	ret = vt->vdev->ops->call(vt->vdev, VTEST_FUNC_ECHO, buf, len, 0);
+	ret = vt->vdev->ops->call(vt->vdev, VBUS_TEST_FUNC_ECHO, buf, len, 0);
 	if (ret < 0)
 		return ret;
 	/* transport.md: result 0; early drafts said len, accept both */
 	if (ret && ret != len)
 		return -EPROTO;
 	for (i = 0; i < len; i++)
-		if (buf[i] != (vtest_pattern(seq, i) ^ VTEST_XOR))
+		if (buf[i] != (vtest_pattern(seq, i) ^ VBUS_TEST_XOR))
 			return -EBADMSG;
 	return 0;
 }
@@ -165,7 +160,7 @@ static int vtest_reap_one(struct vtest *vt, struct ioq_iterator *reap,
 		} else {
 			for (i = 0; i < msg_size; i++)
 				if (buf[i] != (vtest_pattern(seq, i) ^
-					       VTEST_XOR)) {
+					       VBUS_TEST_XOR)) {
 					ret = -EBADMSG;
 					break;
 				}
@@ -292,7 +287,7 @@ static int vtest_run_hc_lat(struct vtest *vt, u64 *v, unsigned long n)
 		u64 t0 = ktime_get_ns();
 
 		/* an empty ECHO: one DEVCALL hypercall, nothing else */
-		ret = vt->vdev->ops->call(vt->vdev, VTEST_FUNC_ECHO, NULL, 0, 0);
+		ret = vt->vdev->ops->call(vt->vdev, VBUS_TEST_FUNC_ECHO, NULL, 0, 0);
 		v[i] = ktime_get_ns() - t0;
 		if (ret) {
 			vtest_set_result(vt, "error: hc %lu: %d", i, ret);
@@ -324,7 +319,7 @@ static int vtest_run_irq_lat(struct vtest *vt, u64 *v, unsigned long n)
 			usleep_range(10, 20);
 
 		t0 = ktime_get_ns();
-		ret = vt->vdev->ops->call(vt->vdev, VTEST_FUNC_SIGNAL, NULL, 0,
+		ret = vt->vdev->ops->call(vt->vdev, VBUS_TEST_FUNC_SIGNAL, NULL, 0,
 					  0);
 		if (ret) {
 			vtest_set_result(vt, "error: signal call %lu: %d", i,
@@ -469,7 +464,7 @@ static int vtest_probe(struct vbus_device_proxy *vdev)
 		goto err_free;
 	}
 
-	ret = vdev->ops->open(vdev, VTEST_VERSION, 0);
+	ret = vdev->ops->open(vdev, VBUS_TEST_VERSION, 0);
 	if (ret) {
 		dev_err(&vdev->dev, "open failed: %d\n", ret);
 		goto err_free;
@@ -483,7 +478,7 @@ static int vtest_probe(struct vbus_device_proxy *vdev)
 		goto err_close;
 	}
 
-	ret = vbus_driver_ioq_alloc(vdev, VTEST_RING_SHM, 0, ring_count,
+	ret = vbus_driver_ioq_alloc(vdev, VBUS_TEST_SHM_RING, 0, ring_count,
 				    &vt->ioq);
 	if (ret) {
 		dev_err(&vdev->dev, "test ring: %d\n", ret);
@@ -530,7 +525,7 @@ static struct vbus_driver_ops vtest_ops = {
 };
 
 static struct vbus_driver vtest_driver = {
-	.type = VTEST_TYPE,
+	.type = VBUS_TEST_TYPE,
 	.owner = THIS_MODULE,
 	.ops = &vtest_ops,
 	.drv.dev_groups = vtest_groups,
@@ -539,7 +534,8 @@ static struct vbus_driver vtest_driver = {
 static int __init vtest_init(void)
 {
 	if (!ring_count || !is_power_of_2(ring_count) ||
-	    ring_count > IOQ_RING_MAX_COUNT || !msg_size || msg_size > 65536)
+	    ring_count > IOQ_RING_MAX_COUNT || !msg_size ||
+	    msg_size > VBUS_TEST_MAX_BUF)
 		return -EINVAL;
 	return vbus_driver_register(&vtest_driver);
 }
@@ -555,4 +551,4 @@ module_exit(vtest_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("vbus: driver for the host's vbus-test device");
 MODULE_AUTHOR("vbus developers");
-MODULE_ALIAS("vbus:" VTEST_TYPE);
+MODULE_ALIAS("vbus:" VBUS_TEST_TYPE);

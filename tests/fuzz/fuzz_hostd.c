@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "hostd.h"
+#include "daemon.h"
 
 #define RAM_LOW		(64u << 10)
 #define RAM_HIGH	(64u << 10)
@@ -85,16 +85,16 @@ static uint32_t seq;
 
 static void *ptr(uint64_t a, uint64_t len)
 {
-	return hostd_gpa(&G, a, len);
+	return hostd_mem_gpa(&G.mem, a, len);
 }
 
 static void add_dev(const char *spec)
 {
 	struct hostd_dev_cfg dc;
-	char err[128];
+	char err[256];
 
-	if (!hostd_parse_dev_spec(spec, false, &dc, err, sizeof(err))) {
-		hostd_dev_add(&G, &dc, err, sizeof(err));
+	if (!hostd_parse_dev_spec(spec, G.name, &dc, err, sizeof(err))) {
+		hostd_bus_add(&G.bus, dc.type, dc.id, &dc.params, err, sizeof(err));
 		hostd_dev_cfg_free(&dc);
 	}
 }
@@ -103,21 +103,24 @@ static void setup_once(void)
 {
 	struct hostd_guest_cfg cfg = { .name = "fuzz", .size = RAM_LOW + RAM_HIGH };
 	int fd = memfd_create("fuzz-ram", MFD_CLOEXEC);
+	char err[256];
 
-	if (fd < 0 || hostd_guest_init(&G, &cfg, fd))
+	if (fd < 0 || hostd_guest_init(&G, &cfg, fd, err, sizeof(err)))
 		abort();
 	hostd_mem_layout(&G.mem, cfg.size, RAM_LOW);
 	ready = true;
 }
 
+/* A fresh bus over the same RAM and loop: no device, no counter kept. */
 static void reset(void)
 {
-	hostd_guest_conn_teardown(&G);
-	hostd_dev_free_all(&G);
+	hostd_ivshmem_close(&G.iv);
+	hostd_bus_fini(&G.bus);
 	memset(G.mem.base, 0, G.mem.size);
-	G.hypercalls = G.hc_errors = G.doorbells = G.sig_unknown = 0;
-	G.bus_faults = G.evq.posted = G.evq.backlogged = G.evq.dropped = 0;
-	if (hostd_guest_conn_setup(&G))
+	hostd_bus_init(&G.bus, G.name, &G.log, &G.mem, &G.iv, &G.loop);
+	hostd_hc_init(&G.hc, &G.bus, &G.iv, &G.mem);
+	hostd_sig_init(&G.sig, &G.bus, &G.iv);
+	if (hostd_ivshmem_open(&G.iv))
 		abort();
 	add_dev("type=vbus-test,id=1");
 	add_dev("type=vbus-test,id=2");
@@ -132,8 +135,8 @@ static void pump(void)
 
 	/* bounded: the daemon must go idle; if it does not, that is a bug */
 	for (i = 0; i < 64; i++) {
-		hostd_guest_poll(&G, 0);
-		if (!G.defer_pending)
+		hostd_loop_poll(&G.loop, 0);
+		if (!hostd_loop_deferred(&G.loop))
 			return;
 	}
 	abort();
@@ -141,16 +144,18 @@ static void pump(void)
 
 static int hypercall(uint32_t vector, uint32_t len, uint64_t datap)
 {
-	VBUS_WRITE(G.shm->hc.vector, vector);
-	VBUS_WRITE(G.shm->hc.len, len);
-	VBUS_WRITE(G.shm->hc.datap, datap);
+	struct vbus_pci_shm *shm = G.iv.shm;
+
+	VBUS_WRITE(shm->hc.vector, vector);
+	VBUS_WRITE(shm->hc.len, len);
+	VBUS_WRITE(shm->hc.datap, datap);
 	vbus_wmb();
 	if (!++seq)
 		seq = 1;
-	VBUS_WRITE(G.shm->hc_seq, seq);
-	hostd_hc_doorbell(&G);
+	VBUS_WRITE(shm->hc_seq, seq);
+	hostd_hc_doorbell(&G.hc);
 	pump();
-	return VBUS_READ(G.shm->hc_result);
+	return VBUS_READ(shm->hc_result);
 }
 
 /* A struct at SCRATCH (or at a fuzzed gpa) and its hypercall. */
@@ -253,8 +258,8 @@ static void op_signal(struct in *in)
 		w = (uint8_t)((w >> 2) % (VBUS_PCI_MAX_SIGNALS / 64));
 		break;
 	}
-	__atomic_fetch_or(&G.shm->sigpending[w], bits, __ATOMIC_SEQ_CST);
-	hostd_sig_doorbell(&G);
+	__atomic_fetch_or(&G.iv.shm->sigpending[w], bits, __ATOMIC_SEQ_CST);
+	hostd_sig_doorbell(&G.sig);
 	pump();
 }
 
@@ -369,9 +374,9 @@ static void op_mailbox(struct in *in)
 	 * the host re-read anyway) */
 	uint16_t off = (uint16_t)(64 + u16(in) % (VBUS_PCI_SHM_SIZE - 64 - 8));
 
-	memcpy((char *)G.shm + off, &(uint64_t){ u64(in) }, 8);
+	memcpy((char *)G.iv.shm + off, &(uint64_t){ u64(in) }, 8);
 	if (u8(in) & 1) {
-		hostd_hc_doorbell(&G);
+		hostd_hc_doorbell(&G.hc);
 		pump();
 	}
 }
@@ -385,7 +390,10 @@ static void op_ctl(struct in *in)
 		snprintf(spec, sizeof(spec), "type=vbus-test,id=%u", 1 + b % 5);
 		add_dev(spec);
 	} else {
-		hostd_dev_drop(&G, 1 + (uint32_t)(b >> 1) % 5);
+		char err[256];
+
+		hostd_bus_drop(&G.bus, 1 + (uint32_t)(b >> 1) % 5, err,
+			       sizeof(err));
 	}
 	pump();
 }
@@ -419,8 +427,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 6: op_ctl(&in); break;
 		case 7: pump(); break;
 		case 8:		/* QEMU restarts */
-			hostd_guest_conn_teardown(&G);
-			if (hostd_guest_conn_setup(&G))
+			hostd_ivshmem_close(&G.iv);
+			if (hostd_ivshmem_open(&G.iv))
 				abort();
 			seq = 0;
 			break;

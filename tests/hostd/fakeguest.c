@@ -16,45 +16,70 @@ static void die(const char *what)
 
 void *fg_ptr(struct fg *f, __u64 gpa, __u64 len)
 {
-	void *p = hostd_gpa(&f->g, gpa, len);
+	void *p = hostd_mem_gpa(&f->g.mem, gpa, len);
 
 	if (!p)
 		die("fg_ptr outside RAM");
 	return p;
 }
 
-__u64 fg_alloc(struct fg *f, __u64 size)
+__u64 fg_alloc_align(struct fg *f, __u64 size, __u64 align)
 {
-	__u64 gpa = (f->brk + 63) & ~63ull;
+	__u64 gpa = (f->brk + align - 1) & ~(align - 1);
 
-	if (gpa + size > FG_LOW)
+	if (gpa + size > f->low)
 		die("fg_alloc: out of low memory");
 	f->brk = gpa + size;
-	memset(fg_ptr(f, gpa, size), 0, size);
+	if (size)
+		memset(fg_ptr(f, gpa, size), 0, size);
 	return gpa;
 }
 
-void fg_init(struct fg *f, const char *name)
+__u64 fg_alloc(struct fg *f, __u64 size)
+{
+	return fg_alloc_align(f, size, 64);
+}
+
+void fg_init_ram(struct fg *f, const char *name, __u64 low, __u64 high)
 {
 	struct hostd_guest_cfg cfg;
+	char err[256];
 	int fd;
 
 	memset(f, 0, sizeof(*f));
 	memset(&cfg, 0, sizeof(cfg));
 	snprintf(cfg.name, sizeof(cfg.name), "%s", name);
-	cfg.size = FG_LOW + FG_HIGH;
+	cfg.size = low + high;
 	cfg.machine = HOSTD_MACHINE_Q35;
 	fd = memfd_create("fg-ram", MFD_CLOEXEC);
 	if (fd < 0)
 		die("memfd");
-	if (hostd_guest_init(&f->g, &cfg, fd))
-		die("hostd_guest_init");
-	/* QEMU's rule would put 512K all below 4G: make a hole to test */
-	hostd_mem_layout(&f->g.mem, cfg.size, FG_LOW);
-	if (hostd_guest_conn_setup(&f->g))
-		die("conn_setup");
+	if (hostd_guest_init(&f->g, &cfg, fd, err, sizeof(err)))
+		die(err);
+	/* QEMU's rule would put a small RAM all below 4G: make a hole */
+	hostd_mem_layout(&f->g.mem, cfg.size, low);
+	if (hostd_ivshmem_open(&f->g.iv))
+		die("hostd_ivshmem_open");
+	f->low = low;
 	f->brk = 0x1000;
 	f->scratch = fg_alloc(f, 4096);
+}
+
+void fg_init(struct fg *f, const char *name)
+{
+	fg_init_ram(f, name, FG_LOW, FG_HIGH);
+}
+
+int fg_add_dev(struct fg *f, const char *spec, char *err, size_t errlen)
+{
+	struct hostd_dev_cfg dc;
+	int ret;
+
+	if (hostd_parse_dev_spec(spec, f->g.name, &dc, err, errlen))
+		return -EINVAL;
+	ret = hostd_bus_add(&f->g.bus, dc.type, dc.id, &dc.params, err, errlen);
+	hostd_dev_cfg_free(&dc);
+	return ret;
 }
 
 void fg_fini(struct fg *f)
@@ -71,9 +96,9 @@ void fg_pump(struct fg *f)
 	int i;
 
 	for (i = 0; i < 10000; i++) {
-		int n = hostd_guest_poll(&f->g, 0);
+		int n = hostd_loop_poll(&f->g.loop, 0);
 
-		if (n <= 0 && !f->g.defer_pending)
+		if (n <= 0 && !hostd_loop_deferred(&f->g.loop))
 			return;
 	}
 	die("fg_pump: the guest's loop never went idle");
@@ -83,14 +108,15 @@ __u64 fg_msix(struct fg *f, unsigned int v)
 {
 	__u64 val = 0;
 
-	if (f->g.msix_fd[v] < 0 || read(f->g.msix_fd[v], &val, sizeof(val)) != sizeof(val))
+	if (f->g.iv.msix_fd[v] < 0 ||
+	    read(f->g.iv.msix_fd[v], &val, sizeof(val)) != sizeof(val))
 		return 0;
 	return val;
 }
 
 int fg_hc_raw(struct fg *f, __u32 vector, __u32 len, __u64 datap)
 {
-	struct vbus_pci_shm *shm = f->g.shm;
+	struct vbus_pci_shm *shm = f->g.iv.shm;
 	__u64 one = 1;
 
 	VBUS_WRITE(shm->hc.vector, vector);
@@ -102,7 +128,7 @@ int fg_hc_raw(struct fg *f, __u32 vector, __u32 len, __u64 datap)
 	if (!f->seq)
 		f->seq = VBUS_READ(shm->hc_done);
 	VBUS_WRITE(shm->hc_seq, ++f->seq);
-	if (write(f->g.db_fd[VBUS_PCI_DB_HC], &one, sizeof(one)) != sizeof(one))
+	if (write(f->g.iv.db_fd[VBUS_PCI_DB_HC], &one, sizeof(one)) != sizeof(one))
 		die("doorbell");
 	fg_pump(f);
 	if (VBUS_READ(shm->hc_done) != f->seq)
@@ -128,11 +154,12 @@ void fg_signal(struct fg *f, __u32 h)
 {
 	__u64 one = 1;
 
-	__atomic_fetch_or(&f->g.shm->sigpending[h / 64], 1ull << (h % 64),
+	__atomic_fetch_or(&f->g.iv.shm->sigpending[h / 64], 1ull << (h % 64),
 			  __ATOMIC_SEQ_CST);
-	if (write(f->g.db_fd[VBUS_PCI_DB_SIGNAL], &one, sizeof(one)) != sizeof(one))
+	if (write(f->g.iv.db_fd[VBUS_PCI_DB_SIGNAL], &one, sizeof(one)) != sizeof(one))
 		die("doorbell");
-	fg_pump(f);
+	if (!f->lazy)
+		fg_pump(f);
 }
 
 int fg_negotiate(struct fg *f)
@@ -284,6 +311,7 @@ int fg_ring_open(struct fg *f, struct fg_ring *r, __u64 h, __u32 id,
 	memset(r, 0, sizeof(*r));
 	r->fg = f;
 	r->count = count;
+	r->cookie = cookie;
 	r->gpa = fg_alloc(f, IOQ_HEAD_DESC_SIZE(count));
 	head = fg_ptr(f, r->gpa, IOQ_HEAD_DESC_SIZE(count));
 	if (ioq_ring_format(head, count))

@@ -1,25 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * A synthetic guest for the host-side tests: a memfd as guest RAM (with a
- * small below-4G block and an above-4G block, so the hole is cheap to
- * test), BAR2 and the doorbell/MSI-X eventfds of a hostd_guest, and the
- * north side of the eventq and of device rings built on core/ (the same
- * code the guest bridge runs). No QEMU, no threads: fg_pump() runs the
- * guest's loop until it is idle.
+ * A synthetic guest for the host-side tests, the library's in-memory
+ * transport: a memfd as guest RAM (with a small below-4G block and an
+ * above-4G block, so the hole is cheap to test), the BAR2 and
+ * doorbell/MSI-X eventfds of a real hostd_guest opened without QEMU
+ * (hostd_ivshmem_open), and the north side of the eventq and of device
+ * rings built on core/ (the same code the guest bridge runs). No threads:
+ * fg_pump() runs the guest's loop until it is idle.
  */
 #ifndef VBUS_TESTS_FAKEGUEST_H
 #define VBUS_TESTS_FAKEGUEST_H
 
-#include "hostd.h"
+#include <vbus/vbus_test.h>
+#include "daemon.h"
 
 #define FG_LOW		(1u << 20)	/* below-4G block */
 #define FG_HIGH		(256u << 10)	/* above-4G block */
 #define FG_HIGH_GPA	(4ull << 30)
-
-#define VT_VERSION	1
-#define VT_ECHO		0
-#define VT_SIGNAL	1
-#define VT_RING		0
 
 struct fg;
 
@@ -30,12 +27,20 @@ struct fg_ring {
 	struct ioq ioq;
 	struct shm_signal sig;
 	__u32 handle;		/* host's signal handle (DEVSHM result) */
+	__u64 cookie;		/* ours, in the host's SHMSIGNAL events */
+	__u64 irqs;		/* SHMSIGNALs for it counted by fg_dev.c */
 	bool live;
 };
 
 struct fg {
 	struct hostd_guest g;
+	/*
+	 * false: a guest signal runs the host's loop at once (fg_pump);
+	 * true: it only rings the doorbell, the test runs the loop itself
+	 */
+	bool lazy;
 	__u32 seq;
+	__u64 low;		/* bytes below 4 GiB */
 	__u64 brk;		/* bump allocator in the low block */
 	__u64 scratch;		/* gpa of the hypercall argument buffer */
 	/* north eventq */
@@ -48,9 +53,15 @@ struct fg {
 };
 
 void fg_init(struct fg *f, const char *name);
+/* With @low bytes below 4 GiB and @high above. */
+void fg_init_ram(struct fg *f, const char *name, __u64 low, __u64 high);
 void fg_fini(struct fg *f);
 void *fg_ptr(struct fg *f, __u64 gpa, __u64 len);
+/* Zeroed, 64-byte aligned, in the low block; never gpa 0. */
 __u64 fg_alloc(struct fg *f, __u64 size);
+__u64 fg_alloc_align(struct fg *f, __u64 size, __u64 align);
+/* ctl add: "type=...,id=N,..." through the daemon's parser and the bus. */
+int fg_add_dev(struct fg *f, const char *spec, char *err, size_t errlen);
 /* Run the guest's loop until nothing is left to do. */
 void fg_pump(struct fg *f);
 

@@ -11,20 +11,24 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "fakeguest.h"
 
 static int add_dev(struct fg *f, const char *spec)
 {
-	struct hostd_dev_cfg dc;
 	char err[256];
-	int ret;
 
-	if (hostd_parse_dev_spec(spec, false, &dc, err, sizeof(err)))
-		return -EINVAL;
-	ret = hostd_dev_add(&f->g, &dc, err, sizeof(err));
-	hostd_dev_cfg_free(&dc);
-	return ret;
+	return fg_add_dev(f, spec, err, sizeof(err));
+}
+
+static int drop_dev(struct fg *f, __u32 id)
+{
+	char err[256];
+
+	return hostd_bus_drop(&f->g.bus, id, err, sizeof(err));
 }
 
 /* A guest with device 1 (vbus-test), negotiated and bus-registered. */
@@ -93,6 +97,38 @@ static void test_gpa_table(void **state)
 	assert_null(hostd_mem_gpa(&m, G - 1, 2));
 }
 
+/* The RAM file belongs to one open: locked, never shrunk, freed on close. */
+static void test_mem_ownership(void **state)
+{
+	char path[] = "/tmp/vbus-hostd-mem-XXXXXX", err[512], want[64];
+	struct hostd_mem a, b;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(hostd_mem_open(&a, path, -1, 1 << 20, HOSTD_MACHINE_Q35,
+					err, sizeof(err)), 0);
+	/* a second open, even by the same process, is another holder */
+	assert_int_equal(hostd_mem_open(&b, path, -1, 1 << 20, HOSTD_MACHINE_Q35,
+					err, sizeof(err)), -EBUSY);
+	snprintf(want, sizeof(want), "locked by pid %d (", (int)getpid());
+	assert_non_null(strstr(err, want));
+	hostd_mem_close(&a);
+	/* free again; and grown, never shrunk */
+	assert_int_equal(hostd_mem_open(&a, path, -1, 2 << 20, HOSTD_MACHINE_Q35,
+					err, sizeof(err)), 0);
+	hostd_mem_close(&a);
+	assert_int_equal(hostd_mem_open(&a, path, -1, 1 << 20, HOSTD_MACHINE_Q35,
+					err, sizeof(err)), -EFBIG);
+	assert_non_null(strstr(err, "refusing to shrink"));
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 2 << 20);
+	unlink(path);
+}
+
 /* ---- hypercall framing ------------------------------------------------------ */
 
 static void test_hc_framing(void **state)
@@ -135,11 +171,11 @@ static void test_hc_framing(void **state)
 	}
 	/* the same request number again is not answered twice */
 	{
-		__u64 before = f->g.hypercalls, one = 1;
+		__u64 before = f->g.hc.calls, one = 1;
 
-		assert_int_equal(write(f->g.db_fd[VBUS_PCI_DB_HC], &one, 8), 8);
+		assert_int_equal(write(f->g.iv.db_fd[VBUS_PCI_DB_HC], &one, 8), 8);
 		fg_pump(f);
-		assert_true(f->g.hypercalls == before);
+		assert_true(f->g.hc.calls == before);
 	}
 	/* the high block works for arguments */
 	{
@@ -177,8 +213,8 @@ static void test_busreg_and_devadd(void **state)
 
 	/* a device added at runtime is announced; dropping it too */
 	assert_int_equal(add_dev(f, "type=vbus-test,id=5"), 0);
-	assert_int_equal(hostd_dev_drop(&f->g, 5), 0);
-	assert_int_equal(hostd_dev_drop(&f->g, 5), -ENOENT);
+	assert_int_equal(drop_dev(f, 5), 0);
+	assert_int_equal(drop_dev(f, 5), -ENOENT);
 	assert_int_equal(fg_events(f, ev, 8, true), 2);
 	assert_int_equal(ev[0].eventid, VBUS_PCI_EVENT_DEVADD);
 	assert_int_equal(ev[1].eventid, VBUS_PCI_EVENT_DEVDROP);
@@ -254,7 +290,7 @@ static void test_busreg_malformed(void **state)
 	assert_int_equal(fg_hc(f, VBUS_PCI_HC_BUSREG, &br, sizeof(br)), 0);
 	/* and again: replaces the first */
 	assert_int_equal(fg_hc(f, VBUS_PCI_HC_BUSREG, &br, sizeof(br)), 0);
-	assert_true(f->g.busreg);
+	assert_true(f->g.bus.busreg);
 	fg_fini(f);
 	free(f);
 }
@@ -270,30 +306,30 @@ static void test_devopen_call(void **state)
 
 	(void)state;
 	fg_events(f, (struct vbus_pci_event[4]){ 0 }, 4, true);
-	h = fg_devopen(f, 2, VT_VERSION, &ret);
+	h = fg_devopen(f, 2, VBUS_TEST_VERSION, &ret);
 	assert_int_equal(ret, -ENODEV);
 	h = fg_devopen(f, 1, 2, &ret);
 	assert_int_equal(ret, -EPROTO);
-	h = fg_devopen(f, 1, VT_VERSION, &ret);
+	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 	assert_int_equal(ret, 0);
 	assert_true(h != 0);
-	h2 = fg_devopen(f, 1, VT_VERSION, &ret);
+	h2 = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 	assert_int_equal(ret, -EBUSY);
 	(void)h2;
 
 	for (i = 0; i < (int)sizeof(buf); i++)
 		buf[i] = (unsigned char)i;
-	assert_int_equal(fg_devcall(f, h, VT_ECHO, buf, sizeof(buf)), 0);
+	assert_int_equal(fg_devcall(f, h, VBUS_TEST_FUNC_ECHO, buf, sizeof(buf)), 0);
 	for (i = 0; i < (int)sizeof(buf); i++)
 		assert_int_equal(buf[i], (unsigned char)(i ^ 0x5a));
-	assert_int_equal(fg_devcall(f, h, VT_ECHO, NULL, 0), 0);
+	assert_int_equal(fg_devcall(f, h, VBUS_TEST_FUNC_ECHO, NULL, 0), 0);
 	assert_int_equal(fg_devcall(f, h, 99, big, sizeof(big)), -EINVAL);
-	assert_int_equal(fg_devcall(f, h + 1, VT_ECHO, big, sizeof(big)), -EINVAL);
-	assert_int_equal(fg_devcall(f, 0, VT_ECHO, big, sizeof(big)), -EINVAL);
+	assert_int_equal(fg_devcall(f, h + 1, VBUS_TEST_FUNC_ECHO, big, sizeof(big)), -EINVAL);
+	assert_int_equal(fg_devcall(f, 0, VBUS_TEST_FUNC_ECHO, big, sizeof(big)), -EINVAL);
 	/* no ring yet */
-	assert_int_equal(fg_devcall(f, h, VT_SIGNAL, NULL, 0), -ENOENT);
+	assert_int_equal(fg_devcall(f, h, VBUS_TEST_FUNC_SIGNAL, NULL, 0), -ENOENT);
 	{
-		struct vbus_pci_devicecall c = { .devh = h, .func = VT_ECHO };
+		struct vbus_pci_devicecall c = { .devh = h, .func = VBUS_TEST_FUNC_ECHO };
 
 		/* buffer outside RAM / across the hole / absurd length */
 		c.len = 16;
@@ -312,10 +348,10 @@ static void test_devopen_call(void **state)
 		assert_int_equal(fg_hc(f, VBUS_PCI_HC_DEVCLOSE, &bad, 8), -EINVAL);
 		assert_int_equal(fg_hc(f, VBUS_PCI_HC_DEVCLOSE, &h, 8), 0);
 		assert_int_equal(fg_hc(f, VBUS_PCI_HC_DEVCLOSE, &h, 8), -EINVAL);
-		assert_int_equal(fg_devcall(f, h, VT_ECHO, buf, 4), -EINVAL);
+		assert_int_equal(fg_devcall(f, h, VBUS_TEST_FUNC_ECHO, buf, 4), -EINVAL);
 	}
 	/* reopen: a new handle */
-	h2 = fg_devopen(f, 1, VT_VERSION, &ret);
+	h2 = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 	assert_int_equal(ret, 0);
 	assert_true(h2 != h);
 	down(f);
@@ -334,9 +370,9 @@ static void test_ring_echo(void **state)
 
 	(void)state;
 	fg_events(f, ev, 64, true);
-	h = fg_devopen(f, 1, VT_VERSION, &ret);
+	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 	assert_int_equal(ret, 0);
-	ret = fg_ring_open(f, &r, h, VT_RING, 32, 0xc0ffee);
+	ret = fg_ring_open(f, &r, h, VBUS_TEST_SHM_RING, 32, 0xc0ffee);
 	assert_true(ret >= 1 && ret < VBUS_PCI_MAX_SIGNALS);
 
 	buf = fg_alloc(f, 4096);
@@ -366,12 +402,12 @@ static void test_ring_echo(void **state)
 
 	/* func 1: a SHMSIGNAL on demand (north side enabled and idle) */
 	r.sig.desc->irq[shm_locality_north].pending = 0;
-	assert_int_equal(fg_devcall(f, h, VT_SIGNAL, NULL, 0), 0);
+	assert_int_equal(fg_devcall(f, h, VBUS_TEST_FUNC_SIGNAL, NULL, 0), 0);
 	n = fg_events(f, ev, 64, true);
 	assert_true(n >= 1);
 	assert_int_equal(ev[n - 1].eventid, VBUS_PCI_EVENT_SHMSIGNAL);
 
-	d = hostd_dev_find(&f->g, 1);
+	d = hostd_bus_find(&f->g.bus, 1);
 	assert_true(d->cnt.descs == 20);
 	assert_true(d->cnt.bytes == 2000);
 	assert_true(d->cnt.notify_in >= 1);
@@ -381,7 +417,7 @@ static void test_ring_echo(void **state)
 	{
 		struct fg_ring r2;
 
-		assert_int_equal(fg_ring_open(f, &r2, h, VT_RING, 8, 1), -EBUSY);
+		assert_int_equal(fg_ring_open(f, &r2, h, VBUS_TEST_SHM_RING, 8, 1), -EBUSY);
 		fg_ring_close(&r2);
 		assert_int_equal(fg_ring_open(f, &r2, h, 7, 8, 1), -EINVAL);
 		fg_ring_close(&r2);
@@ -401,10 +437,10 @@ static void test_ring_echo(void **state)
 	assert_true(ev[n - 1].data.handle.handle == 0xc0ffee);
 	/* its signal bit is now unknown */
 	{
-		__u64 before = f->g.sig_unknown;
+		__u64 before = f->g.sig.unknown;
 
 		fg_signal(f, r.handle);
-		assert_true(f->g.sig_unknown == before + 1);
+		assert_true(f->g.sig.unknown == before + 1);
 	}
 	fg_ring_close(&r);
 	down(f);
@@ -433,25 +469,25 @@ static void test_ring_bad_descriptors(void **state)
 		__u64 h, ok;
 		int ret;
 
-		h = fg_devopen(f, 1, VT_VERSION, &ret);
+		h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 		assert_int_equal(ret, 0);
-		assert_true(fg_ring_open(f, &r, h, VT_RING, 8, 9) > 0);
+		assert_true(fg_ring_open(f, &r, h, VBUS_TEST_SHM_RING, 8, 9) > 0);
 		ok = fg_alloc(f, 64);
 		assert_int_equal(fg_ring_post(&r, ok, 64, false), 0);
 		assert_int_equal(fg_ring_post(&r, bad[k].ptr, bad[k].len, true), 0);
-		d = hostd_dev_find(&f->g, 1);
+		d = hostd_bus_find(&f->g.bus, 1);
 		assert_true(d->faulted);
 		assert_true(d->cnt.faults == 1);
 		/* the good one before it was completed, the bad one not */
 		assert_int_equal(fg_ring_reap(&r), 1);
 		/* a faulted device refuses work */
-		assert_int_equal(fg_devcall(f, h, VT_ECHO, b, 4), -EIO);
+		assert_int_equal(fg_devcall(f, h, VBUS_TEST_FUNC_ECHO, b, 4), -EIO);
 		/* ... the bus still works, and a reopen starts clean */
 		assert_int_equal(fg_hc(f, VBUS_PCI_HC_DEVCLOSE, &h, 8), 0);
-		h = fg_devopen(f, 1, VT_VERSION, &ret);
+		h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 		assert_int_equal(ret, 0);
 		assert_false(d->faulted);
-		assert_int_equal(fg_devcall(f, h, VT_ECHO, b, 4), 0);
+		assert_int_equal(fg_devcall(f, h, VBUS_TEST_FUNC_ECHO, b, 4), 0);
 		assert_int_equal(b[0], 1 ^ 0x5a);
 		fg_ring_close(&r);
 		down(f);
@@ -468,19 +504,19 @@ static void test_busreg_detach(void **state)
 	int ret;
 
 	(void)state;
-	h = fg_devopen(f, 1, VT_VERSION, &ret);
-	assert_true(fg_ring_open(f, &r, h, VT_RING, 8, 5) > 0);
+	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
+	assert_true(fg_ring_open(f, &r, h, VBUS_TEST_SHM_RING, 8, 5) > 0);
 	/* detach: devices closed, and not a byte written to the eventq */
 	evmem = fg_ptr(f, f->evq_data, 64 * sizeof(*evmem));
 	memset(evmem, 0xee, 64 * sizeof(*evmem));
 	assert_int_equal(fg_hc(f, VBUS_PCI_HC_BUSREG, &br, sizeof(br)), 0);
-	assert_false(f->g.busreg);
-	assert_false(hostd_dev_find(&f->g, 1)->open);
+	assert_false(f->g.bus.busreg);
+	assert_false(hostd_bus_find(&f->g.bus, 1)->open);
 	assert_int_equal(add_dev(f, "type=vbus-test,id=2"), 0);
 	assert_int_equal(((unsigned char *)evmem)[0], 0xee);
 	assert_int_equal(((unsigned char *)evmem)[64 * sizeof(*evmem) - 1], 0xee);
 	/* the old handle is dead; a detach twice is fine */
-	assert_int_equal(fg_devcall(f, h, VT_ECHO, NULL, 0), -EINVAL);
+	assert_int_equal(fg_devcall(f, h, VBUS_TEST_FUNC_ECHO, NULL, 0), -EINVAL);
 	assert_int_equal(fg_hc(f, VBUS_PCI_HC_BUSREG, &br, sizeof(br)), 0);
 	/* a new bridge registers again and sees both devices */
 	fg_ring_close(&r);
@@ -501,11 +537,11 @@ static void test_ring_limits(void **state)
 	int ret;
 
 	(void)state;
-	h = fg_devopen(f, 1, VT_VERSION, &ret);
+	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 	/* vbus-test rings are at most 4096 descriptors */
-	assert_int_equal(fg_ring_open(f, &r, h, VT_RING, 8192, 5), -EINVAL);
+	assert_int_equal(fg_ring_open(f, &r, h, VBUS_TEST_SHM_RING, 8192, 5), -EINVAL);
 	fg_ring_close(&r);
-	assert_true(fg_ring_open(f, &r, h, VT_RING, 4096, 5) > 0);
+	assert_true(fg_ring_open(f, &r, h, VBUS_TEST_SHM_RING, 4096, 5) > 0);
 	fg_ring_close(&r);
 	down(f);
 }
@@ -520,21 +556,21 @@ static void test_ring_corrupt_indexes(void **state)
 	int ret;
 
 	(void)state;
-	h = fg_devopen(f, 1, VT_VERSION, &ret);
-	assert_true(fg_ring_open(f, &r, h, VT_RING, 8, 9) > 0);
+	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
+	assert_true(fg_ring_open(f, &r, h, VBUS_TEST_SHM_RING, 8, 9) > 0);
 	head = fg_ptr(f, r.gpa, IOQ_HEAD_DESC_SIZE(8));
 	/* more in flight than the ring holds */
 	head->idx[ioq_idxtype_valid].tail = head->idx[ioq_idxtype_valid].head + 5000;
 	/* a real signal: dirty=1, then the doorbell (a bare doorbell with
 	 * nothing dirty runs no notifier, by the shm-signal protocol) */
 	ioq_signal(&r.ioq, 0);
-	d = hostd_dev_find(&f->g, 1);
+	d = hostd_bus_find(&f->g.bus, 1);
 	assert_true(d->faulted);
 	/* signalling a faulted device does nothing (and nothing breaks) */
 	fg_signal(f, r.handle);
 	fg_signal(f, r.handle);
 	assert_true(d->cnt.faults == 1);
-	assert_false(f->g.faulted);
+	assert_false(hostd_bus_faulted(&f->g.bus));
 	fg_ring_close(&r);
 	down(f);
 }
@@ -548,7 +584,7 @@ static void test_devshm_malformed(void **state)
 	int ret;
 
 	(void)state;
-	h = fg_devopen(f, 1, VT_VERSION, &ret);
+	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 	ring = fg_alloc(f, IOQ_HEAD_DESC_SIZE(8));
 	head = fg_ptr(f, ring, IOQ_HEAD_DESC_SIZE(8));
 	assert_int_equal(ioq_ring_format(head, 8), 0);
@@ -592,7 +628,7 @@ static void test_devshm_malformed(void **state)
 	head->count = 8;
 	/* no handle leaked by the failures: the first good one gets 1 */
 	assert_int_equal(fg_hc(f, VBUS_PCI_HC_DEVSHM, &s, sizeof(s)), 1);
-	assert_false(hostd_dev_find(&f->g, 1)->faulted);
+	assert_false(hostd_bus_find(&f->g.bus, 1)->faulted);
 	down(f);
 }
 
@@ -607,14 +643,14 @@ static void test_sigpending_garbage(void **state)
 	(void)state;
 	/* every bit set: the eventq wakes, the rest is unknown */
 	for (w = 0; w < VBUS_PCI_MAX_SIGNALS / 64; w++)
-		f->g.shm->sigpending[w] = ~0ull;
-	assert_int_equal(write(f->g.db_fd[VBUS_PCI_DB_SIGNAL], &one, 8), 8);
+		f->g.iv.shm->sigpending[w] = ~0ull;
+	assert_int_equal(write(f->g.iv.db_fd[VBUS_PCI_DB_SIGNAL], &one, 8), 8);
 	fg_pump(f);
-	assert_true(f->g.sig_unknown == VBUS_PCI_MAX_SIGNALS - 1);
+	assert_true(f->g.sig.unknown == VBUS_PCI_MAX_SIGNALS - 1);
 	for (w = 0; w < VBUS_PCI_MAX_SIGNALS / 64; w++)
-		assert_true(f->g.shm->sigpending[w] == 0);
+		assert_true(f->g.iv.shm->sigpending[w] == 0);
 	/* a doorbell with nothing set is harmless */
-	assert_int_equal(write(f->g.db_fd[VBUS_PCI_DB_SIGNAL], &one, 8), 8);
+	assert_int_equal(write(f->g.iv.db_fd[VBUS_PCI_DB_SIGNAL], &one, 8), 8);
 	fg_pump(f);
 	down(f);
 }
@@ -638,12 +674,12 @@ static void test_eventq_not_serviced(void **state)
 
 		snprintf(spec, sizeof(spec), "type=vbus-test,id=%u", 1000 + i);
 		assert_int_equal(add_dev(f, spec), 0);
-		assert_int_equal(hostd_dev_drop(&f->g, 1000 + i), 0);
+		assert_int_equal(drop_dev(f, 1000 + i), 0);
 	}
 	/* 800 events, bounded: the rest was dropped and counted */
-	assert_int_equal(f->g.evq.bl_len, HOSTD_EVQ_BACKLOG);
-	assert_true(f->g.evq.dropped == 800 - HOSTD_EVQ_BACKLOG);
-	assert_true(f->g.evq.posted == 0);
+	assert_int_equal(f->g.bus.evq.bl_len, HOSTD_EVQ_BACKLOG);
+	assert_true(f->g.bus.evq.dropped == 800 - HOSTD_EVQ_BACKLOG);
+	assert_true(f->g.bus.evq.posted == 0);
 
 	/* the guest wakes up: post the descriptors, signal handle 0 */
 	{
@@ -672,8 +708,8 @@ static void test_eventq_not_serviced(void **state)
 		}
 	}
 	assert_int_equal(total, HOSTD_EVQ_BACKLOG);
-	assert_int_equal(f->g.evq.bl_len, 0);
-	assert_false(f->g.faulted);
+	assert_int_equal(f->g.bus.evq.bl_len, 0);
+	assert_false(hostd_bus_faulted(&f->g.bus));
 	fg_fini(f);
 	free(f);
 }
@@ -693,17 +729,17 @@ static void test_eventq_shmsignal_coalesces(void **state)
 	assert_int_equal(fg_negotiate(f), 0);
 	/* a guest that posts no event descriptors */
 	assert_int_equal(fg_busreg(f, 64, 0), 0);
-	h = fg_devopen(f, 1, VT_VERSION, &ret);
-	assert_true(fg_ring_open(f, &r, h, VT_RING, 8, 42) > 0);
+	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
+	assert_true(fg_ring_open(f, &r, h, VBUS_TEST_SHM_RING, 8, 42) > 0);
 	for (i = 0; i < 5000; i++) {
 		/* the guest acks; the host signals again */
 		r.sig.desc->irq[shm_locality_north].pending = 0;
-		assert_int_equal(fg_devcall(f, h, VT_SIGNAL, NULL, 0), 0);
+		assert_int_equal(fg_devcall(f, h, VBUS_TEST_FUNC_SIGNAL, NULL, 0), 0);
 	}
 	/* DEVADD + one SHMSIGNAL: coalesced, nothing dropped */
-	assert_int_equal(f->g.evq.bl_len, 2);
-	assert_true(f->g.evq.dropped == 0);
-	assert_true(hostd_dev_find(&f->g, 1)->cnt.notify_out == 5000);
+	assert_int_equal(f->g.bus.evq.bl_len, 2);
+	assert_true(f->g.bus.evq.dropped == 0);
+	assert_true(hostd_bus_find(&f->g.bus, 1)->cnt.notify_out == 5000);
 	/* the guest posts: both arrive */
 	{
 		struct ioq_iterator it;
@@ -754,19 +790,19 @@ static void test_eventq_bad_descriptor_faults_bus(void **state)
 			assert_int_equal(ioq_iter_push(&it, 0), 0);
 		}
 		ioq_signal(&f->evq, 0);
-		assert_true(f->g.faulted);
-		assert_true(f->g.bus_faults == 1);
+		assert_true(hostd_bus_faulted(&f->g.bus));
+		assert_true(f->g.bus.evq.faults == 1);
 		(void)head;
 		/* an inert bus: device hypercalls fail, nothing crashes */
-		fg_devopen(f, 1, VT_VERSION, &ret);
+		fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 		assert_int_equal(ret, -EIO);
 		fg_signal(f, 0);
 		/* the bridge probing again recovers */
 		assert_int_equal(fg_negotiate(f), 0);
 		assert_int_equal(fg_busreg(f, 4, 4), 0);
-		assert_false(f->g.faulted);
+		assert_false(hostd_bus_faulted(&f->g.bus));
 		assert_int_equal(fg_events(f, ev, 4, true), 1);
-		h = fg_devopen(f, 1, VT_VERSION, &ret);
+		h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 		assert_int_equal(ret, 0);
 		assert_true(h != 0);
 		fg_fini(f);
@@ -783,7 +819,7 @@ static void test_eventq_corrupt_index_faults_bus(void **state)
 	head = fg_ptr(f, f->evq_gpa, IOQ_HEAD_DESC_SIZE(64));
 	head->idx[ioq_idxtype_valid].tail += 1000;
 	assert_int_equal(add_dev(f, "type=vbus-test,id=2"), 0);
-	assert_true(f->g.faulted);
+	assert_true(hostd_bus_faulted(&f->g.bus));
 	down(f);
 }
 
@@ -800,14 +836,14 @@ static void test_two_guests_isolated(void **state)
 	/* fault a's bus */
 	((struct ioq_ring_head *)fg_ptr(a, a->evq_gpa, 64))->idx[0].tail += 999;
 	assert_int_equal(add_dev(a, "type=vbus-test,id=2"), 0);
-	assert_true(a->g.faulted);
+	assert_true(hostd_bus_faulted(&a->g.bus));
 	/* b does not notice */
-	hb = fg_devopen(b, 1, VT_VERSION, &ret);
+	hb = fg_devopen(b, 1, VBUS_TEST_VERSION, &ret);
 	assert_int_equal(ret, 0);
-	assert_int_equal(fg_devcall(b, hb, VT_ECHO, buf, 4), 0);
+	assert_int_equal(fg_devcall(b, hb, VBUS_TEST_FUNC_ECHO, buf, 4), 0);
 	assert_int_equal(buf[0], 0x5a);
 	/* and handles do not cross guests */
-	fg_devopen(a, 1, VT_VERSION, &ret);
+	fg_devopen(a, 1, VBUS_TEST_VERSION, &ret);
 	assert_int_equal(ret, -EIO);
 	down(a);
 	down(b);
@@ -821,23 +857,25 @@ static void test_teardown_with_open_rings(void **state)
 	int ret;
 
 	(void)state;
-	h = fg_devopen(f, 1, VT_VERSION, &ret);
-	assert_true(fg_ring_open(f, &r0, h, VT_RING, 8, 1) > 0);
+	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
+	assert_true(fg_ring_open(f, &r0, h, VBUS_TEST_SHM_RING, 8, 1) > 0);
 	/* QEMU goes away: everything closed, a new connection starts clean */
-	hostd_guest_conn_teardown(&f->g);
-	assert_false(hostd_dev_find(&f->g, 1)->open);
-	assert_null(f->g.shm);
-	assert_int_equal(hostd_guest_conn_setup(&f->g), 0);
-	assert_true(f->g.shm->hc_done == 0);
+	assert_true(f->g.iv.shm->hc_done != 0);
+	hostd_ivshmem_close(&f->g.iv);
+	assert_false(hostd_bus_find(&f->g.bus, 1)->open);
+	assert_true(f->g.iv.db_fd[VBUS_PCI_DB_HC] < 0);
+	/* a fresh BAR2 waits for the next QEMU */
+	assert_true(f->g.iv.shm->hc_done == 0);
+	assert_int_equal(hostd_ivshmem_open(&f->g.iv), 0);
 	f->seq = 0;
 	assert_int_equal(fg_negotiate(f), 0);
 	assert_int_equal(fg_busreg(f, 8, 8), 0);
-	h = fg_devopen(f, 1, VT_VERSION, &ret);
+	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 	assert_int_equal(ret, 0);
-	assert_true(fg_ring_open(f, &r1, h, VT_RING, 8, 1) > 0);
+	assert_true(fg_ring_open(f, &r1, h, VBUS_TEST_SHM_RING, 8, 1) > 0);
 	/* NEGOTIATE again (a reloaded bridge) closes it too */
 	assert_int_equal(fg_negotiate(f), 0);
-	assert_false(hostd_dev_find(&f->g, 1)->open);
+	assert_false(hostd_bus_find(&f->g.bus, 1)->open);
 	fg_ring_close(&r0);
 	fg_ring_close(&r1);
 	down(f);
@@ -848,6 +886,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lowmem_rules),
 		cmocka_unit_test(test_gpa_table),
+		cmocka_unit_test(test_mem_ownership),
 		cmocka_unit_test(test_hc_framing),
 		cmocka_unit_test(test_busreg_and_devadd),
 		cmocka_unit_test(test_busreg_malformed),

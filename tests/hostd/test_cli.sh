@@ -2,40 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # vbus-hostd command line and config file: every bad input is a clear
 # message and a non-zero exit; then a daemon run driven through `ctl`.
-set -u
-HOSTD=${1:?usage: test_cli.sh path/to/vbus-hostd}
-T=$(mktemp -d /tmp/vbus-hostd-cli.XXXXXX)
-fails=0
-pid=
-
-cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-# expect_fail "description" "regex on stderr" args...
-expect_fail() {
-	local what=$1 re=$2 rc
-	shift 2
-	"$HOSTD" "$@" >"$T/out" 2>"$T/err"
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		echo "FAIL: $what: exit 0"; fails=$((fails + 1)); return
-	fi
-	if ! grep -Eq -- "$re" "$T/err"; then
-		echo "FAIL: $what: stderr does not match /$re/:"; sed 's/^/    /' "$T/err"
-		fails=$((fails + 1)); return
-	fi
-	if grep -q "Sanitizer" "$T/err"; then
-		echo "FAIL: $what: sanitizer report:"; sed 's/^/    /' "$T/err"
-		fails=$((fails + 1)); return
-	fi
-	echo "ok: $what (exit $rc): $(head -1 "$T/err")"
-}
+. "$(dirname "$0")/cli_lib.sh"
 
 G="g1:sock=$T/g1.sock,mem=$T/g1.ram,size=16M"
-C="--ctl $T/ctl.sock"
 
 expect_fail "no arguments" "--ctl CTL.sock is required"
 expect_fail "unknown option" "unknown option '--bogus'" $C --guest "$G" --bogus
@@ -53,12 +22,12 @@ expect_fail "unknown guest key" "unknown parameter 'foo'" $C --guest "$G,foo=1"
 expect_fail "malformed pair" "malformed 'size'" $C --guest "g1:sock=a,mem=b,size"
 expect_fail "duplicate key" "sock= given twice" $C --guest "$G,sock=x"
 expect_fail "duplicate guest" "guest g1 defined twice" $C --guest "$G" --guest "$G"
-expect_fail "device on unknown guest" "no such guest 'g2'" $C --guest "$G" --device g2:type=vbus-test,id=1
-expect_fail "unknown device type" "unknown type 'nope'" $C --guest "$G" --device g1:type=nope,id=1
+expect_fail "device on unknown guest" "^vbus-hostd: no guest 'g2'$" $C --guest "$G" --device g2:type=vbus-test,id=1
+expect_fail "unknown device type" "guest g1: device 1: unknown device type 'nope' \\(known: .*venet \\(alias virtual-ethernet\\)" $C --guest "$G" --device g1:type=nope,id=1
 expect_fail "device without id" "missing id=" $C --guest "$G" --device g1:type=vbus-test
 expect_fail "bad device id" "bad id 'abc'" $C --guest "$G" --device g1:type=vbus-test,id=abc
 expect_fail "device id too big" "bad id '4294967296'" $C --guest "$G" --device g1:type=vbus-test,id=4294967296
-expect_fail "duplicate device id" "id 1 used twice" $C --guest "$G" --device g1:type=vbus-test,id=1 --device g1:type=vbus-test,id=1
+expect_fail "duplicate device id" "guest g1: device 1: id already in use" $C --guest "$G" --device g1:type=vbus-test,id=1 --device g1:type=vbus-test,id=1
 expect_fail "missing config" "config $T/nope.conf: No such file" $C --config "$T/nope.conf"
 printf '# comment\n--guest %s\nbogus line\n' "$G" >"$T/bad.conf"
 expect_fail "bad config line" "bad.conf:3: expected '--guest SPEC'" $C --config "$T/bad.conf"
@@ -67,8 +36,8 @@ expect_fail "bad config device" "bad2.conf:2: .*bad id 'x'" $C --config "$T/bad2
 head -c 3000 /dev/zero | tr '\0' 'a' >"$T/long.conf"
 expect_fail "overlong config line" "long.conf:1: line too long" $C --config "$T/long.conf"
 expect_fail "long socket path" "path too long|longer than" $C --guest "g1:sock=$T/$(printf '%0200d' 0),mem=$T/x,size=16M"
-expect_fail "RAM in a missing dir" "cannot set up RAM" $C --guest "g1:sock=$T/g1.sock,mem=$T/no/such/dir,size=16M" --foreground
-expect_fail "bad device parameter" "unknown parameter|Invalid argument" $C --guest "$G" --device g1:type=vbus-test,id=1,color=blue --foreground
+expect_fail "RAM in a missing dir" "guest g1: RAM file .*/no/such/dir: No such file or directory" $C --guest "g1:sock=$T/g1.sock,mem=$T/no/such/dir,size=16M" --foreground
+expect_fail "bad device parameter" "guest g1: device 1 \\(vbus-test\\): unknown parameter 'color' \\(known: none\\)" $C --guest "$G" --device g1:type=vbus-test,id=1,color=blue --foreground
 expect_fail "ctl without --ctl" "--ctl CTL.sock is required" ctl list
 expect_fail "ctl unknown option" "unknown option '--nope'" ctl $C list --nope
 expect_fail "ctl without command" "no command" ctl $C
@@ -82,43 +51,27 @@ guest g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M,machine=pc   # trailing comment
 --device g1:type=vbus-test,id=1
 device g2:type=vbus-test,id=7
 EOF
-ready=$("$HOSTD" $C --config "$T/good.conf" 2>"$T/daemon.err")
-rc=$?
-if [ $rc -ne 0 ] || ! echo "$ready" | grep -q "ready pid"; then
-	echo "FAIL: daemon start (rc $rc): $ready"; cat "$T/daemon.err"; exit 1
-fi
-pid=$(echo "$ready" | sed -n 's/.*ready pid \([0-9]*\).*/\1/p')
-echo "ok: daemon started: $ready"
+start_daemon $C --config "$T/good.conf" || finish
 for f in g1.sock g2.sock ctl.sock; do
-	[ -S "$T/$f" ] || { echo "FAIL: $f is not a socket"; fails=$((fails + 1)); }
+	[ -S "$T/$f" ] || fail "$f is not a socket"
 done
-[ "$(stat -c %s "$T/g1.ram")" = $((16 << 20)) ] || { echo "FAIL: g1.ram size"; fails=$((fails + 1)); }
+[ "$(stat -c %s "$T/g1.ram")" = $((16 << 20)) ] || fail "g1.ram size"
 
-expect_ok() {
-	local what=$1 re=$2
-	shift 2
-	if ! "$HOSTD" ctl $C "$@" >"$T/out" 2>"$T/err"; then
-		echo "FAIL: $what: exit non-zero: $(cat "$T/err")"; fails=$((fails + 1)); return
-	fi
-	if ! grep -Eq -- "$re" "$T/out"; then
-		echo "FAIL: $what: output does not match /$re/:"; sed 's/^/    /' "$T/out"
-		fails=$((fails + 1)); return
-	fi
-	echo "ok: $what"
-}
-expect_ok "list" "g1 +waiting +1:vbus-test\(closed\)" list
-expect_ok "list --json" '"name": "g2".*"id": 7' list --json
+expect_ok "list" "^guest=g1 state=waiting sock=$T/g1.sock" list
+expect_ok "list devices" "^id=1 type=vbus-test state=closed$" list
+expect_ok "list --json" '^\{"guests": \[\{"guest": "g1".*"guest": "g2".*"id": 7, "type": "vbus-test", "state": "closed"\}\]\}\]\}$' list --json
 expect_ok "add" "added vbus-test device 3 to g1" add g1 type=vbus-test,id=3
-expect_ok "stats" "^3 +vbus-test +closed" stats g1
+expect_ok "stats" "^id=3 type=vbus-test state=closed calls=0 .* faults=0 ring=0 rounds=0 requeues=0$" stats g1
+expect_ok "stats guest" "^guest=g1 state=waiting connections=0 hypercalls=0 .* bus_faults=0$" stats g1
 expect_ok "stats one --json" '^\{"guest": "g1".*"devices": \[\{"id": 3,' stats g1 3 --json
 expect_ok "drop" "dropped device 3 from g1" drop g1 3
 expect_fail "drop again" "guest g1 has no device 3" ctl $C drop g1 3
-expect_fail "add duplicate" "device id 1 exists" ctl $C add g1 type=vbus-test,id=1
+expect_fail "add duplicate" "guest g1: device 1: id already in use" ctl $C add g1 type=vbus-test,id=1
 expect_fail "add bad spec" "missing id=" ctl $C add g1 type=vbus-test
-expect_fail "add unknown type" "unknown device type 'x'" ctl $C add g1 type=x,id=4
-expect_fail "stats unknown guest" "no guest 'zz'" ctl $C stats zz
+expect_fail "add unknown type" "guest g1: device 4: unknown device type 'x'" ctl $C add g1 type=x,id=4
+expect_fail "stats unknown guest" "^vbus-hostd ctl: no guest 'zz'$" ctl $C stats zz
 expect_fail "bad command" "usage:" ctl $C frobnicate
-expect_fail "second daemon" "in use by another process" $C --config "$T/good.conf"
+expect_fail "second daemon" "guest g1: RAM file $T/g1.ram is in use: locked by pid $pid \\(vbus-hostd\\)" $C --config "$T/good.conf"
 
 # garbage on the control socket: an error reply, the daemon lives on
 if command -v python3 >/dev/null; then
@@ -130,24 +83,13 @@ for payload in [b"\x00\xff\xfe" * 50 + b"\n", b"a" * 9000, b"", b"stats\n"]:
     r = s.recv(100000); s.close()
     assert payload == b"" or r.startswith(b"ERR"), (payload[:10], r)
 EOF
-	[ $? -eq 0 ] && echo "ok: control socket garbage" || { echo "FAIL: control socket garbage"; fails=$((fails + 1)); }
+	[ $? -eq 0 ] && echo "ok: control socket garbage" || fail "control socket garbage"
 fi
 expect_ok "still alive" "g2 " list
 
-kill "$pid"
-for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$pid" 2>/dev/null; then
-	echo "FAIL: daemon did not exit on SIGTERM"; fails=$((fails + 1))
-else
-	pid=
-	[ -e "$T/g1.sock" ] && { echo "FAIL: g1.sock left behind"; fails=$((fails + 1)); }
-	[ -e "$T/ctl.sock" ] && { echo "FAIL: ctl.sock left behind"; fails=$((fails + 1)); }
+if stop_daemon; then
+	[ -e "$T/g1.sock" ] && fail "g1.sock left behind"
+	[ -e "$T/ctl.sock" ] && fail "ctl.sock left behind"
 	echo "ok: daemon exited on SIGTERM and removed its sockets"
 fi
-if grep -q "Sanitizer" "$T/daemon.err"; then
-	echo "FAIL: sanitizer report from the daemon:"; sed 's/^/    /' "$T/daemon.err"
-	fails=$((fails + 1))
-fi
-
-echo "$fails failure(s)"
-[ $fails -eq 0 ]
+finish

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include "hostd.h"
+#include "daemon.h"
 
 static char dir[] = "/tmp/vbus-hostd-test-XXXXXX";
 
@@ -199,24 +199,17 @@ static void test_protocol(void **state)
 	struct fake_qemu q, q2;
 	struct hostd_buf out = { 0 };
 	unsigned char *ram;
-	char spec[256];
+	char err[256];
 	int ramfd, extra;
 	__s64 v;
 
 	(void)state;
 	snprintf(cfg.sock, sizeof(cfg.sock), "%s/q.sock", dir);
 	snprintf(cfg.mem, sizeof(cfg.mem), "%s/q.ram", dir);
-	assert_int_equal(hostd_guest_init(g, &cfg, -1), 0);
-	assert_int_equal(hostd_guest_listen(g), 0);
-	snprintf(spec, sizeof(spec), "type=vbus-test,id=1");
-	{
-		struct hostd_dev_cfg dc;
-		char err[128];
-
-		assert_int_equal(hostd_parse_dev_spec(spec, false, &dc, err, sizeof(err)), 0);
-		assert_int_equal(hostd_dev_add(g, &dc, err, sizeof(err)), 0);
-		hostd_dev_cfg_free(&dc);
-	}
+	assert_int_equal(hostd_guest_init(g, &cfg, -1, err, sizeof(err)), 0);
+	assert_int_equal(hostd_guest_listen(g, err, sizeof(err)), 0);
+	assert_int_equal(hostd_bus_add(&g->bus, "vbus-test", 1, NULL, err,
+				       sizeof(err)), 0);
 	assert_int_equal(hostd_guest_start(g), 0);
 
 	/* the RAM file exists, sized, before any QEMU */
@@ -300,20 +293,20 @@ static void test_socket_in_use(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/busy.sock", dir);
-	a = hostd_unix_listen(path, err, sizeof(err));
+	a = hostd_sock_listen(path, err, sizeof(err));
 	assert_true(a >= 0);
-	b = hostd_unix_listen(path, err, sizeof(err));
+	b = hostd_sock_listen(path, err, sizeof(err));
 	assert_true(b < 0);
 	assert_non_null(strstr(err, "in use"));
 	close(a);
 	/* now stale: taken over */
-	b = hostd_unix_listen(path, err, sizeof(err));
+	b = hostd_sock_listen(path, err, sizeof(err));
 	assert_true(b >= 0);
 	close(b);
 	unlink(path);
 	/* not a socket: refused */
 	close(open(path, O_CREAT | O_WRONLY, 0600));
-	b = hostd_unix_listen(path, err, sizeof(err));
+	b = hostd_sock_listen(path, err, sizeof(err));
 	assert_true(b < 0);
 	unlink(path);
 }

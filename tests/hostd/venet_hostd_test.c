@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The venet backend inside the real vbus-hostd (hostd_objects), driven
+ * The venet backend inside the real libvbus-hostd, driven
  * through the hypercall mailbox, the doorbells and the eventq by the
  * synthetic guest of fakeguest.c, with a real tap in a private network
- * namespace. venet_tap_test.c covers the device's corner cases on a
- * stand-in host; this one checks the plumbing between the two: DEVADD,
+ * namespace. venet_tap_test.c covers the device's corner cases (through
+ * fg_dev.c); this one checks the plumbing between the two: DEVADD,
  * DEVOPEN, DEVCALLs, DEVSHM with signals, guest doorbells reaching the
  * device, the device's signals reaching the guest as SHMSIGNAL events,
  * DEVCLOSE releasing everything, a fault isolated to the device.
@@ -41,18 +41,6 @@
 
 static const __u8 gmac[6] = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0x01 };
 
-static int add_dev(struct fg *f, const char *spec)
-{
-	struct hostd_dev_cfg dc;
-	char err[256];
-	int ret;
-
-	if (hostd_parse_dev_spec(spec, false, &dc, err, sizeof(err)))
-		return -EINVAL;
-	ret = hostd_dev_add(&f->g, &dc, err, sizeof(err));
-	hostd_dev_cfg_free(&dc);
-	return ret;
-}
 
 static int pkt_sock(const char *ifname)
 {
@@ -137,13 +125,15 @@ static void venet_through_hostd(void **state)
 	__u8 mac[6], tapmac[6], buf[2048];
 	__u64 h, len, ptr, sgpa, fgpa;
 	struct venet_sg *sg;
+	char err[256];
 	int ret, ps, i;
 	ssize_t n;
 
 	(void)state;
 	fg_init(f, "vn");
-	assert_int_equal(add_dev(f, "type=virtual-ethernet,id=3,tap=vh0,"
-				 "mac=02:aa:bb:cc:dd:01"), 0);
+	/* the seed's name for the type is an alias of venet */
+	assert_int_equal(fg_add_dev(f, "type=virtual-ethernet,id=3,tap=vh0,"
+				    "mac=02:aa:bb:cc:dd:01", err, sizeof(err)), 0);
 	assert_int_equal(fg_negotiate(f), 0);
 	assert_int_equal(fg_busreg(f, 64, 64), 0);
 	assert_int_equal(fg_events(f, ev, 8, true), 1);
@@ -222,7 +212,7 @@ static void venet_through_hostd(void **state)
 	}
 
 	/* garbage in the tx ring faults the device, not the bus */
-	d = hostd_dev_find(&f->g, DEV_ID);
+	d = hostd_bus_find(&f->g.bus, DEV_ID);
 	{
 		struct ioq_ring_head *head = fg_ptr(f, tx.gpa, 64);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The venet backend end to end, minus QEMU: the "virtual-ethernet" device
- * plugin (userspace/hostd/venet_dev.c) driven by a synthetic guest
- * (venet_harness.c: memfd RAM, rings formatted north by the test) and a
+ * The venet backend end to end, minus QEMU: the "venet" device
+ * (userspace/hostd/devices/venet/) inside libvbus-hostd, driven by a
+ * synthetic guest through hypercalls, doorbells and the eventq (fg_dev.c
+ * over fakeguest.c: memfd RAM, rings formatted north by the test) and a
  * real tap inside a network namespace this process creates for itself
  * (unshare(CLONE_NEWNET)): the host's own interfaces are never touched.
  * The "host side" of the wire is an AF_PACKET socket on the tap.
@@ -37,7 +38,7 @@
 
 #include <vbus/venet.h>
 #include "venet_frame.h"
-#include "venet_harness.h"
+#include "fg_dev.h"
 
 #define ETH_TEST 0x88b5		/* IEEE local experimental ethertype */
 #define TIMEOUT_MS 5000
@@ -193,7 +194,7 @@ static void check_frame(const __u8 *b, size_t len, __u32 seq)
 
 struct fx {
 	struct hostd_dev *dev;
-	struct vh_ring rx, tx;
+	struct fg_ring rx, tx;
 	char tap[IFNAMSIZ];
 	__u8 tapmac[6];
 	int ps;		/* AF_PACKET on the tap, with vnet header */
@@ -221,18 +222,18 @@ static void fx_up(struct fx *f, const char *extra, __u32 caps_req)
 	snprintf(f->tap, sizeof(f->tap), "vt%u", tapno++);
 	snprintf(params, sizeof(params), "tap=%s,mac=02:11:22:33:44:55%s%s",
 		 f->tap, extra ? "," : "", extra ? extra : "");
-	f->dev = vh_dev_create(VENET_TYPE, params, &err);
+	f->dev = fgd_dev_create(VENET_TYPE, params, &err);
 	assert_non_null(f->dev);
-	assert_int_equal(vh_dev_open(f->dev, VENET_VERSION), 0);
-	assert_int_equal(vh_call(f->dev, VENET_FUNC_NEGCAP, &caps,
+	assert_int_equal(fgd_dev_open(f->dev, VENET_VERSION), 0);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_NEGCAP, &caps,
 				 sizeof(caps)), 0);
 	f->caps = caps.bits;
-	assert_int_equal(vh_call(f->dev, VENET_FUNC_MACQUERY, mac, 6), 0);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_MACQUERY, mac, 6), 0);
 	assert_memory_equal(mac, guest_mac, 6);
-	assert_int_equal(vh_ring_attach(f->dev, VENET_QUEUE_RX, 64, &f->rx), 0);
-	assert_int_equal(vh_ring_attach(f->dev, VENET_QUEUE_TX, 256, &f->tx),
+	assert_int_equal(fgd_ring_attach(f->dev, VENET_QUEUE_RX, 64, &f->rx), 0);
+	assert_int_equal(fgd_ring_attach(f->dev, VENET_QUEUE_TX, 256, &f->tx),
 			 0);
-	assert_int_equal(vh_call(f->dev, VENET_FUNC_LINKUP, NULL, 0), 0);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_LINKUP, NULL, 0), 0);
 	assert_int_equal(sh("ip link set %s up", f->tap), 0);
 	if_mac(f->tap, f->tapmac);
 	f->ps = pkt_sock(f->tap, 1);
@@ -245,7 +246,7 @@ static void fx_down(struct fx *f)
 		close(f->ps);
 	f->ps = -1;
 	if (f->dev)
-		vh_dev_destroy(f->dev);
+		fgd_dev_destroy(f->dev);
 	f->dev = NULL;
 }
 
@@ -253,7 +254,7 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 
-	if (!f || vh_init())
+	if (!f || fgd_init())
 		return -1;
 	*state = f;
 	return 0;
@@ -265,29 +266,30 @@ static int teardown(void **state)
 
 	fx_down(f);
 	free(f);
-	vh_fini();
+	fgd_fini();
 	return 0;
 }
 
 /* epoll events the device asked for on its tap fd (-1: not watched) */
 static long tap_events(struct fx *f)
 {
-	int fds[8], n, i;
 	char path[64], link[64];
+	long ev = -1;
+	int fd;
 
-	n = vh_dev_fds(f->dev, fds, 8);
-	for (i = 0; i < n; i++) {
+	/* of our tun fds, the one the device watches */
+	for (fd = 3; fd < 1024 && ev < 0; fd++) {
 		ssize_t l;
 
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[i]);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		l = readlink(path, link, sizeof(link) - 1);
-		if (l > 0) {
-			link[l] = '\0';
-			if (!strcmp(link, "/dev/net/tun"))
-				return vh_fd_events(fds[i]);
-		}
+		if (l <= 0)
+			continue;
+		link[l] = '\0';
+		if (!strcmp(link, "/dev/net/tun"))
+			ev = hostd_dev_fd_events(f->dev, fd);
 	}
-	return -1;
+	return ev;
 }
 
 /* guest: post @n rx buffers of f->rxlen */
@@ -296,27 +298,27 @@ static void rx_post(struct fx *f, unsigned int n)
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		__u64 gpa = vh_alloc(f->rxlen, 64);
+		__u64 gpa = fgd_alloc(f->rxlen, 64);
 
-		assert_int_equal(vh_post(&f->rx, gpa, f->rxlen, gpa), 0);
+		assert_int_equal(fgd_post(&f->rx, gpa, f->rxlen, gpa), 0);
 	}
 }
 
 /* guest: send a flat frame; returns its gpa */
 static __u64 tx_flat(struct fx *f, size_t len, __u32 seq)
 {
-	__u64 gpa = vh_alloc(len, 64);
+	__u64 gpa = fgd_alloc(len, 64);
 
-	mk_frame(vh_ram(gpa), len, f->tapmac, guest_mac, seq);
-	assert_int_equal(vh_post(&f->tx, gpa, len, seq), 0);
+	mk_frame(fgd_ram(gpa), len, f->tapmac, guest_mac, seq);
+	assert_int_equal(fgd_post(&f->tx, gpa, len, seq), 0);
 	return gpa;
 }
 
 /* guest: a venet_sg (with room for 18 iovs, as the driver posts it) */
 static struct venet_sg *sg_new(__u64 *gpa)
 {
-	*gpa = vh_alloc(VENET_SG_SIZE(18), 64);
-	return vh_ram(*gpa);
+	*gpa = fgd_alloc(VENET_SG_SIZE(18), 64);
+	return fgd_ram(*gpa);
 }
 
 /* guest: the frame in @n pieces behind a venet_sg */
@@ -331,21 +333,21 @@ static __u64 tx_sg(struct fx *f, const __u8 *frame, size_t len,
 	sg->len = (__u32)len;
 	for (i = 0; i < n && off < len; i++) {
 		size_t l = len - off < piece ? len - off : piece;
-		__u64 b = vh_alloc(l, 1);
+		__u64 b = fgd_alloc(l, 1);
 
-		memcpy(vh_ram(b), frame + off, l);
+		memcpy(fgd_ram(b), frame + off, l);
 		sg->iov[i].ptr = b;
 		sg->iov[i].len = (__u32)l;
 		off += l;
 	}
 	sg->count = i;
-	assert_int_equal(vh_post(&f->tx, gpa, VENET_SG_SIZE(18), cookie), 0);
+	assert_int_equal(fgd_post(&f->tx, gpa, VENET_SG_SIZE(18), cookie), 0);
 	return gpa;
 }
 
 struct reap_goal {
 	struct fx *f;
-	struct vh_ring *r;
+	struct fg_ring *r;
 	unsigned int want;
 };
 
@@ -355,7 +357,7 @@ static bool reap_more(void *arg)
 	struct fx *f = g->f;
 	__u64 len, cookie;
 
-	while (f->reaped < g->want && vh_reap(g->r, &len, &cookie) == 1) {
+	while (f->reaped < g->want && fgd_reap(g->r, &len, &cookie) == 1) {
 		f->last_len[f->reaped % 512] = len;
 		f->last_cookie[f->reaped % 512] = cookie;
 		f->reaped++;
@@ -364,11 +366,11 @@ static bool reap_more(void *arg)
 }
 
 /* run the host until the guest reaped @want completions in total on @r */
-static bool run_reap(struct fx *f, struct vh_ring *r, unsigned int want)
+static bool run_reap(struct fx *f, struct fg_ring *r, unsigned int want)
 {
 	struct reap_goal g = { f, r, want };
 
-	return vh_run_until(reap_more, &g, TIMEOUT_MS);
+	return fgd_run_until(reap_more, &g, TIMEOUT_MS);
 }
 
 /* ---- tests ----------------------------------------------------------------- */
@@ -397,11 +399,11 @@ static void tx_plain(void **state)
 		assert_int_equal(vh.gso_type, VIRTIO_NET_HDR_GSO_NONE);
 		got++;
 	}
-	assert_int_equal(vh_stat(f->dev, "tx_packets"), 16);
-	assert_int_equal(vh_stat(f->dev, "tx_bad"), 0);
-	assert_false(vh_dev_faulted(f->dev));
+	assert_int_equal(fgd_stat(f->dev, "tx_packets"), 16);
+	assert_int_equal(fgd_stat(f->dev, "tx_bad"), 0);
+	assert_false(fgd_dev_faulted(f->dev));
 	/* tx completion was signalled to the guest */
-	assert_true(vh_irqs(&f->tx) >= 1);
+	assert_true(fgd_irqs(&f->tx) >= 1);
 }
 
 /* IPv4/UDP frame with a partial checksum (pseudo-header sum in place) */
@@ -451,7 +453,7 @@ static void tx_sg_csum(void **state)
 	/* a UDP frame in 4 pieces, checksum left to the host kernel */
 	len = mk_udp(frame, 1200, f->tapmac);
 	gpa = tx_sg(f, frame, len, 4, 2);
-	sg = vh_ram(gpa);
+	sg = fgd_ram(gpa);
 	sg->flags = VENET_SG_FLAG_NEEDS_CSUM;
 	sg->csum.start = 34;
 	sg->csum.offset = 6;
@@ -474,8 +476,8 @@ static void tx_sg_csum(void **state)
 	assert_true(vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM);
 	assert_int_equal(vh.csum_start, 34);
 	assert_int_equal(vh.csum_offset, 6);
-	assert_int_equal(vh_stat(f->dev, "tx_csum"), 1);
-	assert_int_equal(vh_stat(f->dev, "tx_packets"), 2);
+	assert_int_equal(fgd_stat(f->dev, "tx_csum"), 1);
+	assert_int_equal(fgd_stat(f->dev, "tx_packets"), 2);
 }
 
 /* ---- GSO: a 64 KiB TSO frame, segmented by the host kernel ---- */
@@ -580,7 +582,7 @@ static void tx_gso(void **state)
 
 	len = mk_tso(frame, f->tapmac);
 	gpa = tx_sg(f, frame, len, 17, 9);
-	sg = vh_ram(gpa);
+	sg = fgd_ram(gpa);
 	sg->flags = VENET_SG_FLAG_NEEDS_CSUM | VENET_SG_FLAG_GSO;
 	sg->csum.start = 34;
 	sg->csum.offset = 16;
@@ -589,9 +591,9 @@ static void tx_gso(void **state)
 	sg->gso.size = GSO_MSS;
 
 	assert_true(run_reap(f, &f->tx, 1));
-	assert_int_equal(vh_stat(f->dev, "tx_errors"), 0);
-	assert_int_equal(vh_stat(f->dev, "tx_gso"), 1);
-	assert_int_equal(vh_stat(f->dev, "tx_packets"), 1);
+	assert_int_equal(fgd_stat(f->dev, "tx_errors"), 0);
+	assert_int_equal(fgd_stat(f->dev, "tx_gso"), 1);
+	assert_int_equal(fgd_stat(f->dev, "tx_packets"), 1);
 
 	/* the tap accepted it whole, with its GSO metadata */
 	do {
@@ -635,25 +637,25 @@ static void tx_gso(void **state)
 /* guest, RXSG: post a venet_sg over @pages 4 KiB pages; cookie = its gpa */
 static __u64 rx_post_sg(struct fx *f, unsigned int pages)
 {
-	__u64 gpa = vh_alloc(VENET_SG_SIZE(pages), 64);
-	struct venet_sg *sg = vh_ram(gpa);
+	__u64 gpa = fgd_alloc(VENET_SG_SIZE(pages), 64);
+	struct venet_sg *sg = fgd_ram(gpa);
 	unsigned int i;
 
 	memset(sg, 0, VENET_SG_SIZE(pages));
 	sg->count = pages;
 	sg->len = pages * 4096;
 	for (i = 0; i < pages; i++) {
-		sg->iov[i].ptr = vh_alloc(4096, 4096);
+		sg->iov[i].ptr = fgd_alloc(4096, 4096);
 		sg->iov[i].len = 4096;
 	}
-	assert_int_equal(vh_post(&f->rx, gpa, VENET_SG_SIZE(pages), gpa), 0);
+	assert_int_equal(fgd_post(&f->rx, gpa, VENET_SG_SIZE(pages), gpa), 0);
 	return gpa;
 }
 
 /* the frame in a completed RXSG buffer matches @want */
 static void check_rx_sg(__u64 gpa, const __u8 *want, size_t len)
 {
-	struct venet_sg *sg = vh_ram(gpa);
+	struct venet_sg *sg = fgd_ram(gpa);
 	size_t off = 0;
 	__u32 i;
 
@@ -661,7 +663,7 @@ static void check_rx_sg(__u64 gpa, const __u8 *want, size_t len)
 		size_t l = len - off < sg->iov[i].len ? len - off :
 							 sg->iov[i].len;
 
-		assert_memory_equal(vh_ram(sg->iov[i].ptr), want + off, l);
+		assert_memory_equal(fgd_ram(sg->iov[i].ptr), want + off, l);
 		off += l;
 	}
 	assert_int_equal(off, len);
@@ -710,7 +712,7 @@ static void rx_sg_gso(void **state)
 	assert_true(run_reap(f, &f->rx, 2));
 	assert_int_equal(f->last_cookie[0], g1);
 	assert_int_equal(f->last_len[0], len);
-	sg = vh_ram(g1);
+	sg = fgd_ram(g1);
 	assert_int_equal(sg->len, len);
 	assert_true(sg->flags & VENET_SG_FLAG_GSO);
 	assert_true(sg->flags & VENET_SG_FLAG_NEEDS_CSUM);
@@ -724,12 +726,12 @@ static void rx_sg_gso(void **state)
 
 	assert_int_equal(f->last_cookie[1], g2);
 	assert_int_equal(f->last_len[1], sizeof(small));
-	sg = vh_ram(g2);
+	sg = fgd_ram(g2);
 	assert_int_equal(sg->len, sizeof(small));
 	assert_int_equal(sg->flags & VENET_SG_FLAG_GSO, 0);
 	check_rx_sg(g2, small, sizeof(small));
-	assert_int_equal(vh_stat(f->dev, "rx_gso"), 1);
-	assert_int_equal(vh_stat(f->dev, "rx_packets"), 2);
+	assert_int_equal(fgd_stat(f->dev, "rx_gso"), 1);
+	assert_int_equal(fgd_stat(f->dev, "rx_packets"), 2);
 
 	/* a buffer too small for the GSO frame: dropped, kept for the next */
 	g3 = rx_post_sg(f, 2);
@@ -739,23 +741,23 @@ static void rx_sg_gso(void **state)
 	assert_int_equal(f->last_cookie[2], g3);
 	assert_int_equal(f->last_len[2], sizeof(small));
 	check_rx_sg(g3, small, sizeof(small));
-	assert_int_equal(vh_stat(f->dev, "rx_too_big"), 1);
+	assert_int_equal(fgd_stat(f->dev, "rx_too_big"), 1);
 }
 
 /* RXSG: a malformed rx venet_sg goes back empty, never overflows */
 static void rx_sg_malformed(void **state)
 {
 	struct fx *f = *state;
-	__u64 gpa = vh_alloc(VENET_SG_SIZE(4), 64);
-	struct venet_sg *sg = vh_ram(gpa);
+	__u64 gpa = fgd_alloc(VENET_SG_SIZE(4), 64);
+	struct venet_sg *sg = fgd_ram(gpa);
 
 	fx_up(f, NULL, VENET_CAP_SG | VENET_CAP_RXSG);
 	memset(sg, 0, VENET_SG_SIZE(4));
 	sg->count = 100000;
-	assert_int_equal(vh_post(&f->rx, gpa, VENET_SG_SIZE(4), 1), 0);
+	assert_int_equal(fgd_post(&f->rx, gpa, VENET_SG_SIZE(4), 1), 0);
 	assert_true(run_reap(f, &f->rx, 1));
 	assert_int_equal(f->last_len[0], 0);
-	assert_int_equal(vh_stat(f->dev, "rx_bad"), 1);
+	assert_int_equal(fgd_stat(f->dev, "rx_bad"), 1);
 }
 
 /* ---- rx ---- */
@@ -767,7 +769,7 @@ static void check_rx(struct fx *f, unsigned int from, unsigned int to,
 
 	for (i = from; i < to; i++) {
 		assert_int_equal(f->last_len[i], len);
-		check_frame(vh_ram(f->last_cookie[i]), len, seq0 + i - from);
+		check_frame(fgd_ram(f->last_cookie[i]), len, seq0 + i - from);
 	}
 }
 
@@ -779,10 +781,10 @@ static void rx_backpressure(void **state)
 
 	fx_up(f, NULL, 0);
 	/* no buffers yet: the tap is not polled */
-	vh_run_for(20);
+	fgd_run_for(20);
 	assert_int_equal(tap_events(f) & EPOLLIN, 0);
 	rx_post(f, 8);
-	vh_run_for(20);
+	fgd_run_for(20);
 	/* buffers, nothing to read: polling the tap */
 	assert_true(tap_events(f) & EPOLLIN);
 
@@ -792,15 +794,15 @@ static void rx_backpressure(void **state)
 	}
 	assert_true(run_reap(f, &f->rx, 8));
 	check_rx(f, 0, 8, 0, 600);
-	vh_run_for(50);
+	fgd_run_for(50);
 	/* out of buffers: nothing more arrived, nothing was dropped */
 	assert_int_equal(f->reaped, 8);
-	assert_true(vh_stat(f->dev, "rx_starved") >= 1);
+	assert_true(fgd_stat(f->dev, "rx_starved") >= 1);
 	/* backpressure: the tap is no longer polled (no drop loop) */
 	assert_int_equal(tap_events(f) & EPOLLIN, 0);
-	assert_int_equal(vh_stat(f->dev, "rx_packets"), 8);
+	assert_int_equal(fgd_stat(f->dev, "rx_packets"), 8);
 	/* the guest was told (batched: at most one signal per frame) */
-	i = (unsigned int)vh_irqs(&f->rx);
+	i = (unsigned int)fgd_irqs(&f->rx);
 	assert_true(i >= 1 && i <= 8);
 
 	/* the guest re-posts: delivery resumes where it stopped */
@@ -810,9 +812,9 @@ static void rx_backpressure(void **state)
 	rx_post(f, 8);
 	assert_true(run_reap(f, &f->rx, 20));
 	check_rx(f, 16, 20, 16, 600);
-	assert_int_equal(vh_stat(f->dev, "rx_packets"), 20);
-	assert_int_equal(vh_stat(f->dev, "rx_bytes"), 20 * 600);
-	assert_int_equal(vh_stat(f->dev, "rx_too_big"), 0);
+	assert_int_equal(fgd_stat(f->dev, "rx_packets"), 20);
+	assert_int_equal(fgd_stat(f->dev, "rx_bytes"), 20 * 600);
+	assert_int_equal(fgd_stat(f->dev, "rx_too_big"), 0);
 }
 
 static void rx_too_big(void **state)
@@ -835,7 +837,7 @@ static void rx_too_big(void **state)
 	/* too big by 400 and by 1: dropped, the buffers kept for the next */
 	check_rx(f, 0, 1, 3, 100);	/* an exact fit is not "too big" */
 	check_rx(f, 1, 2, 4, 60);
-	assert_int_equal(vh_stat(f->dev, "rx_too_big"), 2);
+	assert_int_equal(fgd_stat(f->dev, "rx_too_big"), 2);
 }
 
 static void rx_flush(void **state)
@@ -845,16 +847,16 @@ static void rx_flush(void **state)
 
 	fx_up(f, NULL, 0);
 	rx_post(f, 16);
-	vh_run_for(20);
-	assert_int_equal(vh_call(f->dev, VENET_FUNC_FLUSHRX, NULL, 0), 0);
+	fgd_run_for(20);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_FLUSHRX, NULL, 0), 0);
 	/* all returned by the time the call returns */
 	for (i = 0; i < 16; i++)
-		assert_int_equal(vh_reap(&f->rx, &f->last_len[i], NULL), 1);
+		assert_int_equal(fgd_reap(&f->rx, &f->last_len[i], NULL), 1);
 	for (i = 0; i < 16; i++)
 		assert_int_equal(f->last_len[i], 0);
-	assert_int_equal(vh_reap(&f->rx, NULL, NULL), 0);
-	assert_int_equal(vh_stat(f->dev, "rx_flushed"), 16);
-	assert_true(vh_irqs(&f->rx) >= 1);
+	assert_int_equal(fgd_reap(&f->rx, NULL, NULL), 0);
+	assert_int_equal(fgd_stat(f->dev, "rx_flushed"), 16);
+	assert_true(fgd_irqs(&f->rx) >= 1);
 }
 
 static void link_down(void **state)
@@ -864,17 +866,17 @@ static void link_down(void **state)
 
 	fx_up(f, NULL, 0);
 	rx_post(f, 4);
-	assert_int_equal(vh_call(f->dev, VENET_FUNC_LINKDOWN, NULL, 0), 0);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_LINKDOWN, NULL, 0), 0);
 	/* tx is still consumed (so the guest can reap), but not sent */
 	tx_flat(f, 100, 1);
 	assert_true(run_reap(f, &f->tx, 1));
-	assert_int_equal(vh_stat(f->dev, "tx_dropped"), 1);
-	assert_int_equal(vh_stat(f->dev, "tx_packets"), 0);
+	assert_int_equal(fgd_stat(f->dev, "tx_dropped"), 1);
+	assert_int_equal(fgd_stat(f->dev, "tx_packets"), 0);
 	/* nothing delivered while down; the posted buffers stay posted */
 	f->reaped = 0;
-	vh_run_for(50);
-	assert_int_equal(vh_reap(&f->rx, NULL, NULL), 0);
-	assert_int_equal(vh_call(f->dev, VENET_FUNC_LINKUP, NULL, 0), 0);
+	fgd_run_for(50);
+	assert_int_equal(fgd_reap(&f->rx, NULL, NULL), 0);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_LINKUP, NULL, 0), 0);
 	mk_frame(frame, 200, guest_mac, f->tapmac, 5);
 	pkt_send(f->ps, frame, 200);
 	assert_true(run_reap(f, &f->rx, 1));
@@ -903,12 +905,12 @@ static void tx_burst_polls(void **state)
 	}
 	fprintf(stderr, "[test] 200 frames: %llu doorbells in, %llu kicks, "
 		"%llu completion signals\n",
-		(unsigned long long)vh_stat(f->dev, "tx_notify_in"),
-		(unsigned long long)vh_stat(f->dev, "kicks"),
-		(unsigned long long)vh_stat(f->dev, "tx_notify_out"));
+		(unsigned long long)fgd_stat(f->dev, "tx_notify_in"),
+		(unsigned long long)fgd_stat(f->dev, "kicks"),
+		(unsigned long long)fgd_stat(f->dev, "tx_notify_out"));
 	/* 200 posts rang the doorbell once; the rest was polling */
-	assert_true(vh_stat(f->dev, "tx_notify_in") <= 2);
-	assert_true(vh_stat(f->dev, "kicks") >= 3);
+	assert_true(fgd_stat(f->dev, "tx_notify_in") <= 2);
+	assert_true(fgd_stat(f->dev, "kicks") >= 3);
 }
 
 /* ---- hostile guests ---- */
@@ -926,28 +928,28 @@ static void tx_malformed(void **state)
 
 	/* count huge */
 	gpa = tx_sg(f, frame, 200, 2, 1);
-	((struct venet_sg *)vh_ram(gpa))->count = 0xffffffffu;
+	((struct venet_sg *)fgd_ram(gpa))->count = 0xffffffffu;
 	/* lens not summing */
 	gpa = tx_sg(f, frame, 200, 2, 2);
-	((struct venet_sg *)vh_ram(gpa))->len = 300;
+	((struct venet_sg *)fgd_ram(gpa))->len = 300;
 	/* an iov past the end of RAM */
 	gpa = tx_sg(f, frame, 200, 2, 3);
-	((struct venet_sg *)vh_ram(gpa))->iov[1].ptr = VH_RAM_SIZE - 8;
+	((struct venet_sg *)fgd_ram(gpa))->iov[1].ptr = FGD_RAM_SIZE - 8;
 	/* unknown GSO type */
 	gpa = tx_sg(f, frame, 200, 2, 4);
-	sg = vh_ram(gpa);
+	sg = fgd_ram(gpa);
 	sg->flags = VENET_SG_FLAG_NEEDS_CSUM | VENET_SG_FLAG_GSO;
 	sg->gso.type = 9;
 	sg->gso.size = 100;
 	/* the venet_sg itself outside RAM */
-	assert_int_equal(vh_post(&f->tx, (__u64)VH_RAM_SIZE << 4, 320, 5), 0);
+	assert_int_equal(fgd_post(&f->tx, (__u64)FGD_RAM_SIZE << 4, 320, 5), 0);
 	/* then a good one */
 	tx_sg(f, frame, 200, 2, 6);
 
 	assert_true(run_reap(f, &f->tx, 6));
-	assert_false(vh_dev_faulted(f->dev));
-	assert_int_equal(vh_stat(f->dev, "tx_bad"), 5);
-	assert_int_equal(vh_stat(f->dev, "tx_packets"), 1);
+	assert_false(fgd_dev_faulted(f->dev));
+	assert_int_equal(fgd_stat(f->dev, "tx_bad"), 5);
+	assert_int_equal(fgd_stat(f->dev, "tx_packets"), 1);
 	do {
 		n = pkt_recv(f->ps, 1, NULL, buf, sizeof(buf), 1000);
 		assert_true(n > 0);
@@ -959,16 +961,16 @@ static void tx_malformed(void **state)
 
 	/* an rx buffer outside RAM comes back empty, the next one works */
 	f->reaped = 0;
-	assert_int_equal(vh_post(&f->rx, VH_RAM_SIZE - 100, 1518, 1), 0);
-	rxgpa = vh_alloc(1518, 64);
-	assert_int_equal(vh_post(&f->rx, rxgpa, 1518, rxgpa), 0);
+	assert_int_equal(fgd_post(&f->rx, FGD_RAM_SIZE - 100, 1518, 1), 0);
+	rxgpa = fgd_alloc(1518, 64);
+	assert_int_equal(fgd_post(&f->rx, rxgpa, 1518, rxgpa), 0);
 	mk_frame(frame, 120, guest_mac, f->tapmac, 8);
 	pkt_send(f->ps, frame, 120);
 	assert_true(run_reap(f, &f->rx, 2));
 	assert_int_equal(f->last_len[0], 0);
 	check_rx(f, 1, 2, 8, 120);
-	assert_int_equal(vh_stat(f->dev, "rx_bad"), 1);
-	assert_false(vh_dev_faulted(f->dev));
+	assert_int_equal(fgd_stat(f->dev, "rx_bad"), 1);
+	assert_false(fgd_dev_faulted(f->dev));
 }
 
 static void strict_faults(void **state)
@@ -981,23 +983,23 @@ static void strict_faults(void **state)
 	rx_post(f, 4);
 	mk_frame(frame, 200, f->tapmac, guest_mac, 3);
 	gpa = tx_sg(f, frame, 200, 2, 1);
-	((struct venet_sg *)vh_ram(gpa))->count = 1000;
+	((struct venet_sg *)fgd_ram(gpa))->count = 1000;
 	tx_sg(f, frame, 200, 2, 2);
-	vh_run_for(50);
-	assert_true(vh_dev_faulted(f->dev));
-	assert_non_null(strstr(vh_dev_last_fault(f->dev), "count"));
+	fgd_run_for(50);
+	assert_true(fgd_dev_faulted(f->dev));
+	assert_non_null(strstr(fgd_dev_last_fault(f->dev), "count"));
 	/* it stopped: the good frame after the bad one was not consumed */
-	assert_int_equal(vh_stat(f->dev, "tx_packets"), 0);
+	assert_int_equal(fgd_stat(f->dev, "tx_packets"), 0);
 	/* and it does not poll the tap any more */
 	assert_int_equal(tap_events(f) & EPOLLIN, 0);
 	mk_frame(frame, 100, guest_mac, f->tapmac, 1);
 	pkt_send(f->ps, frame, 100);
-	vh_run_for(50);
-	assert_int_equal(vh_stat(f->dev, "rx_packets"), 0);
+	fgd_run_for(50);
+	assert_int_equal(fgd_stat(f->dev, "rx_packets"), 0);
 	/* a fresh open (driver reload) starts it clean */
-	vh_dev_close(f->dev);
-	assert_int_equal(vh_dev_open(f->dev, VENET_VERSION), 0);
-	assert_false(vh_dev_faulted(f->dev));
+	fgd_dev_close(f->dev);
+	assert_int_equal(fgd_dev_open(f->dev, VENET_VERSION), 0);
+	assert_false(fgd_dev_faulted(f->dev));
 }
 
 static void ring_corrupt(void **state)
@@ -1006,16 +1008,16 @@ static void ring_corrupt(void **state)
 	struct ioq_ring_head *h;
 
 	fx_up(f, NULL, 0);
-	h = vh_ram(f->tx.gpa);
+	h = fgd_ram(f->tx.gpa);
 	/* 5000 in flight on a 256 ring: garbage */
 	h->idx[ioq_idxtype_valid].tail = h->idx[ioq_idxtype_valid].head + 5000;
 	ioq_signal(&f->tx.ioq, 0);
-	vh_run_for(50);
-	assert_true(vh_dev_faulted(f->dev));
-	h = vh_ram(f->rx.gpa);
+	fgd_run_for(50);
+	assert_true(fgd_dev_faulted(f->dev));
+	h = fgd_ram(f->rx.gpa);
 	h->idx[ioq_idxtype_valid].tail = 77777;
 	ioq_signal(&f->rx.ioq, 0);
-	vh_run_for(20);
+	fgd_run_for(20);
 }
 
 /* ---- control plane ---- */
@@ -1032,50 +1034,50 @@ static void calls_and_params(void **state)
 	/* caps fixed once the tx ring is there */
 	caps.gid = VENET_CAP_GROUP_SG;
 	caps.bits = VENET_CAP_SG;
-	assert_int_equal(vh_call(f->dev, VENET_FUNC_NEGCAP, &caps,
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_NEGCAP, &caps,
 				 sizeof(caps)), -EBUSY);
-	assert_int_equal(vh_call(f->dev, VENET_FUNC_MACQUERY, mac, 8), -EINVAL);
-	assert_int_equal(vh_call(f->dev, VENET_FUNC_LINKUP, mac, 4), -EINVAL);
-	assert_int_equal(vh_call(f->dev, 99, NULL, 0), -EINVAL);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_MACQUERY, mac, 8), -EINVAL);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_LINKUP, mac, 4), -EINVAL);
+	assert_int_equal(fgd_call(f->dev, 99, NULL, 0), -EINVAL);
 	/* a second ring with the same id, an unknown id */
 	{
-		struct vh_ring r;
+		struct fg_ring r;
 
-		assert_int_equal(vh_ring_attach(f->dev, VENET_QUEUE_RX, 8, &r),
+		assert_int_equal(fgd_ring_attach(f->dev, VENET_QUEUE_RX, 8, &r),
 				 -EBUSY);
-		assert_int_equal(vh_ring_attach(f->dev, 7, 8, &r), -EINVAL);
+		assert_int_equal(fgd_ring_attach(f->dev, 7, 8, &r), -EINVAL);
 	}
 	fx_down(f);
 
 	/* a fresh device: unknown gid, version, defaults */
-	d = vh_dev_create(VENET_TYPE, "tap=vtx0", &err);
+	d = fgd_dev_create(VENET_TYPE, "tap=vtx0", &err);
 	assert_non_null(d);
-	assert_int_equal(vh_dev_open(d, 2), -EPROTO);
-	assert_int_equal(vh_dev_open(d, VENET_VERSION), 0);
+	assert_int_equal(fgd_dev_open(d, 2), -EPROTO);
+	assert_int_equal(fgd_dev_open(d, VENET_VERSION), 0);
 	caps.gid = 5;
 	caps.bits = ~0u;
-	assert_int_equal(vh_call(d, VENET_FUNC_NEGCAP, &caps, sizeof(caps)), 0);
+	assert_int_equal(fgd_call(d, VENET_FUNC_NEGCAP, &caps, sizeof(caps)), 0);
 	assert_int_equal(caps.bits, 0);
 	caps.gid = VENET_CAP_GROUP_SG;
 	caps.bits = VENET_CAP_TSO4;	/* TSO without SG: nothing */
-	assert_int_equal(vh_call(d, VENET_FUNC_NEGCAP, &caps, sizeof(caps)), 0);
+	assert_int_equal(fgd_call(d, VENET_FUNC_NEGCAP, &caps, sizeof(caps)), 0);
 	assert_int_equal(caps.bits, 0);
 	caps.bits = VENET_CAP_RXSG;	/* RXSG without SG: nothing */
-	assert_int_equal(vh_call(d, VENET_FUNC_NEGCAP, &caps, sizeof(caps)), 0);
+	assert_int_equal(fgd_call(d, VENET_FUNC_NEGCAP, &caps, sizeof(caps)), 0);
 	assert_int_equal(caps.bits, 0);
-	assert_int_equal(vh_call(d, VENET_FUNC_MACQUERY, mac, 6), 0);
+	assert_int_equal(fgd_call(d, VENET_FUNC_MACQUERY, mac, 6), 0);
 	/* random default: locally administered unicast */
 	assert_int_equal(mac[0] & 0x03, 0x02);
-	assert_string_equal(vh_stat_str(d, "backend"), "vtx0");
-	vh_dev_destroy(d);
+	assert_string_equal(fgd_stat_str(d, "backend"), "vtx0");
+	fgd_dev_destroy(d);
 
-	assert_null(vh_dev_create(VENET_TYPE, "mac=01:00:5e:00:00:01", &err));
+	assert_null(fgd_dev_create(VENET_TYPE, "mac=01:00:5e:00:00:01", &err));
 	assert_int_equal(err, -EINVAL);
-	assert_null(vh_dev_create(VENET_TYPE, "mac=02:00:00:00:00", &err));
+	assert_null(fgd_dev_create(VENET_TYPE, "mac=02:00:00:00:00", &err));
 	assert_int_equal(err, -EINVAL);
-	assert_null(vh_dev_create(VENET_TYPE, "bogus=1", &err));
+	assert_null(fgd_dev_create(VENET_TYPE, "bogus=1", &err));
 	assert_int_equal(err, -EINVAL);
-	assert_null(vh_dev_create(VENET_TYPE,
+	assert_null(fgd_dev_create(VENET_TYPE,
 				  "tap=a_name_far_too_long_for_ifnamsiz",
 				  &err));
 	assert_int_equal(err, -EINVAL);
@@ -1090,28 +1092,28 @@ static void no_backend(void **state)
 
 	(void)f;
 	/* "lo" exists and is not a tap: TUNSETIFF refuses it */
-	d = vh_dev_create(VENET_TYPE, "tap=lo", &err);
+	d = fgd_dev_create(VENET_TYPE, "tap=lo", &err);
 	assert_non_null(d);
-	assert_string_equal(vh_stat_str(d, "backend"), "none");
+	assert_string_equal(fgd_stat_str(d, "backend"), "none");
 	fprintf(stderr, "[test] backend_error: %s\n",
-		vh_stat_str(d, "backend_error"));
-	assert_true(strlen(vh_stat_str(d, "backend_error")) > 0);
-	assert_int_equal(vh_dev_open(d, VENET_VERSION), 0);
+		fgd_stat_str(d, "backend_error"));
+	assert_true(strlen(fgd_stat_str(d, "backend_error")) > 0);
+	assert_int_equal(fgd_dev_open(d, VENET_VERSION), 0);
 	f->dev = d;
 	f->ps = -1;
-	assert_int_equal(vh_ring_attach(d, VENET_QUEUE_RX, 16, &f->rx), 0);
-	assert_int_equal(vh_ring_attach(d, VENET_QUEUE_TX, 16, &f->tx), 0);
-	assert_int_equal(vh_call(d, VENET_FUNC_LINKUP, NULL, 0), 0);
+	assert_int_equal(fgd_ring_attach(d, VENET_QUEUE_RX, 16, &f->rx), 0);
+	assert_int_equal(fgd_ring_attach(d, VENET_QUEUE_TX, 16, &f->tx), 0);
+	assert_int_equal(fgd_call(d, VENET_FUNC_LINKUP, NULL, 0), 0);
 	rx_post(f, 2);
 	{
-		__u64 gpa = vh_alloc(100, 64);
+		__u64 gpa = fgd_alloc(100, 64);
 
-		memset(vh_ram(gpa), 0, 100);
-		assert_int_equal(vh_post(&f->tx, gpa, 100, 1), 0);
+		memset(fgd_ram(gpa), 0, 100);
+		assert_int_equal(fgd_post(&f->tx, gpa, 100, 1), 0);
 	}
 	assert_true(run_reap(f, &f->tx, 1));
-	assert_int_equal(vh_stat(d, "tx_dropped"), 1);
-	assert_false(vh_dev_faulted(d));
+	assert_int_equal(fgd_stat(d, "tx_dropped"), 1);
+	assert_false(fgd_dev_faulted(d));
 }
 
 /* The tap deleted under a running device: survive, then recover. */
@@ -1122,20 +1124,20 @@ static void backend_lost(void **state)
 
 	fx_up(f, NULL, 0);
 	rx_post(f, 4);
-	vh_run_for(10);
+	fgd_run_for(10);
 	close(f->ps);
 	f->ps = -1;
 	assert_int_equal(sh("ip link del %s", f->tap), 0);
-	vh_run_for(50);
+	fgd_run_for(50);
 	tx_flat(f, 100, 1);
 	assert_true(run_reap(f, &f->tx, 1));
-	assert_true(vh_stat(f->dev, "backend_lost") >= 1);
-	assert_string_equal(vh_stat_str(f->dev, "backend"), "none");
-	assert_false(vh_dev_faulted(f->dev));
+	assert_true(fgd_stat(f->dev, "backend_lost") >= 1);
+	assert_string_equal(fgd_stat_str(f->dev, "backend"), "none");
+	assert_false(fgd_dev_faulted(f->dev));
 
 	/* the guest's next LINKUP brings a new tap */
-	assert_int_equal(vh_call(f->dev, VENET_FUNC_LINKUP, NULL, 0), 0);
-	assert_string_equal(vh_stat_str(f->dev, "backend"), f->tap);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_LINKUP, NULL, 0), 0);
+	assert_string_equal(fgd_stat_str(f->dev, "backend"), f->tap);
 	assert_int_equal(sh("ip link set %s up", f->tap), 0);
 	if_mac(f->tap, f->tapmac);
 	f->ps = pkt_sock(f->tap, 1);

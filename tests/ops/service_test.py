@@ -198,7 +198,7 @@ def guest_state(hostd, ctl_path, name):
     if rc:
         return None
     for g in json.loads(out)["guests"]:
-        if g["name"] == name:
+        if g["guest"] == name:
             return g["state"]
     return None
 
@@ -315,11 +315,13 @@ def notify_abstract(hostd, unit, T):
 def notify_bad_config(hostd, unit, T):
     """A bad configuration: non-zero exit, the reason on stderr, no READY=1."""
     cases = [
-        ("unknown device type", 2, "unknown type 'nope'",
+        ("malformed guest spec", 2, "bad size '1Q'",
+         ["g1:sock=%s/b.sock,mem=%s/b.ram,size=1Q" % (T, T)], []),
+        ("unknown device type", 1, "unknown device type 'nope'",
          ["g1:sock=%s/b.sock,mem=%s/b.ram,size=16M" % (T, T)], ["g1:type=nope,id=1"]),
-        ("RAM file in a missing directory", 1, "cannot set up RAM",
+        ("RAM file in a missing directory", 1, "RAM file %s/no/such/dir" % T,
          ["g1:sock=%s/b.sock,mem=%s/no/such/dir,size=16M" % (T, T)], []),
-        ("guest socket in a missing directory", 1, "cannot listen on",
+        ("guest socket in a missing directory", 1, "cannot listen",
          ["g1:sock=%s/no/such/b.sock,mem=%s/b.ram,size=16M" % (T, T)], []),
     ]
     for what, want_rc, want_err, guests, devs in cases:
@@ -458,7 +460,7 @@ def sandbox_taps(hostd, unit, T, ram):
         d, ready, run = sandbox_run(
             hostd, unit, T, re.sub(r"[^a-z0-9]+", "-", label),
             ["g1:sock={run}/g1.sock,mem=%s,size=16M" % ram],
-            ["g1:type=virtual-ethernet,id=1,tap=%s" % tap], bounding,
+            ["g1:type=venet,id=1,tap=%s" % tap], bounding,
             "ip tuntap add dev vbt0 mode tap vnet_hdr; ")
         try:
             check(ready, "%s: READY=1" % label, d.stderr())
@@ -551,7 +553,7 @@ def syscalls(hostd, unit, T):
     write_conf(T + "/sc.conf",
                ["g1:sock=%s/s1.sock,mem=%s,size=16M" % (T, ram),
                 "g2:sock=%s/s2.sock,mem=%s-2,size=16M,machine=pc" % (T, ram)],
-               ["g1:type=vbus-test,id=1", "g1:type=virtual-ethernet,id=2,tap=vbsc0"])
+               ["g1:type=vbus-test,id=1", "g1:type=venet,id=2,tap=vbsc0"])
     trace = T + "/strace.out"
     wrap = ["unshare", "--net", "--", "sh", "-c",
             'ip tuntap add dev vbsc0 mode tap vnet_hdr && exec "$@"', "sc",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bus tests over the real transport: builds vbus_core/vbus_proxy/
-# vbus_pcibridge/vbus_testdev (make modules VBUS_SUBDIRS=kernel/vbus) and
+# vbus_pcibridge/vbus_test (make modules VBUS_SUBDIRS=kernel/vbus) and
 # vbus-hostd (CMake, into $VBUS_BUILD/cmake), starts vbus-hostd with two
 # guests (buses):
 #   g1: vbus-test id=1, id=2      (the main test guest)
@@ -84,7 +84,7 @@ if ((build)); then
 	fi
 fi
 kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/vbus/vbus_testdev.ko")
+	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/vbus/vbus_test.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done
@@ -163,7 +163,8 @@ fi
 
 # QEMU arguments of the transport for guest NAME (after vbus_boot_guest --)
 qemu_vbus_args() {
-	vbus_transport_args "$run/$1.sock" "/dev/shm/$tag-$1" "$mem" "$run/$1.pid"
+	vbus_transport_args "/dev/shm/$tag-$1" "$mem" "$run/$1.sock"
+	printf '%s\n' -pidfile "$run/$1.pid"
 }
 
 # boot_bg NAME ROLE: boot in the background; the pid goes to boot_pid.

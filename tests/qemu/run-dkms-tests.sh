@@ -144,7 +144,7 @@ unshare --net -- sh -c "ip link set lo up && ip tuntap add dev $tap mode tap vne
 	"$hostd" --foreground --ctl "$run/ctl.sock" \
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/vbus-dkms-$$,size=512M" \
 	--device g1:type=vbus-test,id=1 \
-	--device "g1:type=virtual-ethernet,id=2,tap=$tap" \
+	--device "g1:type=venet,id=2,tap=$tap" \
 	>"$out/hostd.log" 2>&1 &
 hostd_pid=$!
 for _ in $(seq 100); do
@@ -194,11 +194,11 @@ done
 vbus_make_initramfs "$run/dkms.cpio.gz" "$s" >/dev/null
 
 log="$out/serial.log"
-mapfile -t args < <(vbus_transport_args "$run/g1.sock" "/dev/shm/vbus-dkms-$$" 512M "$run/qemu.pid")
+mapfile -t qargs < <(vbus_transport_args "/dev/shm/vbus-dkms-$$" 512M "$run/g1.sock")
 t0=$(vbus_now)
 boot_rc=0
 vbus_boot_guest --initrd "$run/dkms.cpio.gz" --log "$log" --mem 512M --timeout "$timeout" -- \
-	"${args[@]}" >"$out/boot.out" 2>&1 || boot_rc=$?
+	"${qargs[@]}" -pidfile "$run/qemu.pid" >"$out/boot.out" 2>&1 || boot_rc=$?
 boot_secs=$(vbus_elapsed "$t0")
 ((boot_rc == 0)) || vbus_warn "vbus_boot_guest returned $boot_rc (see $out/boot.out)"
 vbus_add_results "$log" || true

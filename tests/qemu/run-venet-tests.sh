@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # venet tests over the real transport: builds vbus_core/vbus_proxy/
-# vbus_pcibridge/vbus_enet (make modules VBUS_SUBDIRS="kernel/vbus
+# vbus_pcibridge/venet (make modules VBUS_SUBDIRS="kernel/vbus
 # kernel/net") and vbus-hostd (CMake, into $VBUS_BUILD/cmake), creates a
 # network namespace with a tap (vt0, $host_ip/24) and runs in it:
-#   - vbus-hostd with one guest and a virtual-ethernet device on vt0
+#   - vbus-hostd with one guest and a venet device on vt0
 #     (strict=1: a bad descriptor from our driver faults the device);
 #   - busybox httpd on $host_ip:8080 serving the guest's test endpoints
 #     (a data file with a known md5, /cgi-bin/md5 for uploads,
@@ -19,7 +19,7 @@
 #                                 [--mem SIZE] [--timeout SEC] [--no-build]
 #
 #   --sg MODES    sg_enabled values to test, in order (default "1 0")
-#   --cycles N    load/unload cycles of vbus_enet for the slab check (20)
+#   --cycles N    load/unload cycles of venet for the slab check (20)
 #   --data-mb N   size of each TCP transfer in MiB (default 8)
 #   --soak-mb N   the soak, in the first --sg mode: N MiB host->guest in
 #                 one download and N MiB guest->host in 64 MiB uploads, each
@@ -92,7 +92,7 @@ if ((build)); then
 	fi
 fi
 kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/vbus_enet.ko")
+	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/venet.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done
@@ -197,7 +197,7 @@ vbus_make_initramfs "$run/venet.cpio.gz" "$s" >/dev/null
 # ---- vbus-hostd (in the namespace: it opens the tap there) --------------
 ip netns exec "$ns" "$hostd" --foreground --ctl "$run/ctl.sock" \
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-	--device "g1:type=virtual-ethernet,id=1,tap=$tap,mac=$guest_mac,strict=1" \
+	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1" \
 	>"$out/hostd.log" 2>&1 &
 hostd_pid=$!
 for _ in $(seq 100); do
@@ -216,11 +216,12 @@ ctl() { "$hostd" ctl --ctl "$run/ctl.sock" "$@"; }
 
 # ---- boot ----------------------------------------------------------------
 log="$out/serial.log"
-mapfile -t args < <(vbus_transport_args "$run/g1.sock" "/dev/shm/$tag-g1" "$mem" "$run/g1.pid")
 t0=$(vbus_now)
 boot_rc=0
+mapfile -t qargs < <(vbus_transport_args "/dev/shm/$tag-g1" "$mem" "$run/g1.sock")
 vbus_boot_guest --initrd "$run/venet.cpio.gz" --log "$log" --mem "$mem" \
-	--timeout "$timeout" -- "${args[@]}" >"$out/boot.out" 2>&1 || boot_rc=$?
+	--timeout "$timeout" -- "${qargs[@]}" \
+	-pidfile "$run/g1.pid" >"$out/boot.out" 2>&1 || boot_rc=$?
 boot_secs=$(vbus_elapsed "$t0")
 ((boot_rc == 0)) || vbus_warn "vbus_boot_guest returned $boot_rc (see $out/boot.out)"
 vbus_add_results "$log" || true

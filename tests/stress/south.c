@@ -4,8 +4,8 @@
  * re-checks the ring before it sleeps: a message published between the last
  * drain and the unmask gets no notification (we were masked), so only the
  * re-check after the unmask finds it (the virtio-net/NAPI pattern; see
- * DESIGN.md 3.2). shm_signal_enable() has the full barrier that orders the
- * unmask before the re-check's loads.
+ * docs/design.md, "Signals: unmask, then look again"). shm_signal_enable()
+ * has the full barrier that orders the unmask before the re-check's loads.
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * Virtual-Ethernet device ABI ("virtual-ethernet" on the vbus).
+ * venet device ABI ("venet" on the vbus; the 2009 series called it
+ * "virtual-ethernet", which vbus-hostd still accepts as an alias).
  * Shared with the host (vbus-hostd): layouts are explicit and fixed-width.
  */
 #ifndef VBUS_VENET_H
@@ -10,7 +11,9 @@
 
 #define VENET_VERSION 1
 
-#define VENET_TYPE "virtual-ethernet"
+#define VENET_TYPE "venet"
+/* the seed's type string: vbus-hostd accepts it in --device and ctl add */
+#define VENET_TYPE_ALIAS "virtual-ethernet"
 
 #define VENET_QUEUE_RX 0
 #define VENET_QUEUE_TX 1

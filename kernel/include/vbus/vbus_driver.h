@@ -57,9 +57,6 @@ struct vbus_device_proxy {
 int vbus_device_proxy_register(struct vbus_device_proxy *dev);
 void vbus_device_proxy_unregister(struct vbus_device_proxy *dev);
 
-/* Returns the device with a reference held (put_device() when done). */
-struct vbus_device_proxy *vbus_device_proxy_find(u64 id);
-
 /*
  * probe/remove run in process context. remove must leave nothing behind
  * that the host can still reach: close() the device (the host stops using

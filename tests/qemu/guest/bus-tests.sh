@@ -1,7 +1,7 @@
 # shellcheck shell=dash
 # Guest side of the bus tests (tests/qemu/run-bus-tests.sh); runs as
 # /test/run.sh under busybox sh. Loads vbus_core, vbus_proxy,
-# vbus_pcibridge and vbus_testdev and checks the bus end to end against
+# vbus_pcibridge and vbus_test and checks the bus end to end against
 # vbus-hostd's "vbus-test" devices.
 #
 # Knobs from /test/config.sh (written by the host script):
@@ -32,7 +32,7 @@
 
 BUS=/sys/bus/vbus-proxy/devices
 PCIDRV=/sys/bus/pci/drivers/vbus-pcibridge
-MODS="vbus_core vbus_proxy vbus_pcibridge vbus_testdev"
+MODS="vbus_core vbus_proxy vbus_pcibridge vbus_test"
 REQ=0
 
 log() { echo "vbus-bus-tests: $*"; }
@@ -46,7 +46,7 @@ load_all() {
 
 unload_all() {
 	local m
-	for m in vbus_testdev vbus_pcibridge vbus_proxy vbus_core; do
+	for m in vbus_test vbus_pcibridge vbus_proxy vbus_core; do
 		[ -d "/sys/module/$m" ] || continue
 		rmmod "$m" || { echo "rmmod $m failed"; return 1; }
 	done
@@ -205,7 +205,7 @@ else
 fi
 
 # close + reopen: unbinding the driver closes the device, binding opens it
-vt_check close-reopen sh -c "rmmod vbus_testdev && insmod $VT_KMOD_DIR/vbus_testdev.ko"
+vt_check close-reopen sh -c "rmmod vbus_test && insmod $VT_KMOD_DIR/vbus_test.ko"
 for d in $VBT_DEVS; do
 	vt_check "dev$d-rebound" wait_dev "$d" 20
 done
@@ -294,7 +294,7 @@ rebind() {
 vt_check bridge-unbind-bind rebind
 
 # the bridge goes first, its devices still bound to vbus-test
-vt_check rmmod-bridge-first sh -c "rmmod vbus_pcibridge && [ -z \"\$(ls $BUS)\" ] && rmmod vbus_testdev"
+vt_check rmmod-bridge-first sh -c "rmmod vbus_pcibridge && [ -z \"\$(ls $BUS)\" ] && rmmod vbus_test"
 
 # unload/reload everything; slab must not grow
 cycle() {

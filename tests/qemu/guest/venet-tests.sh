@@ -1,6 +1,6 @@
 # shellcheck shell=dash
 # Guest side of the venet tests (tests/qemu/run-venet-tests.sh); runs as
-# /test/run.sh under busybox sh. Loads the bus stack and vbus_enet.ko and
+# /test/run.sh under busybox sh. Loads the bus stack and venet.ko and
 # checks, once per sg_enabled mode: ping both ways, TCP transfers both ways
 # with checksums, MTU 1500/9000 (FLUSHRX), link down/up, the negotiated
 # offloads (ethtool -k), that TSO is really used (tx_gso_packets) and, with
@@ -49,7 +49,7 @@ command -v ethtool >/dev/null 2>&1 && HAVE_ETHTOOL=1
 
 log() { echo "venet-tests: $*"; }
 
-# venet_if: the name of the netdev bound to vbus_enet (waits up to 10 s:
+# venet_if: the name of the netdev bound to venet (waits up to 10 s:
 # the device appears when the bridge has processed DEVADD).
 venet_if() {
 	local i n=0 d
@@ -57,7 +57,7 @@ venet_if() {
 		for i in /sys/class/net/*; do
 			d=$(readlink "$i/device/driver" 2>/dev/null) || continue
 			case "${d##*/}" in
-			virtual-ethernet | vbus_enet) echo "${i##*/}"; return 0 ;;
+			venet) echo "${i##*/}"; return 0 ;;
 			esac
 		done
 		n=$((n + 1))
@@ -189,17 +189,17 @@ check_jumbo() {
 mode() {
 	local sg=$1 p="sg$1" IF v tso
 
-	vt_check "$p/load" vt_kmod_load vbus_enet "sg_enabled=$sg" || return
+	vt_check "$p/load" vt_kmod_load venet "sg_enabled=$sg" || return
 	if ! IF=$(venet_if); then
-		vt_fail "$p/netdev" "no vbus_enet netdev"
-		rmmod vbus_enet
+		vt_fail "$p/netdev" "no venet netdev"
+		rmmod venet
 		return
 	fi
 	vt_pass "$p/netdev"
 	log "$p: interface $IF"
 
 	if [ "$HAVE_ETHTOOL" = 1 ]; then
-		vt_check "$p/ethtool-i" sh -c "ethtool -i $IF | grep -q '^driver: vbus_enet'"
+		vt_check "$p/ethtool-i" sh -c "ethtool -i $IF | grep -q '^driver: venet'"
 		vt_check "$p/ethtool-g" sh -c "ethtool -g $IF | grep -q '^RX:.*[0-9]'"
 		v=$(ethfeature "$IF" tcp-segmentation-offload)
 		if [ "$sg" = 1 ]; then
@@ -271,7 +271,7 @@ mode() {
 	(while http_post /cgi-bin/md5 /tmp/up >/dev/null 2>&1; do :; done) &
 	tx_pid=$!
 	sleep 2
-	vt_check "$p/unload-under-traffic" rmmod vbus_enet
+	vt_check "$p/unload-under-traffic" rmmod venet
 	kill "$rx_pid" "$tx_pid" 2>/dev/null
 	wait "$rx_pid" "$tx_pid" 2>/dev/null
 	vt_check "$p/netdev-gone" test ! -e "/sys/class/net/$IF"
@@ -280,11 +280,11 @@ mode() {
 # small rings: the tx queue stops and wakes all the time, rx runs dry
 small_rings() {
 	local p=small-rings IF
-	vt_check "$p/bad-param-rejected" sh -c "! insmod $VT_KMOD_DIR/vbus_enet.ko rx_ringlen=3"
-	vt_check "$p/load" vt_kmod_load vbus_enet tx_ringlen=4 rx_ringlen=8 || return
+	vt_check "$p/bad-param-rejected" sh -c "! insmod $VT_KMOD_DIR/venet.ko rx_ringlen=3"
+	vt_check "$p/load" vt_kmod_load venet tx_ringlen=4 rx_ringlen=8 || return
 	if ! IF=$(venet_if); then
-		vt_fail "$p/netdev" "no vbus_enet netdev"
-		rmmod vbus_enet
+		vt_fail "$p/netdev" "no venet netdev"
+		rmmod venet
 		return
 	fi
 	ip addr add "$VT_GUEST_IP/$VT_PREFIX" dev "$IF"
@@ -294,21 +294,21 @@ small_rings() {
 	vt_check "$p/tcp-host-to-guest" check_tcp_in
 	vt_check "$p/tcp-guest-to-host" check_tcp_out
 	[ "$HAVE_ETHTOOL" = 1 ] && ethtool -S "$IF" | grep -E 'tx_busy|tx_timeouts|rx_alloc' | sed 's/^/  /'
-	vt_check "$p/unload" rmmod vbus_enet
+	vt_check "$p/unload" rmmod venet
 }
 
 # one quick load/traffic/unload round (for the slab cycles)
 cycle() {
 	local IF
-	vt_kmod_load vbus_enet || return 1
-	IF=$(venet_if) || { rmmod vbus_enet; return 1; }
+	vt_kmod_load venet || return 1
+	IF=$(venet_if) || { rmmod venet; return 1; }
 	ip addr add "$VT_GUEST_IP/$VT_PREFIX" dev "$IF"
 	ip link set dev "$IF" up
-	wait_carrier "$IF" 1 >/dev/null || { rmmod vbus_enet; return 1; }
-	ping -c 2 -W 3 "$VT_HOST_IP" >/dev/null || { rmmod vbus_enet; return 1; }
-	http_get /data >/dev/null || { rmmod vbus_enet; return 1; }
-	http_post /cgi-bin/md5 /tmp/up >/dev/null || { rmmod vbus_enet; return 1; }
-	rmmod vbus_enet
+	wait_carrier "$IF" 1 >/dev/null || { rmmod venet; return 1; }
+	ping -c 2 -W 3 "$VT_HOST_IP" >/dev/null || { rmmod venet; return 1; }
+	http_get /data >/dev/null || { rmmod venet; return 1; }
+	http_post /cgi-bin/md5 /tmp/up >/dev/null || { rmmod venet; return 1; }
+	rmmod venet
 }
 
 echo "venet-tests: $(grep -c ^processor /proc/cpuinfo) CPUs, kernel $(uname -r), ethtool=$HAVE_ETHTOOL"
@@ -365,6 +365,6 @@ if cycle; then
 else
 	vt_fail cycles-warmup "first load/traffic/unload round failed"
 fi
-vt_check enet-unloaded test ! -d /sys/module/vbus_enet
+vt_check enet-unloaded test ! -d /sys/module/venet
 
 vt_done

@@ -12,6 +12,17 @@ vbus_build_hostd() {
 	vbus_find_hostd "$cbuild"
 }
 
+# vbus_transport_args RAMFILE SIZE SOCK: the QEMU arguments of the vbus
+# transport, one per line (for mapfile): guest RAM shared through RAMFILE
+# (SIZE, QEMU syntax; must equal -m and vbus-hostd's size=) and an
+# ivshmem-doorbell whose chardev is vbus-hostd's guest socket SOCK.
+vbus_transport_args() {
+	printf '%s\n' -object "memory-backend-file,id=ram,size=$2,mem-path=$1,share=on" \
+		-machine q35,memory-backend=ram \
+		-chardev "socket,id=vbus0,path=$3" \
+		-device ivshmem-doorbell,chardev=vbus0,vectors=2
+}
+
 # vbus_find_hostd CBUILD: the vbus-hostd binary under CBUILD, or non-zero.
 vbus_find_hostd() {
 	local bin
@@ -54,16 +65,4 @@ vbus_build_stack() {
 		return 1
 	fi
 	vbus_log "cmake vbus-hostd: $(vbus_elapsed "$t0") s" >&2
-}
-
-# vbus_transport_args SOCK RAMFILE SIZE PIDFILE: the QEMU arguments of the
-# vbus transport, one per line (for `mapfile`, then after vbus_boot_guest
-# --): guest RAM in the file vbus-hostd sized, shared, and an
-# ivshmem-doorbell on vbus-hostd's guest socket.
-vbus_transport_args() {
-	printf '%s\n' -object "memory-backend-file,id=ram,size=$3,mem-path=$2,share=on" \
-		-machine q35,memory-backend=ram \
-		-chardev "socket,id=vbus0,path=$1" \
-		-device ivshmem-doorbell,chardev=vbus0,vectors=2 \
-		-pidfile "$4"
 }

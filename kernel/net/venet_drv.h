@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * venet: private definitions shared by the driver's files.
+ *
+ * The wire contract with the host is docs/transport.md, section "venet";
+ * the ABI structures are in <vbus/venet.h>.
+ */
+#ifndef VENET_DRV_H
+#define VENET_DRV_H
+
+#include <linux/netdevice.h>
+#include <linux/if_vlan.h>
+#include <linux/skbuff.h>
+#include <linux/spinlock.h>
+#include <linux/scatterlist.h>
+#include <linux/u64_stats_sync.h>
+#include <linux/workqueue.h>
+#include <vbus/ioq.h>
+#include <vbus/venet.h>
+#include <vbus/vbus_driver.h>
+
+#define VENET_DRV_NAME	"venet"
+#define VENET_DRV_VERSION	"1"
+
+#define VENET_MAX_MTU	9000
+/* One iov for the linear part, one per page fragment (no frag_list). */
+#define VENET_TX_MAX_IOVS	(MAX_SKB_FRAGS + 1)
+#define VENET_TX_SG_SIZE	(sizeof(struct venet_sg) + \
+				 VENET_TX_MAX_IOVS * sizeof(struct venet_iov))
+
+/*
+ * RXSG (docs/transport.md, venet, "rx ring, RXSG"): every rx buffer is a
+ * venet_sg over whole pages, big enough for the largest frame the host
+ * may send (a 64 KiB GSO frame plus Ethernet and VLAN headers). The first
+ * VENET_RX_COPY bytes are copied into the skb head (the stack wants
+ * the headers linear); the rest of the used pages become frags, and only
+ * those are replaced at refill. Like virtio-net's "big packets" mode.
+ */
+#define VENET_RX_FRAME_MAX	(65535 + ETH_HLEN + VLAN_HLEN)
+#define VENET_RX_PAGES	DIV_ROUND_UP(VENET_RX_FRAME_MAX, PAGE_SIZE)
+#define VENET_RX_SG_SIZE	(sizeof(struct venet_sg) + \
+				 VENET_RX_PAGES * sizeof(struct venet_iov))
+#define VENET_RX_COPY	128
+
+/*
+ * Per-slot state the guest keeps for itself. The descriptor's cookie lives
+ * in memory the host can write, so it is never used to find an skb: the
+ * slot index (ring position & mask) is.
+ */
+struct venet_rx_slot {
+	struct sk_buff *skb;	/* plain mode: the posted buffer */
+	u32 buflen;		/* bytes posted: the most the host may fill */
+	bool posted;		/* RXSG: the descriptor is the host's */
+	struct venet_sg *vsg;	/* RXSG: preallocated, VENET_RX_SG_SIZE */
+	struct page *pages[VENET_RX_PAGES];	/* RXSG; NULL once consumed */
+};
+
+struct venet_tx_slot {
+	struct sk_buff *skb;
+	struct venet_sg *vsg;	/* SG mode: preallocated, VENET_TX_SG_SIZE */
+};
+
+/* Written only by the NAPI poll (or with NAPI disabled). */
+struct venet_rx_stats {
+	struct u64_stats_sync syncp;
+	u64_stats_t packets;
+	u64_stats_t bytes;
+	u64_stats_t length_errors;	/* host wrote a bad length */
+	u64_stats_t dropped;		/* frames dropped while flushing */
+	u64_stats_t flushed;		/* zero-length completions */
+	u64_stats_t alloc_failed;
+	u64_stats_t bad_offload;	/* RXSG: host wrote bad csum/GSO */
+	u64_stats_t gso_packets;	/* RXSG: GSO frames received */
+	u64_stats_t csum_partial;	/* RXSG: CHECKSUM_PARTIAL frames */
+	u64_stats_t csum_valid;		/* RXSG: CHECKSUM_UNNECESSARY frames */
+};
+
+/* Written only under txlock. */
+struct venet_tx_stats {
+	struct u64_stats_sync syncp;
+	u64_stats_t packets;
+	u64_stats_t bytes;
+	u64_stats_t errors;		/* bad GSO type, sgvec failure */
+	u64_stats_t dropped;		/* linearize failure, faulted ring */
+	u64_stats_t gso_packets;
+	u64_stats_t csum_partial;
+	u64_stats_t busy;		/* NETDEV_TX_BUSY returned */
+	u64_stats_t completed;
+	u64_stats_t timeouts;
+};
+
+struct venet_priv {
+	struct net_device *dev;
+	struct vbus_device_proxy *vdev;
+	struct napi_struct napi;
+
+	struct ioq *rxq;
+	struct ioq_notifier rx_notifier;
+	struct venet_rx_slot *rx_slots;
+	u32 rx_count;
+	u32 rx_bufsize;		/* size of buffers posted from now on */
+	struct delayed_work refill;
+
+	struct ioq *txq;
+	struct ioq_notifier tx_notifier;
+	struct venet_tx_slot *tx_slots;
+	u32 tx_count;
+	spinlock_t txlock;	/* tx ring tail/head, tx_slots, tx_sgl, tx stats */
+	struct scatterlist tx_sgl[VENET_TX_MAX_IOVS];
+
+	struct {
+		bool sg;
+		bool tso4;
+		bool tso6;
+		bool ecn;
+		bool rxsg;	/* rx descriptors carry a venet_sg */
+	} caps;
+
+	bool link_up;		/* LINKUP answered; under RTNL */
+	unsigned long faulted;	/* bit 0: ring corrupted, device unusable */
+
+	struct venet_rx_stats rx_stats;
+	struct venet_tx_stats tx_stats;
+};
+
+static inline u32 venet_rx_bufsize(unsigned int mtu)
+{
+	/* Ethernet header plus one VLAN tag: docs/transport.md "rx ring". */
+	return mtu + ETH_HLEN + VLAN_HLEN;
+}
+
+/* main */
+void venet_fault(struct venet_priv *priv, const char *why);
+
+/* The one check of venet_fault()'s verdict (a ring is unusable). */
+static inline bool venet_faulted(struct venet_priv *priv)
+{
+	return test_bit(0, &priv->faulted);
+}
+int venet_devcall(struct venet_priv *priv, u32 func, void *data,
+		  size_t len);
+
+/* rx */
+int venet_rx_fill(struct venet_priv *priv, gfp_t gfp);
+int venet_rx_poll(struct venet_priv *priv, int budget);
+bool venet_rx_pending(struct venet_priv *priv);
+void venet_rx_drain(struct venet_priv *priv);
+void venet_rx_free_all(struct venet_priv *priv);
+int venet_rx_setup(struct venet_priv *priv);
+void venet_refill_work(struct work_struct *work);
+
+/* tx */
+int venet_tx_setup(struct venet_priv *priv);
+void venet_tx_teardown(struct venet_priv *priv);
+netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev);
+void venet_tx_reap(struct venet_priv *priv);
+bool venet_tx_pending(struct venet_priv *priv);
+void venet_tx_timeout(struct net_device *dev, unsigned int txqueue);
+
+/* ethtool */
+extern const struct ethtool_ops venet_ethtool_ops;
+
+/*
+ * True when the descriptor at the head of @ioq's inuse index has been
+ * handed back by the host. Reading it needs the inuse count first (our own
+ * index: no barrier) and then ioq_iter_owned(), whose rmb orders the sown
+ * load before any later load of the descriptor body.
+ */
+static inline bool venet_head_completed(struct ioq *ioq,
+					struct ioq_iterator *iter)
+{
+	return ioq_count(ioq, ioq_idxtype_inuse) > 0 && ioq_iter_owned(iter);
+}
+
+#endif /* VENET_DRV_H */

@@ -1,0 +1,639 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * venet - a paravirtual 802.x network device on the vbus: the guest
+ * driver of the host's "venet" device (the 2009 "virtual-ethernet").
+ *
+ * Derived from the AlacrityVM venet driver (Gregory Haskins, Novell, 2009),
+ * ported to Linux 6.1 and to IOQ ring version 5. The wire contract with
+ * the host is docs/transport.md, section "venet".
+ *
+ * One NAPI context serves both rings: a signal on either masks both and
+ * schedules the poll; the poll reaps tx completions, receives up to its
+ * budget, and when it completes unmasks both and re-checks both rings
+ * (docs/design.md, "Signals: unmask, then look again": a signal that races
+ * the completion is otherwise lost).
+ *
+ * Nothing the host writes can make the driver crash: lengths are checked
+ * against the guest's own records, skbs are found by slot index (never by
+ * the host-writable cookie), and a ring whose indexes make no sense
+ * faults the device (carrier off, traffic dropped) until it is removed.
+ */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/etherdevice.h>
+#include <linux/netdevice.h>
+#include <linux/log2.h>
+#include <linux/slab.h>
+#include <linux/rcupdate.h>
+#include <linux/interrupt.h>
+
+#include "venet_drv.h"
+
+static int rx_ringlen = 256;
+module_param(rx_ringlen, int, 0444);
+MODULE_PARM_DESC(rx_ringlen, "rx ring descriptors (power of two, 2..4096)");
+
+static int tx_ringlen = 256;
+module_param(tx_ringlen, int, 0444);
+MODULE_PARM_DESC(tx_ringlen, "tx ring descriptors (power of two, 2..4096)");
+
+static bool sg_enabled = true;
+module_param(sg_enabled, bool, 0444);
+MODULE_PARM_DESC(sg_enabled,
+		 "request scatter-gather/checksum/TSO offload from the host");
+
+#define VENET_MAX_RINGLEN 4096
+
+int venet_devcall(struct venet_priv *priv, u32 func, void *data,
+		  size_t len)
+{
+	struct vbus_device_proxy *vdev = priv->vdev;
+
+	return vdev->ops->call(vdev, func, data, len, 0);
+}
+
+/*
+ * The host corrupted a ring (or the ring layer reported it faulted): stop
+ * using the device. Any context.
+ */
+void venet_fault(struct venet_priv *priv, const char *why)
+{
+	if (test_and_set_bit(0, &priv->faulted))
+		return;
+	netdev_err(priv->dev, "ring fault (%s): device disabled until removed\n",
+		   why);
+	netif_carrier_off(priv->dev);
+	netif_stop_queue(priv->dev);
+}
+
+/*
+ * Mask both rings and schedule the poll, unless it is already scheduled
+ * (then NAPI notes the miss and polls again) or disabled.
+ */
+static void venet_schedule(struct venet_priv *priv)
+{
+	if (napi_schedule_prep(&priv->napi)) {
+		/*
+		 * Masking is only an optimisation: a late mask costs one
+		 * spurious signal. The poll unmasks both when it completes.
+		 */
+		ioq_notify_disable(priv->rxq, 0);
+		ioq_notify_disable(priv->txq, 0);
+		__napi_schedule(&priv->napi);
+	}
+}
+
+/*
+ * Signal from the host on either ring. The bus may call this from a hard
+ * or soft interrupt or from a work item; from task context, bracket the
+ * schedule with a BH-disabled section so the NET_RX softirq runs at
+ * local_bh_enable() instead of waiting for the next interrupt.
+ */
+static void venet_notify(struct venet_priv *priv)
+{
+	if (in_interrupt() || irqs_disabled()) {
+		venet_schedule(priv);
+	} else {
+		local_bh_disable();
+		venet_schedule(priv);
+		local_bh_enable();
+	}
+}
+
+static void venet_rx_signal(struct ioq_notifier *n)
+{
+	venet_notify(container_of(n, struct venet_priv, rx_notifier));
+}
+
+static void venet_tx_signal(struct ioq_notifier *n)
+{
+	venet_notify(container_of(n, struct venet_priv, tx_notifier));
+}
+
+static int venet_poll(struct napi_struct *napi, int budget)
+{
+	struct venet_priv *priv =
+		container_of(napi, struct venet_priv, napi);
+	int done = 0;
+
+	/* the ring layer faults a signal whose indexes the host corrupted */
+	if (shm_signal_faulted(priv->rxq->signal) ||
+	    shm_signal_faulted(priv->txq->signal))
+		venet_fault(priv, "ring index out of range");
+
+	venet_tx_reap(priv);
+	if (budget)	/* budget 0 is netpoll: tx only */
+		done = venet_rx_poll(priv, budget);
+
+	if (done < budget && napi_complete_done(napi, done) &&
+	    !venet_faulted(priv)) {
+		ioq_notify_enable(priv->rxq, 0);
+		ioq_notify_enable(priv->txq, 0);
+		/*
+		 * docs/design.md, "Signals: unmask, then look again": re-check
+		 * after unmasking. The host may have completed descriptors
+		 * after our last look and signalled while we were masked
+		 * (or while NAPI was still marked scheduled).
+		 * shm_signal_enable() issues a full
+		 * barrier after storing enabled=1 ([B2]), so the ring loads
+		 * below cannot be satisfied before that store; it pairs with
+		 * the full barrier after dirty=1 in the host's inject ([B1]):
+		 * either the host sees enabled=1 and signals, or we see its
+		 * pop here.
+		 */
+		if (venet_rx_pending(priv) || venet_tx_pending(priv))
+			venet_schedule(priv);
+	}
+
+	return done;
+}
+
+static void venet_kick(struct venet_priv *priv)
+{
+	local_bh_disable();
+	venet_schedule(priv);
+	local_bh_enable();
+}
+
+static int venet_open(struct net_device *dev)
+{
+	struct venet_priv *priv = netdev_priv(dev);
+	int ret;
+
+	if (venet_faulted(priv))
+		return -EIO;
+
+	napi_enable(&priv->napi);
+
+	ret = venet_devcall(priv, VENET_FUNC_LINKUP, NULL, 0);
+	if (ret < 0) {
+		netdev_err(dev, "host refused LINKUP: %d\n", ret);
+		napi_disable(&priv->napi);
+		return ret;
+	}
+	priv->link_up = true;
+
+	netif_carrier_on(dev);
+	netif_start_queue(dev);
+
+	/* reap and refill whatever happened while we were down */
+	venet_kick(priv);
+	return 0;
+}
+
+static int venet_stop(struct net_device *dev)
+{
+	struct venet_priv *priv = netdev_priv(dev);
+	int ret;
+
+	netif_tx_disable(dev);
+	napi_disable(&priv->napi);
+	/* not _sync: the work takes RTNL, which we hold; it re-checks state */
+	cancel_delayed_work(&priv->refill);
+
+	if (priv->link_up) {
+		ret = venet_devcall(priv, VENET_FUNC_LINKDOWN, NULL, 0);
+		if (ret < 0)
+			netdev_warn(dev, "host refused LINKDOWN: %d\n", ret);
+		priv->link_up = false;
+	}
+	netif_carrier_off(dev);
+
+	/* free what the host has already completed; the rest at open/remove */
+	venet_tx_reap(priv);
+	return 0;
+}
+
+/*
+ * New MTU: the posted rx buffers have the old size. FLUSHRX makes the
+ * host hand every one back with length 0; we reap them and post buffers of
+ * the new size. NAPI is off meanwhile so nothing posts an old-size buffer
+ * behind the flush. If the host refuses, the old buffers are used up
+ * first (a frame too big for one is dropped by the host) and replaced as
+ * they come back.
+ */
+static int venet_change_mtu(struct net_device *dev, int new_mtu)
+{
+	struct venet_priv *priv = netdev_priv(dev);
+	bool running = netif_running(dev);
+	int ret;
+
+	if (running)
+		napi_disable(&priv->napi);
+
+	WRITE_ONCE(dev->mtu, new_mtu);
+	priv->rx_bufsize = venet_rx_bufsize(new_mtu);
+
+	if (!venet_faulted(priv)) {
+		ret = venet_devcall(priv, VENET_FUNC_FLUSHRX, NULL, 0);
+		if (ret < 0)
+			netdev_warn(dev, "host refused FLUSHRX: %d\n", ret);
+		venet_rx_drain(priv);
+		if (venet_rx_fill(priv, GFP_KERNEL) == -ENOMEM)
+			schedule_delayed_work(&priv->refill, HZ / 10);
+	}
+
+	if (running) {
+		napi_enable(&priv->napi);
+		venet_kick(priv);
+	}
+	return 0;
+}
+
+static void venet_get_stats64(struct net_device *dev,
+			      struct rtnl_link_stats64 *stats)
+{
+	struct venet_priv *priv = netdev_priv(dev);
+	const struct venet_rx_stats *rx = &priv->rx_stats;
+	const struct venet_tx_stats *tx = &priv->tx_stats;
+	unsigned int start;
+
+	do {
+		start = u64_stats_fetch_begin(&rx->syncp);
+		stats->rx_packets = u64_stats_read(&rx->packets);
+		stats->rx_bytes = u64_stats_read(&rx->bytes);
+		stats->rx_length_errors = u64_stats_read(&rx->length_errors);
+		stats->rx_errors = stats->rx_length_errors +
+				   u64_stats_read(&rx->bad_offload);
+		stats->rx_dropped = u64_stats_read(&rx->dropped) +
+				    u64_stats_read(&rx->alloc_failed);
+	} while (u64_stats_fetch_retry(&rx->syncp, start));
+
+	do {
+		start = u64_stats_fetch_begin(&tx->syncp);
+		stats->tx_packets = u64_stats_read(&tx->packets);
+		stats->tx_bytes = u64_stats_read(&tx->bytes);
+		stats->tx_errors = u64_stats_read(&tx->errors);
+		stats->tx_dropped = u64_stats_read(&tx->dropped);
+	} while (u64_stats_fetch_retry(&tx->syncp, start));
+}
+
+static const struct net_device_ops venet_netdev_ops = {
+	.ndo_open		= venet_open,
+	.ndo_stop		= venet_stop,
+	.ndo_start_xmit		= venet_start_xmit,
+	.ndo_change_mtu		= venet_change_mtu,
+	.ndo_tx_timeout		= venet_tx_timeout,
+	.ndo_get_stats64	= venet_get_stats64,
+	.ndo_validate_addr	= eth_validate_addr,
+};
+
+/*
+ * Ask for SG/checksum/TSO when sg_enabled; the host answers with the bits
+ * it accepts, which decide the tx descriptor format for this open. A host
+ * that fails the call gets the plain format.
+ */
+static void venet_negcap(struct venet_priv *priv)
+{
+	struct venet_capabilities *caps;
+	u32 want = 0, got;
+	int ret;
+
+	if (sg_enabled)
+		/* no UFO: the stack no longer produces it (and never did safely) */
+		want = VENET_CAP_SG | VENET_CAP_TSO4 | VENET_CAP_TSO6 |
+		       VENET_CAP_ECN | VENET_CAP_RXSG;
+
+	/* the bus hands the buffer to the host by physical address */
+	caps = kzalloc(sizeof(*caps), GFP_KERNEL);
+	if (!caps)
+		return;
+	caps->gid = VENET_CAP_GROUP_SG;
+	caps->bits = want;
+
+	ret = venet_devcall(priv, VENET_FUNC_NEGCAP, caps, sizeof(*caps));
+	got = ret < 0 ? 0 : caps->bits & want;	/* never more than asked */
+	kfree(caps);
+
+	if (ret < 0)
+		dev_warn(&priv->vdev->dev, "NEGCAP failed (%d): no offloads\n",
+			 ret);
+
+	if (got & VENET_CAP_SG) {
+		priv->caps.sg = true;
+		priv->caps.tso4 = !!(got & VENET_CAP_TSO4);
+		priv->caps.tso6 = !!(got & VENET_CAP_TSO6);
+		/* ECN only qualifies TSO */
+		priv->caps.ecn = !!(got & VENET_CAP_ECN) &&
+				 (priv->caps.tso4 || priv->caps.tso6);
+		/* rx offload rides on the venet_sg format as well */
+		priv->caps.rxsg = !!(got & VENET_CAP_RXSG);
+	}
+
+	dev_info(&priv->vdev->dev, "capabilities: %s%s%s%s%s\n",
+		 priv->caps.sg ? "sg" : "plain",
+		 priv->caps.tso4 ? " tso4" : "",
+		 priv->caps.tso6 ? " tso6" : "",
+		 priv->caps.ecn ? " ecn" : "",
+		 priv->caps.rxsg ? " rxsg" : "");
+}
+
+static void venet_macquery(struct venet_priv *priv)
+{
+	struct net_device *dev = priv->dev;
+	u8 *mac;
+	int ret = -ENOMEM;
+
+	mac = kzalloc(ETH_ALEN, GFP_KERNEL);
+	if (mac)
+		ret = venet_devcall(priv, VENET_FUNC_MACQUERY, mac,
+				    ETH_ALEN);
+
+	if (ret >= 0 && is_valid_ether_addr(mac)) {
+		eth_hw_addr_set(dev, mac);
+	} else {
+		eth_hw_addr_random(dev);
+		dev_warn(&priv->vdev->dev,
+			 "no valid MAC from the host (%d): using %pM\n", ret,
+			 dev->dev_addr);
+	}
+	kfree(mac);
+}
+
+static void venet_set_features(struct venet_priv *priv)
+{
+	struct net_device *dev = priv->dev;
+	netdev_features_t hw = 0;
+
+	/* we hand the host physical addresses: any memory will do */
+	dev->features |= NETIF_F_HIGHDMA;
+
+	if (priv->caps.sg) {
+		/* the host is told csum start/offset: generic HW_CSUM */
+		hw |= NETIF_F_SG | NETIF_F_HW_CSUM;
+		if (priv->caps.tso4)
+			hw |= NETIF_F_TSO;
+		if (priv->caps.tso6)
+			hw |= NETIF_F_TSO6;
+		if (priv->caps.ecn)
+			hw |= NETIF_F_TSO_ECN;
+	}
+
+	dev->hw_features |= hw;
+	dev->features |= hw;
+	dev->vlan_features |= hw;
+}
+
+static int venet_queue_init(struct venet_priv *priv, int qid,
+			    u32 count, struct ioq **ioqp,
+			    struct ioq_notifier *notifier,
+			    void (*fn)(struct ioq_notifier *))
+{
+	int ret;
+
+	ret = vbus_driver_ioq_alloc(priv->vdev, qid, 0, count, ioqp);
+	if (ret < 0)
+		return ret;
+
+	notifier->signal = fn;
+	(*ioqp)->notifier = notifier;
+	return 0;
+}
+
+/*
+ * Undo the ring side of probe. @closed: the host has answered DEVCLOSE, so
+ * it no longer touches the buffers. Without that answer the host may still
+ * write into rx buffers or read tx frames; freeing them could corrupt
+ * whatever reuses the memory, so they are leaked instead (with a log).
+ */
+static void venet_free_rings(struct venet_priv *priv, bool closed)
+{
+	if (priv->rxq)
+		WRITE_ONCE(priv->rxq->notifier, NULL);
+	if (priv->txq)
+		WRITE_ONCE(priv->txq->notifier, NULL);
+	/*
+	 * A notifier already running from an interrupt or softirq (an RCU
+	 * read-side section) finishes before priv goes away.
+	 */
+	synchronize_rcu();
+
+	if (!closed) {
+		dev_err(&priv->vdev->dev,
+			"host did not close the device: leaking its buffers\n");
+		kvfree(priv->rx_slots);
+		priv->rx_slots = NULL;
+		return;
+	}
+
+	if (priv->rx_slots)
+		venet_rx_free_all(priv);
+	kvfree(priv->rx_slots);
+	priv->rx_slots = NULL;
+	venet_tx_teardown(priv);
+
+	if (priv->rxq)
+		ioq_put(priv->rxq);
+	if (priv->txq)
+		ioq_put(priv->txq);
+	priv->rxq = NULL;
+	priv->txq = NULL;
+}
+
+/* Close the host device; true when the host confirmed it. */
+static bool venet_close_vdev(struct venet_priv *priv)
+{
+	int ret = priv->vdev->ops->close(priv->vdev, 0);
+
+	if (ret < 0)
+		dev_warn(&priv->vdev->dev, "DEVCLOSE failed: %d\n", ret);
+	/*
+	 * Only a timeout leaves the host possibly still running; any answer
+	 * (even an error such as -ENODEV for a device it already dropped)
+	 * means it has let go.
+	 */
+	return ret != -ETIMEDOUT;
+}
+
+static struct net_device *venet_alloc(struct vbus_device_proxy *vdev)
+{
+	struct venet_priv *priv;
+	struct net_device *dev;
+
+	dev = alloc_etherdev(sizeof(*priv));
+	if (!dev)
+		return NULL;
+	SET_NETDEV_DEV(dev, &vdev->dev);
+
+	priv = netdev_priv(dev);
+	priv->dev = dev;
+	priv->vdev = vdev;
+	spin_lock_init(&priv->txlock);
+	INIT_DELAYED_WORK(&priv->refill, venet_refill_work);
+	u64_stats_init(&priv->rx_stats.syncp);
+	u64_stats_init(&priv->tx_stats.syncp);
+	priv->rx_count = rx_ringlen;
+	priv->tx_count = tx_ringlen;
+	return dev;
+}
+
+/* The netdev side, once the host told us its capabilities and MAC. */
+static void venet_netdev_setup(struct venet_priv *priv)
+{
+	struct net_device *dev = priv->dev;
+
+	dev->netdev_ops = &venet_netdev_ops;
+	dev->ethtool_ops = &venet_ethtool_ops;
+	dev->watchdog_timeo = 5 * HZ;
+	dev->min_mtu = ETH_MIN_MTU;
+	dev->max_mtu = VENET_MAX_MTU;
+	priv->rx_bufsize = venet_rx_bufsize(dev->mtu);
+	venet_set_features(priv);
+
+	netif_napi_add(dev, &priv->napi, venet_poll);
+}
+
+/* Slots, both rings registered with the host, rx buffers posted. */
+static int venet_rings_setup(struct venet_priv *priv)
+{
+	int ret;
+
+	ret = venet_rx_setup(priv);
+	if (ret)
+		return ret;
+	ret = venet_tx_setup(priv);
+	if (ret)
+		return ret;
+
+	ret = venet_queue_init(priv, VENET_QUEUE_RX, priv->rx_count,
+			       &priv->rxq, &priv->rx_notifier,
+			       venet_rx_signal);
+	if (ret)
+		return ret;
+	ret = venet_queue_init(priv, VENET_QUEUE_TX, priv->tx_count,
+			       &priv->txq, &priv->tx_notifier,
+			       venet_tx_signal);
+	if (ret)
+		return ret;
+
+	ret = venet_rx_fill(priv, GFP_KERNEL);
+	if (ret < 0)
+		return ret;
+
+	/* NAPI is disabled until open: signals before then are no-ops */
+	ioq_notify_enable(priv->rxq, 0);
+	ioq_notify_enable(priv->txq, 0);
+	return 0;
+}
+
+static int venet_probe(struct vbus_device_proxy *vdev)
+{
+	struct venet_priv *priv;
+	struct net_device *dev;
+	int ret;
+
+	dev = venet_alloc(vdev);
+	if (!dev)
+		return -ENOMEM;
+	priv = netdev_priv(dev);
+
+	ret = vdev->ops->open(vdev, VENET_VERSION, 0);
+	if (ret < 0) {
+		dev_err(&vdev->dev, "DEVOPEN failed: %d\n", ret);
+		goto out_free_netdev;
+	}
+
+	venet_negcap(priv);
+	venet_macquery(priv);
+	venet_netdev_setup(priv);
+
+	ret = venet_rings_setup(priv);
+	if (ret)
+		goto out_close;
+
+	netif_carrier_off(dev);
+
+	vdev->priv = priv;
+	ret = register_netdev(dev);
+	if (ret) {
+		dev_err(&vdev->dev, "register_netdev failed: %d\n", ret);
+		vdev->priv = NULL;
+		goto out_close;
+	}
+
+	netdev_info(dev, "vbus device %llu, MAC %pM, rings rx %u tx %u\n",
+		    vdev->id, dev->dev_addr, priv->rx_count, priv->tx_count);
+	return 0;
+
+out_close:
+	if (priv->rxq)
+		ioq_notify_disable(priv->rxq, 0);
+	if (priv->txq)
+		ioq_notify_disable(priv->txq, 0);
+	venet_free_rings(priv, venet_close_vdev(priv));
+	netif_napi_del(&priv->napi);
+out_free_netdev:
+	free_netdev(dev);
+	return ret;
+}
+
+static int venet_remove(struct vbus_device_proxy *vdev)
+{
+	struct venet_priv *priv = vdev->priv;
+	struct net_device *dev;
+	bool closed;
+
+	if (!priv)
+		return 0;
+	dev = priv->dev;
+
+	/* stops traffic: ndo_stop disables NAPI and sends LINKDOWN */
+	unregister_netdev(dev);
+	cancel_delayed_work_sync(&priv->refill);
+
+	ioq_notify_disable(priv->rxq, 0);
+	ioq_notify_disable(priv->txq, 0);
+
+	closed = venet_close_vdev(priv);
+	venet_free_rings(priv, closed);
+	netif_napi_del(&priv->napi);
+
+	vdev->priv = NULL;
+	free_netdev(dev);
+	return 0;
+}
+
+static struct vbus_driver_ops venet_driver_ops = {
+	.probe	= venet_probe,
+	.remove	= venet_remove,
+};
+
+static struct vbus_driver venet_driver = {
+	.type	= VENET_TYPE,
+	.owner	= THIS_MODULE,
+	.ops	= &venet_driver_ops,
+};
+
+static bool venet_ringlen_ok(const char *name, int len)
+{
+	if (len >= 2 && len <= VENET_MAX_RINGLEN &&
+	    is_power_of_2((unsigned int)len))
+		return true;
+	pr_err(VENET_DRV_NAME ": %s=%d: must be a power of two, 2..%d\n",
+	       name, len, VENET_MAX_RINGLEN);
+	return false;
+}
+
+static int __init venet_init(void)
+{
+	if (!venet_ringlen_ok("rx_ringlen", rx_ringlen) ||
+	    !venet_ringlen_ok("tx_ringlen", tx_ringlen))
+		return -EINVAL;
+
+	return vbus_driver_register(&venet_driver);
+}
+
+static void __exit venet_exit(void)
+{
+	vbus_driver_unregister(&venet_driver);
+}
+
+module_init(venet_init);
+module_exit(venet_exit);
+
+MODULE_DESCRIPTION("vbus venet (virtual-ethernet) driver");
+MODULE_AUTHOR("Gregory Haskins (original venet driver)");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(VENET_DRV_VERSION);
+/* the bus's uevent sets MODALIAS=vbus:<type> */
+MODULE_ALIAS("vbus:" VENET_TYPE);

@@ -1,0 +1,619 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * venet receive path.
+ *
+ * The guest keeps the rx ring full of empty buffers (posted with a "both"
+ * push); the host fills one per frame, writes the frame length into the
+ * descriptor and pops it back; the guest reaps the inuse index from its
+ * head, passes the frame up and posts a fresh buffer in its place.
+ *
+ * Two buffer formats, fixed at NEGCAP:
+ *  - plain: one skb per slot; the host delivers complete frames with valid
+ *    checksums and never GSO frames, so skbs go up CHECKSUM_NONE;
+ *  - RXSG: one venet_sg per slot over VENET_RX_PAGES pages; the host
+ *    may deliver 64 KiB GSO frames with partial checksums and writes the
+ *    checksum/GSO state into the venet_sg. That metadata comes from the
+ *    host, so it is read once, checked against what we posted and handed
+ *    to virtio_net_hdr_to_skb(), the stack's checker for untrusted
+ *    offload headers (tun, packet sockets).
+ * A zero-length completion is a buffer handed back without a frame
+ * (FLUSHRX, or a buffer the host could not use).
+ *
+ * Everything here runs in one context at a time: the NAPI poll, or a
+ * caller that has disabled NAPI (probe, MTU change, refill work, remove).
+ */
+#include <linux/etherdevice.h>
+#include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
+#include <linux/skbuff.h>
+#include <linux/io.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/virtio_net.h>
+
+#include "venet_drv.h"
+
+#define VENET_SG_RX_FLAGS (VENET_SG_FLAG_NEEDS_CSUM | VENET_SG_FLAG_GSO | \
+			   VENET_SG_FLAG_ECN | VENET_SG_FLAG_DATA_VALID)
+
+static void venet_rx_count(struct venet_priv *priv, u64_stats_t *c)
+{
+	u64_stats_update_begin(&priv->rx_stats.syncp);
+	u64_stats_inc(c);
+	u64_stats_update_end(&priv->rx_stats.syncp);
+}
+
+int venet_rx_setup(struct venet_priv *priv)
+{
+	u32 i;
+
+	/* a frame never needs more frags than there are pages */
+	BUILD_BUG_ON(VENET_RX_PAGES > MAX_SKB_FRAGS);
+	BUILD_BUG_ON(VENET_RX_COPY > PAGE_SIZE);
+
+	priv->rx_slots = kvcalloc(priv->rx_count, sizeof(*priv->rx_slots),
+				  GFP_KERNEL);
+	if (!priv->rx_slots)
+		return -ENOMEM;
+	if (!priv->caps.rxsg)
+		return 0;
+
+	for (i = 0; i < priv->rx_count; i++) {
+		/* kmalloc: physically contiguous, so one guest-physical ptr */
+		priv->rx_slots[i].vsg = kzalloc(VENET_RX_SG_SIZE,
+						GFP_KERNEL);
+		if (!priv->rx_slots[i].vsg)
+			return -ENOMEM;	/* the caller frees what we got */
+	}
+	return 0;
+}
+
+/*
+ * RXSG: give @slot a full set of pages and describe them in its venet_sg.
+ * Pages a previous frame did not use are still there and are posted again.
+ */
+static int venet_rx_prep_sg(struct venet_rx_slot *slot, gfp_t gfp)
+{
+	struct venet_sg *vsg = slot->vsg;
+	u32 i;
+
+	for (i = 0; i < VENET_RX_PAGES; i++) {
+		if (slot->pages[i])
+			continue;
+		slot->pages[i] = alloc_page(gfp | __GFP_NOWARN);
+		if (!slot->pages[i])
+			return -ENOMEM;
+	}
+
+	/* the host wrote into this on the last completion: start afresh */
+	memset(vsg, 0, sizeof(*vsg));
+	vsg->count = VENET_RX_PAGES;
+	vsg->len = VENET_RX_PAGES * PAGE_SIZE;
+	for (i = 0; i < VENET_RX_PAGES; i++) {
+		vsg->iov[i].len = PAGE_SIZE;
+		vsg->iov[i].reserved = 0;
+		vsg->iov[i].ptr = (u64)page_to_phys(slot->pages[i]);
+	}
+	slot->buflen = VENET_RX_PAGES * PAGE_SIZE;
+	return 0;
+}
+
+/* How long to wait before retrying an rx refill that ran out of memory. */
+#define VENET_REFILL_DELAY	(HZ / 10)
+
+/* RXSG: post the slot's pages behind its venet_sg. 0, -ENOMEM or -EIO. */
+static int venet_rx_post_sg(struct venet_priv *priv, struct ioq_iterator *iter,
+			    struct venet_rx_slot *slot, gfp_t gfp)
+{
+	struct ioq_ring_desc *desc = iter->desc;
+
+	if (venet_rx_prep_sg(slot, gfp)) {
+		venet_rx_count(priv, &priv->rx_stats.alloc_failed);
+		return -ENOMEM;
+	}
+	WRITE_ONCE(desc->cookie, iter->pos & (priv->rx_count - 1));
+	WRITE_ONCE(desc->ptr, (u64)virt_to_phys(slot->vsg));
+	WRITE_ONCE(desc->len, (u64)VENET_RX_SG_SIZE);
+	WRITE_ONCE(desc->valid, 1);
+	slot->posted = true;
+	/* the push's wmb publishes vsg and body before sown */
+	if (ioq_iter_push(iter, 0)) {
+		slot->posted = false;
+		venet_fault(priv, "rx ring push");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Flat: post one skb of @bufsize. 0, -ENOMEM or -EIO. */
+static int venet_rx_post_flat(struct venet_priv *priv,
+			      struct ioq_iterator *iter,
+			      struct venet_rx_slot *slot, u32 bufsize, gfp_t gfp)
+{
+	struct ioq_ring_desc *desc = iter->desc;
+	struct sk_buff *skb;
+
+	skb = __netdev_alloc_skb_ip_align(priv->dev, bufsize, gfp);
+	if (!skb) {
+		u64_stats_update_begin(&priv->rx_stats.syncp);
+		u64_stats_inc(&priv->rx_stats.alloc_failed);
+		u64_stats_update_end(&priv->rx_stats.syncp);
+		return -ENOMEM;
+	}
+
+	slot->skb = skb;
+	slot->buflen = bufsize;
+
+	/*
+	 * skb->data is kmalloc or page-fragment memory: physically
+	 * contiguous over bufsize bytes. The cookie is informational
+	 * only (see venet_drv.h): we never read it back.
+	 */
+	WRITE_ONCE(desc->cookie, iter->pos & (priv->rx_count - 1));
+	WRITE_ONCE(desc->ptr, (u64)virt_to_phys(skb->data));
+	WRITE_ONCE(desc->len, (u64)bufsize);
+	WRITE_ONCE(desc->valid, 1);
+
+	/* the push's wmb publishes the body before sown and index */
+	if (ioq_iter_push(iter, 0)) {
+		slot->skb = NULL;
+		kfree_skb(skb);
+		venet_fault(priv, "rx ring push");
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * Post empty buffers at the tail until the ring is full. Returns the number
+ * posted, -ENOMEM when an allocation failed first (the caller schedules the
+ * refill work), or -EIO when the ring is broken.
+ */
+int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
+{
+	struct ioq *ioq = priv->rxq;
+	struct ioq_iterator iter;
+	u32 bufsize = priv->rx_bufsize;
+	int posted = 0;
+	int ret;
+
+	if (venet_faulted(priv))
+		return -EIO;
+
+	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_both, 0);
+	if (!ret)
+		ret = ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
+	if (ret) {
+		venet_fault(priv, "rx ring iterator");
+		return -EIO;
+	}
+
+	for (;;) {
+		struct venet_rx_slot *slot;
+
+		ret = ioq_full(ioq, ioq_idxtype_inuse);
+		if (ret) {
+			if (ret < 0)
+				venet_fault(priv, "rx ring index");
+			ret = ret < 0 ? -EIO : 0;
+			break;
+		}
+
+		slot = &priv->rx_slots[iter.pos & (priv->rx_count - 1)];
+		if (WARN_ON_ONCE(slot->skb || slot->posted)) {
+			/* our own bookkeeping, not host input */
+			ret = -EIO;
+			break;
+		}
+
+		if (priv->caps.rxsg)
+			ret = venet_rx_post_sg(priv, &iter, slot, gfp);
+		else
+			ret = venet_rx_post_flat(priv, &iter, slot, bufsize, gfp);
+		if (ret)
+			break;
+		posted++;
+	}
+
+	/* a host that ran out of buffers waits for this */
+	if (posted)
+		ioq_signal(ioq, 0);
+
+	return ret < 0 ? ret : posted;
+}
+
+/*
+ * Account for one completed rx buffer and hand its frame up (or drop it).
+ * @len is what the host wrote; @buflen what we posted.
+ */
+static void venet_rx_complete(struct venet_priv *priv,
+			      struct sk_buff *skb, u32 buflen, u64 len,
+			      bool napi)
+{
+	struct venet_rx_stats *st = &priv->rx_stats;
+	struct net_device *dev = priv->dev;
+
+	if (!len) {
+		u64_stats_update_begin(&st->syncp);
+		u64_stats_inc(&st->flushed);
+		u64_stats_update_end(&st->syncp);
+		consume_skb(skb);
+		return;
+	}
+
+	if (len < ETH_HLEN || len > buflen) {
+		u64_stats_update_begin(&st->syncp);
+		u64_stats_inc(&st->length_errors);
+		u64_stats_update_end(&st->syncp);
+		if (net_ratelimit())
+			netdev_warn(dev, "host returned a bad rx length %llu (buffer %u)\n",
+				    len, buflen);
+		kfree_skb(skb);
+		return;
+	}
+
+	skb_put(skb, (unsigned int)len);
+	skb->protocol = eth_type_trans(skb, dev);
+
+	u64_stats_update_begin(&st->syncp);
+	u64_stats_inc(&st->packets);
+	u64_stats_add(&st->bytes, len);
+	u64_stats_update_end(&st->syncp);
+
+	if (napi)
+		napi_gro_receive(&priv->napi, skb);
+	else
+		netif_rx(skb);
+}
+
+/* What the host wrote into a completed RXSG buffer's venet_sg, read once. */
+struct venet_rx_meta {
+	u32 flags;
+	u32 len;
+	u16 csum_start;
+	u16 csum_offset;
+	u8 gso_type;
+	u16 gso_hdrlen;
+	u16 gso_size;
+};
+
+static void venet_rx_read_meta(const struct venet_sg *vsg,
+			       struct venet_rx_meta *m)
+{
+	m->flags = READ_ONCE(vsg->flags);
+	m->len = READ_ONCE(vsg->len);
+	m->csum_start = READ_ONCE(vsg->csum.start);
+	m->csum_offset = READ_ONCE(vsg->csum.offset);
+	m->gso_type = READ_ONCE(vsg->gso.type);
+	m->gso_hdrlen = READ_ONCE(vsg->gso.hdrlen);
+	m->gso_size = READ_ONCE(vsg->gso.size);
+}
+
+/*
+ * The venet rules for host-written rx metadata (transport.md), then the
+ * same as a virtio_net_hdr for virtio_net_hdr_to_skb(). Returns false
+ * when the metadata is not acceptable.
+ */
+static bool venet_rx_meta_to_vnet(const struct venet_rx_meta *m,
+				  u32 len, struct virtio_net_hdr *hdr)
+{
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->gso_type = VIRTIO_NET_HDR_GSO_NONE;
+
+	if (m->flags & ~VENET_SG_RX_FLAGS)
+		return false;
+	if (m->flags & VENET_SG_FLAG_NEEDS_CSUM) {
+		/* u32: two u16 plus 2 cannot wrap */
+		if ((u32)m->csum_start + m->csum_offset + 2 > len)
+			return false;
+		hdr->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+		hdr->csum_start = __cpu_to_virtio16(true, m->csum_start);
+		hdr->csum_offset = __cpu_to_virtio16(true, m->csum_offset);
+	}
+	if (!(m->flags & VENET_SG_FLAG_GSO))
+		return true;
+
+	/* a GSO frame's segments need a checksum state to start from */
+	if (!(m->flags & (VENET_SG_FLAG_NEEDS_CSUM | VENET_SG_FLAG_DATA_VALID)))
+		return false;
+	switch (m->gso_type) {
+	case VENET_GSO_TYPE_TCPV4:
+		hdr->gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+		break;
+	case VENET_GSO_TYPE_TCPV6:
+		hdr->gso_type = VIRTIO_NET_HDR_GSO_TCPV6;
+		break;
+	default:	/* UDP was never negotiated on rx */
+		return false;
+	}
+	if (m->flags & VENET_SG_FLAG_ECN)
+		hdr->gso_type |= VIRTIO_NET_HDR_GSO_ECN;
+	if (!m->gso_size || m->gso_hdrlen > len)
+		return false;
+	hdr->gso_size = __cpu_to_virtio16(true, m->gso_size);
+	hdr->hdr_len = __cpu_to_virtio16(true, m->gso_hdrlen);
+	return true;
+}
+
+/*
+ * RXSG: turn the first @len bytes of @slot's pages into an skb. The head
+ * gets a copy of the first bytes (headers); the used pages move to the skb
+ * as frags and leave the slot (refill replaces them). NULL when no skb
+ * could be allocated: the pages then stay with the slot.
+ */
+static struct sk_buff *venet_rx_build_sg(struct venet_priv *priv,
+					 struct venet_rx_slot *slot,
+					 u32 len, bool napi)
+{
+	u32 copy = min_t(u32, len, VENET_RX_COPY);
+	struct sk_buff *skb;
+	u32 pos;
+
+	if (napi)
+		skb = napi_alloc_skb(&priv->napi, VENET_RX_COPY);
+	else
+		skb = netdev_alloc_skb_ip_align(priv->dev, VENET_RX_COPY);
+	if (!skb)
+		return NULL;
+
+	skb_put_data(skb, page_address(slot->pages[0]), copy);
+
+	/* len <= VENET_RX_PAGES * PAGE_SIZE: checked by the caller */
+	for (pos = copy; pos < len; ) {
+		u32 i = pos / PAGE_SIZE;
+		u32 off = pos % PAGE_SIZE;
+		u32 chunk = min_t(u32, len - pos, PAGE_SIZE - off);
+
+		skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags,
+				slot->pages[i], off, chunk, PAGE_SIZE);
+		slot->pages[i] = NULL;
+		pos += chunk;
+	}
+	return skb;
+}
+
+static void venet_rx_complete_sg(struct venet_priv *priv,
+				 struct venet_rx_slot *slot, u64 len,
+				 const struct venet_rx_meta *m,
+				 bool napi)
+{
+	struct venet_rx_stats *st = &priv->rx_stats;
+	struct net_device *dev = priv->dev;
+	struct virtio_net_hdr hdr;
+	struct sk_buff *skb;
+
+	if (!len) {
+		/* the pages stay with the slot for the next post */
+		venet_rx_count(priv, &st->flushed);
+		return;
+	}
+
+	/* our own record of the capacity decides, not the venet_sg */
+	if (len < ETH_HLEN || len > slot->buflen || m->len != len) {
+		venet_rx_count(priv, &st->length_errors);
+		if (net_ratelimit())
+			netdev_warn(dev, "host returned a bad rx length %llu/%u (buffer %u)\n",
+				    len, m->len, slot->buflen);
+		return;
+	}
+
+	if (!venet_rx_meta_to_vnet(m, (u32)len, &hdr)) {
+		venet_rx_count(priv, &st->bad_offload);
+		if (net_ratelimit())
+			netdev_warn(dev, "host returned bad rx offload state (flags 0x%x gso %u)\n",
+				    m->flags, m->gso_type);
+		return;
+	}
+
+	skb = venet_rx_build_sg(priv, slot, (u32)len, napi);
+	if (!skb) {
+		venet_rx_count(priv, &st->alloc_failed);
+		return;
+	}
+
+	/* offsets are from the Ethernet header: before eth_type_trans() */
+	if (virtio_net_hdr_to_skb(skb, &hdr, true)) {
+		venet_rx_count(priv, &st->bad_offload);
+		if (net_ratelimit())
+			netdev_warn(dev, "host returned rx offload state the stack refused\n");
+		kfree_skb(skb);
+		return;
+	}
+	if (skb->ip_summed != CHECKSUM_PARTIAL &&
+	    (m->flags & VENET_SG_FLAG_DATA_VALID))
+		skb->ip_summed = CHECKSUM_UNNECESSARY;
+
+	skb->protocol = eth_type_trans(skb, dev);
+
+	u64_stats_update_begin(&st->syncp);
+	u64_stats_inc(&st->packets);
+	u64_stats_add(&st->bytes, len);
+	if (skb_is_gso(skb))
+		u64_stats_inc(&st->gso_packets);
+	if (skb->ip_summed == CHECKSUM_PARTIAL)
+		u64_stats_inc(&st->csum_partial);
+	else if (skb->ip_summed == CHECKSUM_UNNECESSARY)
+		u64_stats_inc(&st->csum_valid);
+	u64_stats_update_end(&st->syncp);
+
+	if (napi)
+		napi_gro_receive(&priv->napi, skb);
+	else
+		netif_rx(skb);
+}
+
+/*
+ * Reap up to @budget completed rx descriptors. Returns how many were
+ * reaped (-EIO when the ring is broken counts as 0).
+ */
+static int venet_rx_reap(struct venet_priv *priv, int budget,
+			 bool napi)
+{
+	struct ioq *ioq = priv->rxq;
+	struct ioq_iterator iter;
+	int done = 0;
+	int ret;
+
+	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_inuse,
+			    IOQ_ITER_NOFLIPOWNER);
+	if (!ret)
+		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
+	if (ret) {
+		venet_fault(priv, "rx ring iterator");
+		return 0;
+	}
+
+	while (done < budget && venet_head_completed(ioq, &iter)) {
+		struct venet_rx_slot *slot;
+		struct sk_buff *skb;
+		u32 buflen;
+		u64 len;
+
+		slot = &priv->rx_slots[iter.pos & (priv->rx_count - 1)];
+		/* after ioq_iter_owned(): its rmb orders this load */
+		len = READ_ONCE(iter.desc->len);
+
+		if (priv->caps.rxsg) {
+			struct venet_rx_meta m;
+
+			/*
+			 * Same rmb: the host wrote the venet_sg before its
+			 * pop (whose release publishes it with sown).
+			 */
+			venet_rx_read_meta(slot->vsg, &m);
+			ret = ioq_iter_pop(&iter, 0);
+			if (ret) {
+				venet_fault(priv, "rx ring pop");
+				break;
+			}
+			done++;
+			if (WARN_ON_ONCE(!slot->posted))
+				continue;	/* our bookkeeping */
+			slot->posted = false;
+			venet_rx_complete_sg(priv, slot, len, &m, napi);
+			continue;
+		}
+
+		skb = slot->skb;
+		buflen = slot->buflen;
+		slot->skb = NULL;
+
+		ret = ioq_iter_pop(&iter, 0);
+		if (ret) {
+			kfree_skb(skb);
+			venet_fault(priv, "rx ring pop");
+			break;
+		}
+		done++;
+
+		if (WARN_ON_ONCE(!skb))
+			continue;	/* our bookkeeping, not host input */
+
+		venet_rx_complete(priv, skb, buflen, len, napi);
+	}
+
+	return done;
+}
+
+/* The rx half of the NAPI poll. */
+int venet_rx_poll(struct venet_priv *priv, int budget)
+{
+	int done;
+
+	if (venet_faulted(priv))
+		return 0;
+
+	done = venet_rx_reap(priv, budget, true);
+
+	if (venet_rx_fill(priv, GFP_ATOMIC) == -ENOMEM)
+		schedule_delayed_work(&priv->refill, VENET_REFILL_DELAY);
+
+	return done;
+}
+
+/* True when the host has completed the rx descriptor at the inuse head. */
+bool venet_rx_pending(struct venet_priv *priv)
+{
+	struct ioq_iterator iter;
+
+	if (venet_faulted(priv))
+		return false;
+	if (ioq_iter_init(priv->rxq, &iter, ioq_idxtype_inuse,
+			  IOQ_ITER_NOFLIPOWNER) ||
+	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
+		return false;
+	return venet_head_completed(priv->rxq, &iter);
+}
+
+/*
+ * Reap everything the host has completed, with NAPI disabled (MTU change
+ * after FLUSHRX). Frames that were filled before the flush still go up.
+ */
+void venet_rx_drain(struct venet_priv *priv)
+{
+	if (venet_faulted(priv))
+		return;
+	venet_rx_reap(priv, priv->rx_count, false);
+}
+
+/*
+ * Free every buffer still posted. Only after DEVCLOSE: the host no longer
+ * writes into them.
+ */
+void venet_rx_free_all(struct venet_priv *priv)
+{
+	u32 i;
+
+	for (i = 0; i < priv->rx_count; i++) {
+		struct venet_rx_slot *slot = &priv->rx_slots[i];
+		u32 p;
+
+		kfree_skb(slot->skb);
+		slot->skb = NULL;
+		for (p = 0; p < VENET_RX_PAGES; p++) {
+			if (slot->pages[p])
+				put_page(slot->pages[p]);
+			slot->pages[p] = NULL;
+		}
+		kfree(slot->vsg);
+		slot->vsg = NULL;
+		slot->posted = false;
+	}
+}
+
+/*
+ * Retry an rx refill that failed for lack of memory. RTNL serialises it
+ * with open/stop/MTU change, which also toggle NAPI; NAPI is disabled
+ * while the ring is filled so that only one context posts.
+ */
+void venet_refill_work(struct work_struct *work)
+{
+	struct venet_priv *priv =
+		container_of(to_delayed_work(work), struct venet_priv,
+			     refill);
+	bool running;
+	int ret;
+
+	rtnl_lock();
+	if (priv->dev->reg_state != NETREG_REGISTERED) {
+		rtnl_unlock();
+		return;
+	}
+
+	running = netif_running(priv->dev);
+	if (running)
+		napi_disable(&priv->napi);
+
+	ret = venet_rx_fill(priv, GFP_KERNEL);
+
+	if (running) {
+		napi_enable(&priv->napi);
+		local_bh_disable();
+		napi_schedule(&priv->napi);
+		local_bh_enable();
+	}
+	rtnl_unlock();
+
+	if (ret == -ENOMEM)
+		schedule_delayed_work(&priv->refill, VENET_REFILL_DELAY);
+}

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * venet transmit path, including scatter-gather and GSO.
+ *
+ * The guest posts one frame per descriptor (a "both" push), the host sends
+ * it and pops the descriptor back; popping is the tx completion, and the
+ * host signals the tx ring after a batch of pops. The guest reaps the inuse
+ * index from its head (NAPI poll, ndo_tx_timeout, stop) and frees the skbs.
+ * Flow control is on the inuse index: while every descriptor is in flight
+ * the queue is stopped, and the reaper wakes it.
+ *
+ * Descriptor formats (docs/transport.md, "tx ring"):
+ *   plain mode: ptr/len = the linear frame;
+ *   SG mode:    ptr/len = a per-slot struct venet_sg + iov[], preallocated
+ *               in kmalloc memory, describing the skb's head and frags.
+ *
+ * txlock serialises the xmit path (which writes the tails) with the reaper
+ * (which writes the inuse head) and the per-slot state both use.
+ */
+#include <linux/etherdevice.h>
+#include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <linux/tcp.h>
+#include <linux/io.h>
+#include <linux/slab.h>
+
+#include "venet_drv.h"
+
+int venet_tx_setup(struct venet_priv *priv)
+{
+	u32 i;
+
+	priv->tx_slots = kcalloc(priv->tx_count, sizeof(*priv->tx_slots),
+				 GFP_KERNEL);
+	if (!priv->tx_slots)
+		return -ENOMEM;
+
+	if (!priv->caps.sg)
+		return 0;
+
+	for (i = 0; i < priv->tx_count; i++) {
+		/* kmalloc: physically contiguous, so one guest-physical ptr */
+		priv->tx_slots[i].vsg = kzalloc(VENET_TX_SG_SIZE,
+						GFP_KERNEL);
+		if (!priv->tx_slots[i].vsg) {
+			venet_tx_teardown(priv);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Free every skb still on the ring and the SG buffers. Only after DEVCLOSE
+ * (the host no longer reads them) or before the ring was ever used.
+ */
+void venet_tx_teardown(struct venet_priv *priv)
+{
+	u32 i;
+
+	if (!priv->tx_slots)
+		return;
+
+	for (i = 0; i < priv->tx_count; i++) {
+		dev_kfree_skb_any(priv->tx_slots[i].skb);
+		kfree(priv->tx_slots[i].vsg);
+	}
+	kfree(priv->tx_slots);
+	priv->tx_slots = NULL;
+}
+
+static void venet_tx_bad(struct venet_priv *priv,
+			 struct sk_buff *skb, const char *why)
+{
+	if (net_ratelimit())
+		netdev_warn(priv->dev, "tx dropped: %s (gso_type 0x%x)\n", why,
+			    skb_shinfo(skb)->gso_type);
+}
+
+/* The checksum request of @skb; 0 or -errno. */
+static int venet_tx_sg_csum(struct venet_priv *priv, struct sk_buff *skb,
+			    struct venet_sg *vsg, u32 *flags)
+{
+	int start;
+
+	if (skb->ip_summed != CHECKSUM_PARTIAL)
+		return 0;
+	start = skb_checksum_start_offset(skb);
+	/* csum_offset is a u16 already; the start is an int */
+	if (start < 0 || start > U16_MAX) {
+		venet_tx_bad(priv, skb, "checksum offset");
+		return -EINVAL;
+	}
+	*flags |= VENET_SG_FLAG_NEEDS_CSUM;
+	vsg->csum.start = (u16)start;
+	vsg->csum.offset = skb->csum_offset;
+	return 0;
+}
+
+/* The GSO request of @skb, as negotiated; 0 or -errno. */
+static int venet_tx_sg_gso(struct venet_priv *priv, struct sk_buff *skb,
+			   struct venet_sg *vsg, u32 *flags)
+{
+	struct skb_shared_info *sinfo = skb_shinfo(skb);
+	int hdrlen;
+
+	if (!skb_is_gso(skb))
+		return 0;
+	/*
+	 * Only what was negotiated is advertised, so anything else
+	 * is a stack surprise: drop it rather than mislabel it.
+	 */
+	if ((sinfo->gso_type & SKB_GSO_TCPV4) && priv->caps.tso4) {
+		vsg->gso.type = VENET_GSO_TYPE_TCPV4;
+	} else if ((sinfo->gso_type & SKB_GSO_TCPV6) && priv->caps.tso6) {
+		vsg->gso.type = VENET_GSO_TYPE_TCPV6;
+	} else {
+		venet_tx_bad(priv, skb, "unsupported GSO type");
+		return -EPROTONOSUPPORT;
+	}
+
+	if (sinfo->gso_type & SKB_GSO_TCP_ECN) {
+		if (!priv->caps.ecn) {
+			venet_tx_bad(priv, skb, "GSO ECN");
+			return -EPROTONOSUPPORT;
+		}
+		*flags |= VENET_SG_FLAG_ECN;
+	}
+
+	if (!(*flags & VENET_SG_FLAG_NEEDS_CSUM)) {
+		venet_tx_bad(priv, skb, "GSO without CHECKSUM_PARTIAL");
+		return -EINVAL;
+	}
+
+	/* all headers, L2+L3+L4: virtio_net_hdr.hdr_len semantics */
+	hdrlen = skb_tcp_all_headers(skb);
+	if (hdrlen <= 0 || hdrlen > U16_MAX || !sinfo->gso_size) {
+		venet_tx_bad(priv, skb, "GSO header");
+		return -EINVAL;
+	}
+	*flags |= VENET_SG_FLAG_GSO;
+	vsg->gso.hdrlen = (u16)hdrlen;
+	vsg->gso.size = sinfo->gso_size;
+	return 0;
+}
+
+/* One iov per piece of @skb: their count, or -errno. */
+static int venet_tx_sg_iovs(struct venet_priv *priv, struct sk_buff *skb,
+			    struct venet_sg *vsg)
+{
+	struct scatterlist *sgl = priv->tx_sgl;
+	struct scatterlist *sg;
+	int count;
+	int i;
+
+	sg_init_table(sgl, VENET_TX_MAX_IOVS);
+	count = skb_to_sgvec(skb, sgl, 0, skb->len);
+	if (count <= 0) {
+		venet_tx_bad(priv, skb, "skb_to_sgvec");
+		return count ? count : -EINVAL;
+	}
+
+	for_each_sg(sgl, sg, count, i) {
+		struct venet_iov *iov = &vsg->iov[i];
+
+		iov->len = sg->length;
+		iov->reserved = 0;
+		iov->ptr = (u64)sg_phys(sg);
+	}
+	return count;
+}
+
+/*
+ * Describe @skb in @vsg: checksum offload, GSO and one iov per piece.
+ * Returns 0, or -errno when the skb cannot be expressed (dropped, counted
+ * as a tx error by the caller).
+ */
+static int venet_tx_build_sg(struct venet_priv *priv,
+			     struct sk_buff *skb, struct venet_sg *vsg)
+{
+	u32 flags = 0;
+	int count;
+
+	memset(vsg, 0, sizeof(*vsg));
+	count = venet_tx_sg_csum(priv, skb, vsg, &flags);
+	if (!count)
+		count = venet_tx_sg_gso(priv, skb, vsg, &flags);
+	if (!count)
+		count = venet_tx_sg_iovs(priv, skb, vsg);
+	if (count < 0)
+		return count;
+
+	vsg->cookie = 0;	/* guest-private, unused */
+	vsg->flags = flags;
+	vsg->len = skb->len;
+	vsg->count = count;
+	return 0;
+}
+
+static void venet_tx_count_drop(struct venet_priv *priv, bool error)
+{
+	struct venet_tx_stats *st = &priv->tx_stats;
+
+	u64_stats_update_begin(&st->syncp);
+	if (error)
+		u64_stats_inc(&st->errors);
+	else
+		u64_stats_inc(&st->dropped);
+	u64_stats_update_end(&st->syncp);
+}
+
+/*
+ * What became of a frame: on its way, the ring is full (the stack retries),
+ * or dropped (DROP: still to be counted; DROPPED: counted already).
+ */
+enum venet_tx_verdict {
+	VENET_TX_OK,
+	VENET_TX_BUSY,
+	VENET_TX_DROP,
+	VENET_TX_DROPPED,
+};
+
+/* Room for one more frame? */
+static enum venet_tx_verdict venet_tx_room(struct venet_priv *priv,
+					   struct net_device *dev)
+{
+	struct venet_tx_stats *st = &priv->tx_stats;
+	int ret;
+
+	if (venet_faulted(priv))
+		return VENET_TX_DROP;
+	ret = ioq_full(priv->txq, ioq_idxtype_inuse);
+	if (ret < 0) {
+		venet_fault(priv, "tx ring index");
+		return VENET_TX_DROP;
+	}
+	if (!ret)
+		return VENET_TX_OK;
+	/*
+	 * We stop the queue when the last descriptor is used, so
+	 * this only happens if the stack raced a wake; let it retry
+	 * once the reaper frees a slot.
+	 */
+	netif_stop_queue(dev);
+	u64_stats_update_begin(&st->syncp);
+	u64_stats_inc(&st->busy);
+	u64_stats_update_end(&st->syncp);
+	return VENET_TX_BUSY;
+}
+
+/* The descriptor at the tail and its slot; false when we cannot use it. */
+static bool venet_tx_tail(struct venet_priv *priv, struct ioq_iterator *iter,
+			  struct venet_tx_slot **slot)
+{
+	int ret;
+
+	ret = ioq_iter_init(priv->txq, iter, ioq_idxtype_both, 0);
+	if (!ret)
+		ret = ioq_iter_seek(iter, ioq_seek_tail, 0, 0);
+	if (ret) {
+		venet_fault(priv, "tx ring iterator");
+		return false;
+	}
+	*slot = &priv->tx_slots[iter->pos & (priv->tx_count - 1)];
+	/* our bookkeeping, not host input */
+	return !WARN_ON_ONCE((*slot)->skb);
+}
+
+/* The frame into the descriptor: the slot's venet_sg, or flat. */
+static enum venet_tx_verdict venet_tx_fill(struct venet_priv *priv,
+					   struct sk_buff *skb,
+					   struct ioq_iterator *iter,
+					   struct venet_tx_slot *slot)
+{
+	struct ioq_ring_desc *desc = iter->desc;
+
+	if (priv->caps.sg) {
+		if (venet_tx_build_sg(priv, skb, slot->vsg)) {
+			venet_tx_count_drop(priv, true);
+			return VENET_TX_DROPPED;
+		}
+		WRITE_ONCE(desc->ptr, (u64)virt_to_phys(slot->vsg));
+		WRITE_ONCE(desc->len, (u64)VENET_TX_SG_SIZE);
+	} else {
+		/* plain mode: the host reads one contiguous frame */
+		if (skb_linearize(skb))
+			return VENET_TX_DROP;
+		WRITE_ONCE(desc->ptr, (u64)virt_to_phys(skb->data));
+		WRITE_ONCE(desc->len, (u64)skb->len);
+	}
+	WRITE_ONCE(desc->cookie, iter->pos & (priv->tx_count - 1));
+	WRITE_ONCE(desc->valid, 1);
+	return VENET_TX_OK;
+}
+
+static void venet_tx_account(struct venet_tx_stats *st, struct sk_buff *skb)
+{
+	u64_stats_update_begin(&st->syncp);
+	u64_stats_inc(&st->packets);
+	u64_stats_add(&st->bytes, skb->len);
+	if (skb_is_gso(skb))
+		u64_stats_inc(&st->gso_packets);
+	if (skb->ip_summed == CHECKSUM_PARTIAL)
+		u64_stats_inc(&st->csum_partial);
+	u64_stats_update_end(&st->syncp);
+}
+
+/* Hand the filled descriptor to the host. */
+static enum venet_tx_verdict venet_tx_publish(struct venet_priv *priv,
+					      struct sk_buff *skb,
+					      struct ioq_iterator *iter,
+					      struct venet_tx_slot *slot)
+{
+	slot->skb = skb;
+	skb_tx_timestamp(skb);
+	venet_tx_account(&priv->tx_stats, skb);
+
+	/* the push's wmb publishes the descriptor and venet_sg before sown */
+	if (ioq_iter_push(iter, 0)) {
+		slot->skb = NULL;
+		venet_fault(priv, "tx ring push");
+		return VENET_TX_DROP;
+	}
+	return VENET_TX_OK;
+}
+
+netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
+{
+	struct venet_priv *priv = netdev_priv(dev);
+	struct ioq *ioq = priv->txq;
+	struct venet_tx_slot *slot;
+	struct ioq_iterator iter;
+	enum venet_tx_verdict v;
+	bool kick;
+
+	spin_lock_bh(&priv->txlock);
+	v = venet_tx_room(priv, dev);
+	if (v == VENET_TX_BUSY) {
+		spin_unlock_bh(&priv->txlock);
+		return NETDEV_TX_BUSY;
+	}
+	if (v == VENET_TX_OK && !venet_tx_tail(priv, &iter, &slot))
+		v = VENET_TX_DROP;
+	if (v == VENET_TX_OK)
+		v = venet_tx_fill(priv, skb, &iter, slot);
+	if (v == VENET_TX_OK)
+		v = venet_tx_publish(priv, skb, &iter, slot);
+	if (v != VENET_TX_OK) {
+		if (v == VENET_TX_DROP)
+			venet_tx_count_drop(priv, false);
+		spin_unlock_bh(&priv->txlock);
+		dev_kfree_skb_any(skb);
+		return NETDEV_TX_OK;
+	}
+
+	if (ioq_full(ioq, ioq_idxtype_inuse)) {
+		netif_stop_queue(dev);
+		netif_trans_update(dev);
+	}
+
+	/* batch the doorbell while the stack has more for us */
+	kick = !netdev_xmit_more() || netif_queue_stopped(dev);
+	spin_unlock_bh(&priv->txlock);
+
+	if (kick)
+		ioq_signal(ioq, 0);
+
+	return NETDEV_TX_OK;
+}
+
+/* Free the skbs of every descriptor the host has handed back. */
+void venet_tx_reap(struct venet_priv *priv)
+{
+	struct venet_tx_stats *st = &priv->tx_stats;
+	struct ioq *ioq = priv->txq;
+	struct ioq_iterator iter;
+	unsigned int done = 0;
+	int ret;
+
+	spin_lock_bh(&priv->txlock);
+
+	if (venet_faulted(priv))
+		goto out;
+
+	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_inuse,
+			    IOQ_ITER_NOFLIPOWNER);
+	if (!ret)
+		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
+	if (ret) {
+		venet_fault(priv, "tx ring iterator");
+		goto out;
+	}
+
+	/* at most one pass over the ring: the inuse count bounds it too */
+	while (done < priv->tx_count && venet_head_completed(ioq, &iter)) {
+		struct venet_tx_slot *slot;
+		struct sk_buff *skb;
+
+		slot = &priv->tx_slots[iter.pos & (priv->tx_count - 1)];
+		skb = slot->skb;
+		slot->skb = NULL;
+
+		ret = ioq_iter_pop(&iter, 0);
+		if (ret) {
+			slot->skb = skb;	/* freed at teardown */
+			venet_fault(priv, "tx ring pop");
+			break;
+		}
+		done++;
+		WARN_ON_ONCE(!skb);	/* our bookkeeping, not host input */
+		dev_consume_skb_any(skb);
+	}
+
+	if (done) {
+		u64_stats_update_begin(&st->syncp);
+		u64_stats_add(&st->completed, done);
+		u64_stats_update_end(&st->syncp);
+	}
+
+	if (netif_queue_stopped(priv->dev) && netif_running(priv->dev) &&
+	    !venet_faulted(priv) &&
+	    ioq_full(ioq, ioq_idxtype_inuse) == 0)
+		netif_wake_queue(priv->dev);
+out:
+	spin_unlock_bh(&priv->txlock);
+}
+
+/* True when the host has completed the tx descriptor at the inuse head. */
+bool venet_tx_pending(struct venet_priv *priv)
+{
+	struct ioq_iterator iter;
+
+	if (venet_faulted(priv))
+		return false;
+	if (ioq_iter_init(priv->txq, &iter, ioq_idxtype_inuse,
+			  IOQ_ITER_NOFLIPOWNER) ||
+	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
+		return false;
+	return venet_head_completed(priv->txq, &iter);
+}
+
+void venet_tx_timeout(struct net_device *dev, unsigned int txqueue)
+{
+	struct venet_priv *priv = netdev_priv(dev);
+	int inflight = ioq_count(priv->txq, ioq_idxtype_inuse);
+
+	netdev_warn(dev, "tx timeout on queue %u: %d descriptors in flight\n",
+		    txqueue, inflight);
+
+	spin_lock_bh(&priv->txlock);
+	u64_stats_update_begin(&priv->tx_stats.syncp);
+	u64_stats_inc(&priv->tx_stats.timeouts);
+	u64_stats_update_end(&priv->tx_stats.syncp);
+	spin_unlock_bh(&priv->txlock);
+
+	venet_tx_reap(priv);
+	/* in case the host missed a doorbell: tell it again */
+	ioq_signal(priv->txq, 0);
+	netif_trans_update(dev);
+}

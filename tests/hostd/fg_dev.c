@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* One device through the real library (see fg_dev.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "fg_dev.h"
+
+#define FGD_MAX_RINGS 16
+
+static struct fg *fg;
+/* attached rings, for fgd_irqs and fgd_dev_close */
+static struct {
+	struct fg_ring *r;
+	struct hostd_dev *dev;
+} rings[FGD_MAX_RINGS];
+static __u32 next_id = 1;
+static __u64 next_cookie = 0x1000;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "fg_dev: %s\n", what);
+	abort();
+}
+
+int fgd_init(void)
+{
+	fg = calloc(1, sizeof(*fg));
+	if (!fg)
+		return -ENOMEM;
+	fg_init_ram(fg, "fgd", FGD_RAM_SIZE, 64 << 10);
+	if (fg_negotiate(fg) || fg_busreg(fg, 64, 64))
+		return -EIO;
+	fg->lazy = true;
+	return 0;
+}
+
+void fgd_fini(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < FGD_MAX_RINGS; i++)
+		if (rings[i].r)
+			fg_ring_close(rings[i].r);
+	memset(rings, 0, sizeof(rings));
+	fg_fini(fg);
+	free(fg);
+	fg = NULL;
+}
+
+void *fgd_ram(__u64 gpa)
+{
+	return fg_ptr(fg, gpa, 1);
+}
+
+__u64 fgd_alloc(size_t len, size_t align)
+{
+	return fg_alloc_align(fg, len, align);
+}
+
+/* ---- the device ------------------------------------------------------------ */
+
+struct hostd_dev *fgd_dev_create(const char *type, const char *params,
+				 int *err)
+{
+	char spec[512], why[512];
+	__u32 id = next_id++;
+
+	snprintf(spec, sizeof(spec), "type=%s,id=%u%s%s", type, id,
+		 params && *params ? "," : "", params ? params : "");
+	*err = fg_add_dev(fg, spec, why, sizeof(why));
+	if (*err) {
+		fprintf(stderr, "[fgd] %s\n", why);
+		return NULL;
+	}
+	return hostd_bus_find(&fg->g.bus, id);
+}
+
+/* The guest lets go of its side of @dev's rings (the host closed them). */
+static void rings_release(struct hostd_dev *dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < FGD_MAX_RINGS; i++) {
+		if (rings[i].r && rings[i].dev == dev) {
+			fg_ring_close(rings[i].r);
+			rings[i].r = NULL;
+		}
+	}
+}
+
+void fgd_dev_destroy(struct hostd_dev *dev)
+{
+	char why[256];
+	__u32 id = dev->id;
+
+	fgd_dev_close(dev);
+	if (hostd_bus_drop(&fg->g.bus, id, why, sizeof(why)))
+		die(why);
+}
+
+int fgd_dev_open(struct hostd_dev *dev, __u32 version)
+{
+	int ret;
+
+	fg_devopen(fg, dev->id, version, &ret);
+	return ret;
+}
+
+void fgd_dev_close(struct hostd_dev *dev)
+{
+	__u64 h = dev->handle;
+
+	if (!dev->open)
+		return;
+	if (fg_hc(fg, VBUS_PCI_HC_DEVCLOSE, &h, sizeof(h)))
+		die("DEVCLOSE");
+	rings_release(dev);
+}
+
+int fgd_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
+{
+	return fg_devcall(fg, dev->handle, func, buf, len);
+}
+
+int fgd_ring_attach(struct hostd_dev *dev, __u32 id, __u32 count,
+		    struct fg_ring *r)
+{
+	unsigned int i;
+	int ret = fg_ring_open(fg, r, dev->handle, id, count, next_cookie++);
+
+	if (ret <= 0) {
+		fg_ring_close(r);
+		return ret ? ret : -EINVAL;
+	}
+	for (i = 0; i < FGD_MAX_RINGS && rings[i].r; i++)
+		;
+	if (i == FGD_MAX_RINGS)
+		die("too many rings");
+	rings[i].r = r;
+	rings[i].dev = dev;
+	return 0;
+}
+
+/* ---- the guest's side of a ring --------------------------------------------- */
+
+int fgd_post(struct fg_ring *r, __u64 ptr, __u64 len, __u64 cookie)
+{
+	struct ioq_iterator iter;
+
+	ioq_iter_init(&r->ioq, &iter, ioq_idxtype_both, IOQ_ITER_AUTOUPDATE);
+	ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
+	if (VBUS_READ(iter.desc->sown) != ioq_locality_north ||
+	    ioq_full(&r->ioq, ioq_idxtype_inuse))
+		return -ENOSPC;
+	iter.desc->cookie = cookie;
+	iter.desc->ptr = ptr;
+	iter.desc->len = len;
+	iter.desc->valid = 1;
+	return ioq_iter_push(&iter, 0);
+}
+
+int fgd_reap(struct fg_ring *r, __u64 *len, __u64 *cookie)
+{
+	struct ioq_iterator iter;
+
+	ioq_iter_init(&r->ioq, &iter, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER);
+	ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
+	if (!ioq_iter_owned(&iter))
+		return 0;
+	if (len)
+		*len = VBUS_READ(iter.desc->len);
+	if (cookie)
+		*cookie = iter.desc->cookie;
+	iter.desc->valid = 0;
+	if (ioq_iter_pop(&iter, 0))
+		return -EIO;
+	return 1;
+}
+
+/*
+ * The guest's eventq: every SHMSIGNAL is counted on its ring, whose north
+ * signal then takes it like the bridge would (_shm_signal_wakeup: pending
+ * cleared, so the host's next inject crosses again).
+ */
+__u64 fgd_irqs(struct fg_ring *r)
+{
+	struct vbus_pci_event ev[64];
+	unsigned int n, i, k;
+	__u64 cnt;
+
+	while ((n = fg_events(fg, ev, 64, true)) > 0) {
+		for (i = 0; i < n; i++) {
+			if (ev[i].eventid != VBUS_PCI_EVENT_SHMSIGNAL)
+				continue;
+			for (k = 0; k < FGD_MAX_RINGS; k++) {
+				struct fg_ring *rk = rings[k].r;
+
+				if (!rk || rk->cookie != ev[i].data.handle.handle)
+					continue;
+				rk->irqs++;
+				_shm_signal_wakeup(&rk->sig);
+			}
+		}
+	}
+	cnt = r->irqs;
+	r->irqs = 0;
+	return cnt;
+}
+
+/* ---- the host's loop ------------------------------------------------------------ */
+
+void fgd_poll(int timeout_ms)
+{
+	hostd_loop_poll(&fg->g.loop, timeout_ms);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+bool fgd_run_until(bool (*done)(void *arg), void *arg, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+
+	while (!done(arg)) {
+		if (now_ms() >= end)
+			return done(arg);
+		fgd_poll(10);
+	}
+	return true;
+}
+
+void fgd_run_for(int ms)
+{
+	long long end = now_ms() + ms;
+
+	while (now_ms() < end)
+		fgd_poll(5);
+}
+
+/* ---- what ctl stats says ---------------------------------------------------------- */
+
+bool fgd_dev_faulted(struct hostd_dev *dev)
+{
+	return hostd_dev_faulted(dev);
+}
+
+const char *fgd_dev_last_fault(struct hostd_dev *dev)
+{
+	return dev->fault;
+}
+
+/* The value of @key in the device's text stats line, unquoted. */
+static const char *stat_lookup(struct hostd_dev *dev, const char *key)
+{
+	static char val[256];
+	struct hostd_buf b = { 0 };
+	struct hostd_stats_out out;
+	char pat[64];
+	const char *p, *found = NULL;
+	size_t n;
+
+	hostd_stat_init(&out, &b, false);
+	hostd_dev_stats(dev, &out, true);
+	snprintf(pat, sizeof(pat), " %s=", key);
+	p = b.s ? strstr(b.s, pat) : NULL;
+	if (p) {
+		p += strlen(pat);
+		if (*p == '"') {
+			p++;
+			n = strcspn(p, "\"");
+		} else {
+			n = strcspn(p, " \n");
+		}
+		snprintf(val, sizeof(val), "%.*s", (int)n, p);
+		found = val;
+	}
+	hostd_buf_free(&b);
+	return found;
+}
+
+__u64 fgd_stat(struct hostd_dev *dev, const char *key)
+{
+	const char *v = stat_lookup(dev, key);
+
+	return v ? strtoull(v, NULL, 0) : ~0ull;
+}
+
+const char *fgd_stat_str(struct hostd_dev *dev, const char *key)
+{
+	const char *v = stat_lookup(dev, key);
+
+	return v ? v : "";
+}

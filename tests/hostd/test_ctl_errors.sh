@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+# The same mistake reads the same whichever way it arrives: each bad
+# device spec is given once on the command line (--device, the daemon
+# refuses to start) and once to a running daemon (ctl add), and the two
+# messages must be identical and say what is wrong. A tap serves at most
+# one device of a daemon, both ways too. The daemons run in a network
+# namespace of their own when unshare(1) may make one, so their taps never
+# touch the host's interfaces; without one the taps just stay unopened
+# ("no backend"), which these checks do not depend on.
+. "$(dirname "$0")/cli_lib.sh"
+
+NS=()
+unshare -n true 2>/dev/null && NS=(unshare -n)
+TAP=vbce$$
+TAP=${TAP:0:15}
+
+guests() {	# the two guests, with files of their own per daemon
+	echo "--guest g1:sock=$T/$1-g1.sock,mem=$T/$1-g1.ram,size=8M"
+	echo "--guest g2:sock=$T/$1-g2.sock,mem=$T/$1-g2.ram,size=8M"
+}
+
+# ---- the daemon for ctl add: g1 has device 1, a venet on $TAP ----
+ready=$("${NS[@]}" "$HOSTD" $C $(guests ctl) \
+	--device "g1:type=venet,id=1,tap=$TAP" 2>>"$T/daemon.err")
+pid=$(echo "$ready" | sed -n 's/.*ready pid \([0-9]*\).*/\1/p')
+[ -n "$pid" ] || { fail "daemon start: $ready $(cat "$T/daemon.err")"; finish; }
+pids+=("$pid")
+echo "ok: daemon started${NS:+ in a network namespace}: $ready"
+
+# same GUEST SPEC REGEX: --device GUEST:SPEC and ctl add GUEST SPEC say
+# the same, and it matches REGEX
+same() {
+	local guest=$1 spec=$2 re=$3 cli ctl
+	"${NS[@]}" "$HOSTD" --ctl "$T/cli.sock" $(guests cli) \
+		--device "g1:type=venet,id=1,tap=$TAP" --device "$guest:$spec" \
+		--foreground >/dev/null 2>"$T/cli.err"
+	cli=$(sed -n '1s/^vbus-hostd: //p' "$T/cli.err")
+	"$HOSTD" ctl $C add "$guest" "$spec" >/dev/null 2>"$T/ctl.err"
+	ctl=$(sed -n '1s/^vbus-hostd ctl: //p' "$T/ctl.err")
+	if [ -z "$cli" ] || [ "$cli" != "$ctl" ]; then
+		fail "$spec: command line and ctl differ:"
+		echo "    --device: $(head -1 "$T/cli.err")"
+		echo "    ctl add:  $(head -1 "$T/ctl.err")"
+		return
+	fi
+	if ! grep -Eq -- "$re" <<<"$cli"; then
+		fail "$spec: '$cli' does not match /$re/"
+		return
+	fi
+	clean_log "$spec" "$T/cli.err" && echo "ok: $spec: both say: $cli"
+}
+
+same g1 "type=venet,id=5,tap=abcdefghijklmnop" \
+	'^guest g1: device 5 \(venet\): tap name "abcdefghijklmnop" is longer than 15 characters$'
+same g1 "type=venet,id=5,mac=01:00:5e:00:00:01" \
+	'^guest g1: device 5 \(venet\): bad mac "01:00:5e:00:00:01" \(want a unicast xx:xx:xx:xx:xx:xx\)$'
+same g1 "type=venet,id=5,color=blue" \
+	"^guest g1: device 5 \\(venet\\): unknown parameter 'color' \\(known: tap, mac, strict\\)$"
+same g1 "type=virtual-ethernet,id=5,strict=2" \
+	'^guest g1: device 5 \(venet\): strict=2: want 0 or 1$'
+same g1 "type=vbus-test,id=5,color=blue" \
+	"^guest g1: device 5 \\(vbus-test\\): unknown parameter 'color' \\(known: none\\)$"
+same g1 "type=nope,id=5" \
+	"^guest g1: device 5: unknown device type 'nope' \\(known: .*venet \\(alias virtual-ethernet\\).*\\)$"
+same g1 "type=vbus-test,id=1" '^guest g1: device 1: id already in use$'
+same g1 "type=vbus-test,id=x" \
+	"^guest g1: device spec 'type=vbus-test,id=x': bad id 'x' \\(0..4294967295\\)$"
+same g1 "type=vbus-test" "^guest g1: device spec 'type=vbus-test': missing id=$"
+same g1 "type=vbus-test,id=5,id=6" \
+	"^guest g1: device spec 'type=vbus-test,id=5,id=6': id= given twice$"
+same g1 "type=vbus-test,id=5,bad" \
+	"^guest g1: device spec 'type=vbus-test,id=5,bad': malformed 'bad' \\(expected key=value\\)$"
+same g9 "type=vbus-test,id=5" "^no guest 'g9'$"
+# a tap serves one device: in the same guest and across guests
+same g1 "type=venet,id=5,tap=$TAP" \
+	"^guest g1: device 5 \\(venet\\): tap $TAP is already used by device 1 of guest g1$"
+same g2 "type=venet,id=5,tap=$TAP" \
+	"^guest g2: device 5 \\(venet\\): tap $TAP is already used by device 1 of guest g1$"
+
+# none of the refused adds left a device behind, and the tap is free
+# again once its device is dropped
+expect_fail "g1 got no device 5" "guest g1 has no device 5" ctl $C stats g1 5
+expect_fail "g2 got no device 5" "guest g2 has no device 5" ctl $C stats g2 5
+expect_ok "drop the tap's device" "dropped device 1 from g1" drop g1 1
+expect_ok "its tap is free again" "added venet device 6 to g2" add g2 "type=venet,id=6,tap=$TAP"
+stop_daemon
+finish

@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * vbus-hostd: the control socket.
+ *
+ * One request per connection: a line "list", "add NAME SPEC", "drop NAME
+ * ID" or "stats NAME [ID]", optionally with "--json". The reply's first
+ * line is "OK" or "ERR <message>", the body follows; then the server
+ * closes. Guest state is only touched on the guest's own thread
+ * (hostd_guest_call), so the control path needs no locks of its own.
+ * `add` goes through the same parser and the same hostd_bus_add() as
+ * --device, so a mistake reads the same either way.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "daemon.h"
+
+#define CTL_LINE_MAX 4096
+#define CTL_MAX_TOKENS 8
+#define CTL_USAGE "usage: list | add NAME SPEC | drop NAME ID | stats NAME [ID] [--json]"
+
+struct ctl_req {
+	char *tok[CTL_MAX_TOKENS];
+	unsigned int nt;
+	bool json;
+	struct hostd_guest **guests;
+	unsigned int n;
+	struct hostd_guest *g;		/* tok[1], when a guest is named */
+	struct hostd_buf body;
+	struct hostd_stats_out out;
+	bool one;			/* stats: of device id only */
+	__u32 id;
+	struct hostd_dev_cfg dc;
+	char err[512];
+};
+
+static int ctl_fail(struct ctl_req *r, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int ctl_fail(struct ctl_req *r, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+static int parse_id(struct ctl_req *r, const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || errno || *end || v > 0xffffffffull)
+		return ctl_fail(r, -EINVAL, "bad device id '%s'", s);
+	r->id = (__u32)v;
+	return 0;
+}
+
+/* ---- on the guest's thread ------------------------------------------------ */
+
+static int on_list(struct hostd_guest *g, void *arg)
+{
+	struct ctl_req *r = arg;
+
+	return hostd_guest_stats(g, &r->out, false, false, 0);
+}
+
+static int on_stats(struct hostd_guest *g, void *arg)
+{
+	struct ctl_req *r = arg;
+	int ret = hostd_guest_stats(g, &r->out, true, r->one, r->id);
+
+	if (ret == -ENOENT)
+		ctl_fail(r, ret, "guest %s has no device %u", g->name, r->id);
+	return ret;
+}
+
+static int on_add(struct hostd_guest *g, void *arg)
+{
+	struct ctl_req *r = arg;
+
+	return hostd_bus_add(&g->bus, r->dc.type, r->dc.id, &r->dc.params,
+			     r->err, sizeof(r->err));
+}
+
+static int on_drop(struct hostd_guest *g, void *arg)
+{
+	struct ctl_req *r = arg;
+
+	return hostd_bus_drop(&g->bus, r->id, r->err, sizeof(r->err));
+}
+
+/* ---- the commands ------------------------------------------------------------ */
+
+static int cmd_list(struct ctl_req *r)
+{
+	unsigned int i;
+
+	hostd_stat_begin(&r->out, NULL);
+	hostd_stat_list(&r->out, "guests");
+	for (i = 0; i < r->n; i++)
+		hostd_guest_call(r->guests[i], on_list, r);
+	hostd_stat_list_end(&r->out);
+	hostd_stat_end(&r->out);
+	return 0;
+}
+
+static int cmd_add(struct ctl_req *r)
+{
+	int ret;
+
+	if (hostd_parse_dev_spec(r->tok[2], r->g->name, &r->dc, r->err,
+				 sizeof(r->err)))
+		return -EINVAL;
+	ret = hostd_guest_call(r->g, on_add, r);
+	if (!ret)
+		hostd_buf_printf(&r->body, "added %s device %u to %s\n",
+				 r->dc.type, r->dc.id, r->g->name);
+	hostd_dev_cfg_free(&r->dc);
+	return ret;
+}
+
+static int cmd_drop(struct ctl_req *r)
+{
+	int ret = parse_id(r, r->tok[2]);
+
+	if (!ret)
+		ret = hostd_guest_call(r->g, on_drop, r);
+	if (!ret)
+		hostd_buf_printf(&r->body, "dropped device %u from %s\n", r->id,
+				 r->g->name);
+	return ret;
+}
+
+static int cmd_stats(struct ctl_req *r)
+{
+	int ret = 0;
+
+	r->one = r->nt == 3;
+	if (r->one)
+		ret = parse_id(r, r->tok[2]);
+	return ret ? ret : hostd_guest_call(r->g, on_stats, r);
+}
+
+static const struct {
+	const char *name;
+	unsigned int min, max;		/* words, the command included */
+	int (*run)(struct ctl_req *r);
+} ctl_cmds[] = {
+	{ "list", 1, 1, cmd_list },
+	{ "add", 3, 3, cmd_add },
+	{ "drop", 3, 3, cmd_drop },
+	{ "stats", 2, 3, cmd_stats },
+};
+
+/* Split @buf into words (and --json); 0, or -1 with the reason. */
+static int ctl_tokens(struct ctl_req *r, char *buf)
+{
+	char *save = NULL, *t;
+
+	for (t = strtok_r(buf, " \t\r\n", &save); t;
+	     t = strtok_r(NULL, " \t\r\n", &save)) {
+		if (!strcmp(t, "--json")) {
+			r->json = true;
+			continue;
+		}
+		if (r->nt == CTL_MAX_TOKENS)
+			return ctl_fail(r, -1, "too many arguments");
+		r->tok[r->nt++] = t;
+	}
+	if (!r->nt)
+		return ctl_fail(r, -1, "empty request (list, add, drop, stats)");
+	return 0;
+}
+
+static struct hostd_guest *find_guest(struct ctl_req *r, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->n; i++)
+		if (!strcmp(r->guests[i]->name, name))
+			return r->guests[i];
+	return NULL;
+}
+
+static int ctl_dispatch(struct ctl_req *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++) {
+		if (strcmp(r->tok[0], ctl_cmds[i].name) ||
+		    r->nt < ctl_cmds[i].min || r->nt > ctl_cmds[i].max)
+			continue;
+		if (r->nt >= 2) {
+			r->g = find_guest(r, r->tok[1]);
+			if (!r->g)
+				return ctl_fail(r, -ENOENT, HOSTD_ERR_NO_GUEST,
+						r->tok[1]);
+		}
+		return ctl_cmds[i].run(r);
+	}
+	return ctl_fail(r, -EINVAL, CTL_USAGE);
+}
+
+void hostd_ctl_exec(const char *line, struct hostd_guest **guests,
+		    unsigned int n, struct hostd_buf *out)
+{
+	struct ctl_req *r = calloc(1, sizeof(*r));
+	char buf[CTL_LINE_MAX];
+	int ret;
+
+	if (!r) {
+		hostd_buf_printf(out, "ERR out of memory\n");
+		return;
+	}
+	r->guests = guests;
+	r->n = n;
+	if (strlen(line) >= sizeof(buf)) {
+		ret = ctl_fail(r, -EINVAL, "request too long");
+	} else {
+		strcpy(buf, line);
+		ret = ctl_tokens(r, buf);
+	}
+	if (!ret) {
+		hostd_stat_init(&r->out, &r->body, r->json);
+		ret = ctl_dispatch(r);
+	}
+	if (r->body.oom)
+		hostd_buf_printf(out, "ERR out of memory\n");
+	else if (ret < 0)
+		hostd_buf_printf(out, "ERR %s\n", r->err[0] ? r->err : strerror(-ret));
+	else
+		hostd_buf_printf(out, "OK\n%s", r->body.len ? r->body.s : "");
+	hostd_buf_free(&r->body);
+	free(r);
+}
+
+/* ---- the socket ------------------------------------------------------------ */
+
+int hostd_ctl_listen(const char *path, char *err, size_t errlen)
+{
+	int fd = hostd_sock_listen(path, err, errlen);
+
+	if (fd < 0)
+		return fd;
+	/* it adds and drops devices: our user only */
+	if (chmod(path, 0600) < 0)
+		hostd_log("control socket: chmod %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* One line (up to the first newline); its length, 0 for nothing. */
+static size_t read_line(int fd, char *line, size_t max)
+{
+	size_t len = 0;
+
+	while (len < max - 1) {
+		ssize_t r = recv(fd, line + len, max - 1 - len, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		if (memchr(line + len - (size_t)r, '\n', (size_t)r))
+			break;
+	}
+	line[len] = 0;
+	return len;
+}
+
+void hostd_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
+{
+	struct timeval tv = { .tv_sec = 2 };
+	struct hostd_buf out = { 0 };
+	char line[CTL_LINE_MAX];
+	size_t len;
+
+	/* a client that never finishes its line cannot hold the daemon */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	len = read_line(fd, line, sizeof(line));
+	if (len == sizeof(line) - 1 && !memchr(line, '\n', len))
+		hostd_buf_printf(&out, "ERR request too long\n");
+	else if (len)
+		hostd_ctl_exec(line, guests, n, &out);
+	if (out.oom)
+		write_all(fd, "ERR out of memory\n", 18);
+	else if (out.len)
+		write_all(fd, out.s, out.len);
+	hostd_buf_free(&out);
+	close(fd);
+}
+
+/* ---- the client ------------------------------------------------------------- */
+
+static int client_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "vbus-hostd ctl: %s: path too long\n", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, "vbus-hostd ctl: cannot connect to %s: %s\n", path,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The whole reply, until the server closes. */
+static void client_read(int fd, struct hostd_buf *in)
+{
+	char buf[4096];
+
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		buf[n] = 0;
+		hostd_buf_printf(in, "%s", buf);
+	}
+}
+
+int hostd_ctl_client(const char *path, const char *line, FILE *out)
+{
+	struct hostd_buf in = { 0 };
+	char *nl;
+	int fd, ret = 1;
+
+	fd = client_connect(path);
+	if (fd < 0)
+		return 1;
+	if (write_all(fd, line, strlen(line)) < 0 || write_all(fd, "\n", 1) < 0) {
+		fprintf(stderr, "vbus-hostd ctl: send: %s\n", strerror(errno));
+		close(fd);
+		return 1;
+	}
+	shutdown(fd, SHUT_WR);
+	client_read(fd, &in);
+	close(fd);
+	if (!in.len || in.oom) {
+		fprintf(stderr, "vbus-hostd ctl: no reply from %s\n", path);
+	} else {
+		nl = strchr(in.s, '\n');
+		if (nl)
+			*nl = 0;
+		if (!strcmp(in.s, "OK")) {
+			fputs(nl ? nl + 1 : "", out);
+			ret = 0;
+		} else {
+			fprintf(stderr, "vbus-hostd ctl: %s\n",
+				!strncmp(in.s, "ERR ", 4) ? in.s + 4 : in.s);
+		}
+	}
+	hostd_buf_free(&in);
+	return ret;
+}

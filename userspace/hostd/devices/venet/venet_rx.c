@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * venet, tap -> guest (see venet_dev.h).
+ *
+ * rx (shm 0). Wakeups: the tap readable (level-triggered EPOLLIN), the rx
+ * ring's signal. While the guest has posted buffers we read frames from
+ * the tap straight into them (readv: header to a local, payload to guest
+ * memory), set len, pop, and signal once per batch; rx notifications stay
+ * masked (the guest re-posting buffers needs no doorbell while we still
+ * have some). Out of buffers we unmask, look again, and if still none we
+ * stop polling the tap (no EPOLLIN: frames wait in the tap's queue, and
+ * the host kernel drops at its queue limit, not us in a loop) until the
+ * guest's next rx signal.
+ */
+#include <errno.h>
+#include "venet_dev.h"
+
+enum rx_head { RX_BUF, RX_AGAIN, RX_STOP };
+
+/*
+ * Is there a guest buffer at the head? Out of buffers we ask the guest
+ * to tell us when it posts more, then look once more (enable's barrier
+ * orders the two); still none: stop reading the tap until a signal.
+ */
+static enum rx_head rx_head(struct venet *v, struct ioq_iterator *iter)
+{
+	struct ioq *ioq = &v->rxq.ioq;
+
+	if (!ioq_iter_owned(iter)) {
+		if (!venet_q_live(v, &v->rxq))
+			return RX_STOP;
+		if (!v->rxq.notify_on) {
+			ioq_notify_enable(ioq, 0);
+			v->rxq.notify_on = true;
+			return RX_AGAIN;
+		}
+		v->rx_starved = true;
+		v->st.rx_starved++;
+		return RX_STOP;
+	}
+	if (v->rxq.notify_on) {
+		/* we have buffers: re-posts need no doorbell */
+		ioq_notify_disable(ioq, 0);
+		v->rxq.notify_on = false;
+	}
+	return RX_BUF;
+}
+
+/* An unusable buffer goes back empty (the contract's len = 0): 1, or -1. */
+static int rx_bad_buffer(struct venet *v, struct ioq_iterator *iter,
+			 const char *why)
+{
+	v->st.rx_bad++;
+	venet_bad_desc(v, "rx", why);
+	if (hostd_dev_faulted(v->dev))
+		return -1;
+	VBUS_WRITE(iter->desc->len, 0);
+	return ioq_iter_pop(iter, 0) < 0 ? -1 : 1;
+}
+
+/* The frame's offload state for the guest: 0, or -1 (dropped, counted). */
+static int rx_finish(struct venet *v, struct venet_rxbuf *rb,
+		     const struct virtio_net_hdr *vh, __u32 n)
+{
+	const char *why = NULL;
+	struct venet_sg out;
+
+	if (!(v->caps & VENET_CAP_RXSG)) {
+		if (venet_rx_finish_flat(rb, vh, n, &why))
+			goto out_drop;
+		if (vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
+			v->st.rx_csum_fixed++;
+		return 0;
+	}
+	if (venet_vnet_to_rx_sg(vh, n, &out, &why))
+		goto out_drop;
+	venet_rx_sg_publish(rb, &out);
+	if (out.flags & VENET_SG_FLAG_GSO)
+		v->st.rx_gso++;
+	if (out.flags & VENET_SG_FLAG_NEEDS_CSUM)
+		v->st.rx_csum++;
+	return 0;
+
+out_drop:
+	v->st.rx_offload_dropped++;
+	hostd_dev_log(v->dev, "venet: rx frame dropped: %s", why);
+	return -1;
+}
+
+/*
+ * One frame from the tap into the guest buffer at the head. 1: popped
+ * (*@bytes grew), 0: a frame consumed but the buffer kept for the next
+ * one, -1: stop (tap drained or gone, ring faulted).
+ */
+static int rx_one(struct venet *v, struct ioq_iterator *iter, __u64 *bytes)
+{
+	__u64 ptr = VBUS_READ(iter->desc->ptr);
+	__u64 len = VBUS_READ(iter->desc->len);
+	const char *why = NULL;
+	struct virtio_net_hdr vh;
+	struct venet_rxbuf rb;
+	ssize_t n;
+
+	if ((v->caps & VENET_CAP_RXSG) ?
+	    venet_rx_sg(&v->mem, ptr, len, &rb, &why) :
+	    venet_rx_flat(&v->mem, ptr, len, &rb, &why))
+		return rx_bad_buffer(v, iter, why);
+	n = venet_rx_read(v->tap.fd, &rb, &vh);
+	if (n == -EAGAIN)
+		return -1;	/* tap drained: EPOLLIN wakes us */
+	if (n == -EMSGSIZE) {
+		/* the tap consumed it; the buffer is still ours */
+		v->st.rx_too_big++;
+		return 0;
+	}
+	if (n < 0) {
+		venet_backend_lost(v, (int)-n);
+		return -1;
+	}
+	if (rx_finish(v, &rb, &vh, (__u32)n))
+		return 0;
+	/* len before the pop: publish() orders it before sown */
+	VBUS_WRITE(iter->desc->len, (__u64)n);
+	if (ioq_iter_pop(iter, 0) < 0)
+		return -1;
+	v->st.rx_packets++;
+	v->st.rx_bytes += (__u64)n;
+	*bytes += (__u64)n;
+	return 1;
+}
+
+void venet_rx_run(struct venet *v)
+{
+	struct ioq_iterator iter;
+	unsigned int done = 0, popped = 0;
+	__u64 bytes = 0;
+
+	v->rx_starved = false;
+	if (!venet_rx_possible(v) ||
+	    ioq_iter_init(&v->rxq.ioq, &iter, ioq_idxtype_valid, 0) ||
+	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
+		goto out;
+	while (done < VENET_RX_BUDGET && v->tap.fd >= 0) {
+		enum rx_head h = rx_head(v, &iter);
+		int r;
+
+		if (h == RX_AGAIN)
+			continue;
+		if (h == RX_STOP)
+			break;
+		r = rx_one(v, &iter, &bytes);
+		if (r < 0)
+			break;
+		popped += (unsigned int)r;
+		done++;
+	}
+	venet_q_complete(v, &v->rxq, popped, bytes, &v->st.rx_notify_out);
+out:
+	/* budget hit with data left: level-triggered EPOLLIN brings us back */
+	venet_tap_update(v);
+}
+
+void venet_rx_notify(struct ioq_notifier *n)
+{
+	struct venet_q *q = hostd_container_of(n, struct venet_q, notifier);
+
+	q->v->st.rx_notify_in++;
+	venet_rx_run(q->v);
+}
+
+/* FLUSHRX: every buffer we hold goes back with len 0. */
+int venet_rx_flush(struct venet *v)
+{
+	struct ioq *ioq = &v->rxq.ioq;
+	struct ioq_iterator iter;
+	unsigned int n = 0, max;
+
+	if (!venet_q_live(v, &v->rxq))
+		return 0;	/* nothing held */
+	if (ioq_iter_init(ioq, &iter, ioq_idxtype_valid, 0) ||
+	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
+		return -EIO;
+	/* bounded by the ring even if the guest keeps posting meanwhile */
+	max = (unsigned int)ioq_size(ioq);
+	while (n < max && ioq_iter_owned(&iter)) {
+		VBUS_WRITE(iter.desc->len, 0);
+		if (ioq_iter_pop(&iter, 0) < 0)
+			return -EIO;
+		n++;
+	}
+	v->st.rx_flushed += n;
+	if (n) {
+		ioq_signal(ioq, 0);
+		v->st.rx_notify_out++;
+	}
+	/* we hold nothing now: unmask, so the guest's re-posts wake us */
+	venet_rx_run(v);
+	return 0;
+}

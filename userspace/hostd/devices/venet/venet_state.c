@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* venet: the state tx, rx and the ops share (see venet_dev.h). */
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include "venet_dev.h"
+
+/* Bring the tap fd's epoll interest in line with the state. */
+void venet_tap_update(struct venet *v)
+{
+	__u32 ev = 0;
+
+	if (!v->tap_watched)
+		return;
+	if (venet_rx_possible(v) && !v->rx_starved)
+		ev |= EPOLLIN;
+	if (v->tx_blocked && venet_q_live(v, &v->txq))
+		ev |= EPOLLOUT;
+	if (ev != v->tap_events && hostd_fd_mod(v->dev, v->tap.fd, ev) == 0)
+		v->tap_events = ev;
+}
+
+/*
+ * An invalid descriptor. The contract (transport.md) says drop, count,
+ * pop; with strict=1 we fault the device instead, for a guest driver
+ * under development that wants the first mistake to stop everything.
+ */
+void venet_bad_desc(struct venet *v, const char *dir, const char *why)
+{
+	if (v->strict)
+		hostd_dev_fault(v->dev, "venet: bad %s descriptor: %s", dir,
+				why ? why : "?");
+	else
+		hostd_dev_log(v->dev, "venet: bad %s descriptor dropped: %s",
+			      dir, why ? why : "?");
+}
+
+void venet_tap_unwatch(struct venet *v)
+{
+	if (v->tap_watched)
+		hostd_fd_del(v->dev, v->tap.fd);
+	v->tap_watched = false;
+	v->tap_events = 0;
+}
+
+/* The tap went away under us (e.g. `ip link del`): run without backend. */
+void venet_backend_lost(struct venet *v, int err)
+{
+	v->st.backend_lost++;
+	snprintf(v->backend_err, sizeof(v->backend_err),
+		 "tap %s lost: %s", v->tap.name, strerror(err));
+	hostd_dev_log(v->dev, "venet: %s; dropping traffic until the next "
+		      "LINKUP", v->backend_err);
+	venet_tap_unwatch(v);
+	tap_close(&v->tap);
+	v->tx_blocked = false;
+}
+
+/* One batch done on @q: one doorbell for it, and the counters. */
+void venet_q_complete(struct venet *v, struct venet_q *q, unsigned int n,
+		       __u64 bytes, __u64 *notify_out)
+{
+	if (!n)
+		return;
+	ioq_signal(&q->ioq, 0);
+	(*notify_out)++;
+	hostd_dev_account(v->dev, n, bytes);
+}

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * venet, guest -> tap (see venet_dev.h).
+ *
+ * tx (shm 1). Wakeups: the tx ring's signal (guest posted), our kick
+ * (hostd_kick: we stopped at the budget), the tap turning writable (we got
+ * EAGAIN). While draining, tx notifications are masked, so a guest
+ * posting at full speed costs no doorbells: each descriptor is copied
+ * once, turned into a virtio_net_hdr + iovecs into guest RAM and written
+ * to the tap with one writev (no copy by us), then popped (the tx
+ * completion); one signal per batch. At the budget we kick ourselves and
+ * yield to the loop (other devices, rx) with notifications still masked:
+ * under load we poll. When the ring is empty we unmask, then look again
+ * (a post between our last look and the unmask raised no doorbell),
+ * and only sleep if it is still empty.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include "venet_dev.h"
+
+/* Come back after the loop's other fds (tx: budget or trickle). */
+static void tx_kick(struct venet *v)
+{
+	if (hostd_kick(&v->kick))
+		v->st.kicks++;
+}
+
+/* What became of a frame: sent, or popped unsent, or kept for later. */
+enum tx_verdict { TX_SENT, TX_POP, TX_KEEP };
+
+/* The descriptor's frame: 0, or -1 when it is invalid (counted). */
+static int tx_frame(struct venet *v, struct ioq_iterator *iter,
+		    struct venet_txframe *f)
+{
+	/* each field of the descriptor read once */
+	__u64 ptr = VBUS_READ(iter->desc->ptr);
+	__u64 len = VBUS_READ(iter->desc->len);
+	const char *why = NULL;
+	int ret;
+
+	if (v->caps & VENET_CAP_SG)
+		ret = venet_tx_sg(&v->mem, v->caps, ptr, len, f, &why);
+	else
+		ret = venet_tx_flat(&v->mem, ptr, len, f, &why);
+	if (!ret)
+		return 0;
+	v->st.tx_bad++;
+	venet_bad_desc(v, "tx", why);
+	return -1;
+}
+
+static void tx_sent(struct venet *v, const struct venet_txframe *f)
+{
+	v->st.tx_packets++;
+	v->st.tx_bytes += f->len;
+	if (f->gso)
+		v->st.tx_gso++;
+	if (f->vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
+		v->st.tx_csum++;
+}
+
+/* One frame to the tap, with one writev (no copy by us). */
+static enum tx_verdict tx_write(struct venet *v, const struct venet_txframe *f)
+{
+	ssize_t w;
+
+	if (!v->link || v->tap.fd < 0) {
+		v->st.tx_dropped++;
+		return TX_POP;
+	}
+	do {
+		w = writev(v->tap.fd, f->iov, f->niov);
+	} while (w < 0 && errno == EINTR);
+	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
+		/*
+		 * Keep the descriptor (the guest may not reuse the memory
+		 * before the pop) and wait for the tap to drain.
+		 */
+		v->st.tx_blocked++;
+		v->tx_blocked = true;
+		return TX_KEEP;
+	}
+	if (w < 0 && (errno == EBADFD || errno == EBADF)) {
+		venet_backend_lost(v, errno);
+		v->st.tx_dropped++;
+	} else if (w < 0) {
+		/* e.g. the kernel refused the vnet header */
+		v->st.tx_errors++;
+		hostd_dev_log(v->dev, "venet: tap write: %s", strerror(errno));
+	} else {
+		tx_sent(v, f);
+		return TX_SENT;
+	}
+	return TX_POP;
+}
+
+/*
+ * One bounded pass over the tx ring. Returns 1 when it stopped at the
+ * budget (more may be there), 0 when the ring is drained, -1 when it
+ * must not go on (tap blocked, device or ring faulted).
+ */
+static int tx_pass(struct venet *v)
+{
+	struct ioq_iterator iter;
+	struct venet_txframe f;
+	__u64 bytes = 0;
+	unsigned int n = 0;
+	bool broken = false;
+
+	if (ioq_iter_init(&v->txq.ioq, &iter, ioq_idxtype_valid, 0) ||
+	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
+		return -1;
+	while (n < VENET_TX_BUDGET && ioq_iter_owned(&iter)) {
+		if (!tx_frame(v, &iter, &f)) {
+			enum tx_verdict r = tx_write(v, &f);
+
+			if (r == TX_KEEP)
+				break;
+			if (r == TX_SENT)
+				bytes += f.len;
+		}
+		/* a strict device faulted on a bad descriptor: stop here */
+		if (hostd_dev_faulted(v->dev))
+			break;
+		/* tx completion: the guest may reuse the frame now */
+		if (ioq_iter_pop(&iter, 0) < 0) {
+			/* faulted, or the guest moved its indexes under us */
+			broken = true;
+			break;
+		}
+		n++;
+	}
+	venet_q_complete(v, &v->txq, n, bytes, &v->st.tx_notify_out);
+	if (v->tx_blocked || broken || !venet_q_live(v, &v->txq))
+		return -1;
+	return n == VENET_TX_BUDGET ? 1 : 0;
+}
+
+static bool tx_pending(struct venet *v)
+{
+	struct ioq_iterator iter;
+
+	if (ioq_iter_init(&v->txq.ioq, &iter, ioq_idxtype_valid, 0) ||
+	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
+		return false;
+	return ioq_iter_owned(&iter);
+}
+
+void venet_tx_work(struct venet *v)
+{
+	struct ioq *ioq = &v->txq.ioq;
+	int round;
+
+	if (!venet_q_live(v, &v->txq) || v->tx_blocked)
+		goto out;
+
+	/* masked while we drain: the guest's posts need no doorbell */
+	ioq_notify_disable(ioq, 0);
+	v->txq.notify_on = false;
+
+	for (round = 0; round < VENET_TX_ROUNDS; round++) {
+		int r = tx_pass(v);
+
+		if (r < 0)
+			goto out;	/* stays masked: EPOLLOUT or close */
+		if (r > 0) {
+			tx_kick(v);	/* poll: come back after the others */
+			goto out;
+		}
+		/*
+		 * Drained. Unmask, then look again: a post that landed after
+		 * our last look but before the unmask rang no doorbell.
+		 * shm_signal_enable()'s full barrier orders enabled=1 before
+		 * this re-read of the ring.
+		 */
+		ioq_notify_enable(ioq, 0);
+		v->txq.notify_on = true;
+		if (!tx_pending(v))
+			goto out;
+		ioq_notify_disable(ioq, 0);
+		v->txq.notify_on = false;
+	}
+	tx_kick(v);	/* a guest trickling posts: don't hold the loop */
+out:
+	venet_tap_update(v);
+}
+
+void venet_tx_notify(struct ioq_notifier *n)
+{
+	struct venet_q *q = hostd_container_of(n, struct venet_q, notifier);
+
+	q->v->st.tx_notify_in++;
+	venet_tx_work(q->v);
+}

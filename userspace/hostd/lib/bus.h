@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * vbus-hostd: one guest's bus: the registry of its devices (ids, open
+ * handles, signal handles), its state (NEGOTIATE, BUSREG, faulted) and the
+ * bus verbs the hypercalls and the control socket map to.
+ *
+ * Faults. A device the guest misuses is faulted alone (hostd_dev_fault):
+ * it refuses calls and shms until the guest closes and reopens it. A
+ * broken eventq faults the bus (hostd_bus_faulted): every hypercall but
+ * NEGOTIATE/BUSREG answers -EIO, doorbells are dropped and the loop closes
+ * all devices; a new NEGOTIATE + BUSREG (the guest's bridge probing again)
+ * starts it clean. Neither stops the other guests.
+ */
+#ifndef VBUS_HOSTD_BUS_H
+#define VBUS_HOSTD_BUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <vbus/vbus_pci.h>
+#include "dev.h"
+#include "evq.h"
+#include "list.h"
+#include "stat.h"
+
+#define HOSTD_MAX_DEVS		64	/* per bus */
+
+struct hostd_bus {
+	struct hostd_dev_env env;	/* handed to every device */
+	struct hostd_evq evq;
+	bool negotiated;
+	bool busreg;
+	__u64 next_handle;
+	struct hostd_list devs;		/* struct hostd_dev */
+	unsigned int ndevs;
+	struct hostd_shm_ent *sigs[VBUS_PCI_MAX_SIGNALS];
+};
+
+void hostd_bus_init(struct hostd_bus *b, const char *name,
+		    struct hostd_log_limit *log, struct hostd_mem *mem,
+		    struct hostd_ivshmem *iv, struct hostd_loop *loop);
+/* Every device destroyed, the eventq let go. */
+void hostd_bus_fini(struct hostd_bus *b);
+
+bool hostd_bus_faulted(const struct hostd_bus *b);
+bool hostd_bus_negotiated(const struct hostd_bus *b);
+bool hostd_bus_registered(const struct hostd_bus *b);
+/* A new peer (QEMU connected): nothing negotiated yet. */
+void hostd_bus_connect(struct hostd_bus *b);
+/* Close every device and detach the eventq (the guest's bridge is gone). */
+void hostd_bus_reset(struct hostd_bus *b);
+/* The loop's deferred hook: signals' deferred notifies, fault cleanup. */
+void hostd_bus_run_deferred(struct hostd_bus *b);
+
+/* ---- the verbs of the hypercalls (hc.c); 0 / >= 0 or -errno ---- */
+int hostd_bus_negotiate(struct hostd_bus *b, const struct vbus_pci_negotiate *n,
+			__u64 *caps);
+int hostd_bus_register(struct hostd_bus *b, const struct vbus_pci_busreg *r);
+int hostd_bus_open(struct hostd_bus *b, const struct vbus_pci_deviceopen *o,
+		   __u64 *handle);
+int hostd_bus_close(struct hostd_bus *b, __u64 handle);
+int hostd_bus_call(struct hostd_bus *b, const struct vbus_pci_devicecall *c);
+/* DEVSHM: the signal handle (0: none) or -errno. */
+int hostd_bus_shm(struct hostd_bus *b, const struct vbus_pci_deviceshm *s);
+/* The shm that owns signal handle @h (1..), or NULL. */
+struct hostd_shm_ent *hostd_bus_signal(struct hostd_bus *b, __u32 h);
+
+/* ---- the registry (the daemon's --device and ctl add/drop) ---- */
+/* 0, or -errno with "guest g1: device 3 ...: why" in @err. */
+int hostd_bus_add(struct hostd_bus *b, const char *type, __u32 id,
+		  const struct hostd_params *p, char *err, size_t errlen);
+int hostd_bus_drop(struct hostd_bus *b, __u32 id, char *err, size_t errlen);
+struct hostd_dev *hostd_bus_find(struct hostd_bus *b, __u32 id);
+
+/*
+ * A "devices" list: every device (or only @id when @one) with its
+ * counters (@counters) or just id/type/state. -ENOENT when @one is absent.
+ */
+int hostd_bus_stats(struct hostd_bus *b, struct hostd_stats_out *out,
+		    bool one, __u32 id, bool counters);
+
+#endif /* VBUS_HOSTD_BUS_H */

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * vbus-hostd: one device instance, the library's side of device.h. The
+ * bus (bus.c) decides when things happen (create on DEVADD config, open on
+ * DEVOPEN, ...); this file does them to one device and its shms.
+ */
+#ifndef VBUS_HOSTD_DEV_H
+#define VBUS_HOSTD_DEV_H
+
+#include <stdbool.h>
+#include <vbus/vbus_pci.h>
+#include "device.h"
+#include "evq.h"
+#include "list.h"
+#include "log.h"
+#include "loop.h"
+#include "mem.h"
+#include "stat.h"
+
+struct hostd_counters {
+	__u64 calls;		/* DEVCALLs answered */
+	__u64 descs;		/* descriptors consumed (device-reported) */
+	__u64 bytes;		/* payload bytes moved (device-reported) */
+	__u64 notify_in;	/* guest doorbells delivered to a signal */
+	__u64 notify_out;	/* injects towards the guest */
+	__u64 faults;
+};
+
+/* What a device lives in: its guest's parts (all outlive the device). */
+struct hostd_dev_env {
+	const char *guest;		/* the guest's name */
+	struct hostd_log_limit *log;
+	struct hostd_mem *mem;
+	struct hostd_loop *loop;
+	struct hostd_evq *evq;
+};
+
+/* One DEVSHM registration (the public part is struct hostd_shm). */
+struct hostd_shm_ent {
+	struct hostd_shm pub;
+	struct hostd_list node;		/* in dev->shms */
+	struct hostd_evq *evq;
+	struct shm_signal signal;	/* valid when pub.signal != NULL */
+	__u64 cookie;			/* the guest's, for SHMSIGNAL/SHMCLOSE */
+	__u32 handle;			/* 1..VBUS_PCI_MAX_SIGNALS-1, or 0 */
+	bool closed;			/* device closed: injects go nowhere */
+};
+
+struct hostd_dev {
+	struct hostd_list node;		/* in bus->devs */
+	struct hostd_dev_env env;
+	const struct hostd_dev_type *type;
+	__u32 id;
+	char name[48];			/* "device 3 (venet)", for messages */
+	void *priv;
+	bool created;
+	bool open;
+	bool faulted;
+	char fault[160];		/* the first reason, until reopened */
+	__u64 handle;			/* nonzero while open */
+	struct hostd_list shms;		/* struct hostd_shm_ent */
+	struct hostd_list watches;	/* struct hostd_dev_watch */
+	struct hostd_counters cnt;
+	/* params: our copy of the caller's */
+	struct hostd_params params;
+	struct hostd_param *pv;
+	char *strbuf;
+	/* create's "why" (hostd_dev_fail) */
+	char *err;
+	size_t errlen;
+};
+
+/* A device with a copy of @p, not created yet; NULL when out of memory. */
+struct hostd_dev *hostd_dev_new(const struct hostd_dev_env *env,
+				const struct hostd_dev_type *t, __u32 id,
+				const struct hostd_params *p);
+/* The type's create; on error the reason is in @err. */
+int hostd_dev_create(struct hostd_dev *dev, char *err, size_t errlen);
+/* Remaining watches removed, destroy op, claims released, freed. */
+void hostd_dev_destroy(struct hostd_dev *dev);
+
+/* The guest's verbs on one device (the bus checked handle and op). */
+int hostd_dev_open(struct hostd_dev *dev, __u32 version);
+/* The close op (the bus releases the shms afterwards). */
+void hostd_dev_close(struct hostd_dev *dev);
+int hostd_dev_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len);
+
+/* A DEVSHM entry for @dev over [ptr, ptr+len) at @gpa, not yet added. */
+struct hostd_shm_ent *hostd_shm_ent_new(struct hostd_dev *dev,
+					const struct vbus_pci_deviceshm *s,
+					void *ptr);
+/* Give it the south signal over @desc, at the offset DEVSHM named. */
+void hostd_shm_ent_signal(struct hostd_shm_ent *e,
+			  struct shm_signal_desc *desc);
+/* Hand it to the device's shm op; on success it joins dev->shms. */
+int hostd_shm_ent_add(struct hostd_shm_ent *e);
+/* The device closed: SHMCLOSE to the guest, then our last put. */
+void hostd_shm_ent_close(struct hostd_shm_ent *e);
+/* The device refused it: the guest holds nothing, just our put. */
+void hostd_shm_ent_drop(struct hostd_shm_ent *e);
+/* Guest doorbell for its handle: run the device's notifier. */
+void hostd_shm_ent_wakeup(struct hostd_shm_ent *e);
+
+/* `ctl list` / `ctl stats` object for the device */
+const char *hostd_dev_state(const struct hostd_dev *dev);
+void hostd_dev_stats(struct hostd_dev *dev, struct hostd_stats_out *out,
+		     bool counters);
+/* The events the device watches @fd for, or -1 (diagnostics, tests). */
+long hostd_dev_fd_events(struct hostd_dev *dev, int fd);
+
+#endif /* VBUS_HOSTD_DEV_H */

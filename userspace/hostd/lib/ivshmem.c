@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * vbus-hostd: the ivshmem server (see ivshmem.h).
+ *
+ * QEMU's ivshmem-doorbell reads, on its chardev socket, a series of
+ * little-endian int64 messages, each in its own sendmsg with at most one fd
+ * (SCM_RIGHTS). The order is fixed (docs/transport.md; QEMU 7.2 segfaults
+ * if the guest's own vectors come before the memory fd):
+ *
+ *   0                      protocol version
+ *   guest_peer             the guest's own peer id
+ *   -1       + BAR2 fd     the shared memory (QEMU blocks until it has it)
+ *   host_peer + eventfd    x2: host vectors DB_HC, DB_SIGNAL; QEMU turns
+ *                          them into ioeventfds on Doorbell
+ *   guest_peer + eventfd   x2: the guest's MSI-X vectors HC, EVENTQ
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "eventfd.h"
+#include "ivshmem.h"
+#include "sock.h"
+
+/* ---- the protocol --------------------------------------------------------- */
+
+int hostd_ivshmem_send(int sock, __s64 msg, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	__u64 le = htole64((__u64)msg);
+	struct iovec iov = { .iov_base = &le, .iov_len = sizeof(le) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	size_t done = 0;
+
+	memset(&u, 0, sizeof(u));
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	while (done < sizeof(le)) {
+		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		/* the fd went with the first byte; the rest goes without */
+		done += (size_t)n;
+		iov.iov_base = (char *)&le + done;
+		iov.iov_len = sizeof(le) - done;
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+	}
+	return 0;
+}
+
+int hostd_ivshmem_handshake(struct hostd_ivshmem *iv, int sock)
+{
+	int i, ret;
+
+	ret = hostd_ivshmem_send(sock, 0, -1);
+	if (!ret)
+		ret = hostd_ivshmem_send(sock, iv->guest_peer, -1);
+	if (!ret)
+		ret = hostd_ivshmem_send(sock, -1, iv->bar2_fd);
+	for (i = 0; !ret && i < VBUS_PCI_NR_VECTORS; i++)
+		ret = hostd_ivshmem_send(sock, iv->host_peer, iv->db_fd[i]);
+	for (i = 0; !ret && i < VBUS_PCI_NR_VECTORS; i++)
+		ret = hostd_ivshmem_send(sock, iv->guest_peer, iv->msix_fd[i]);
+	return ret;
+}
+
+/* ---- BAR2 ------------------------------------------------------------------ */
+
+/* The size is sealed, so nobody can shrink it under our mapping (SIGBUS). */
+static int bar2_create(struct hostd_ivshmem *iv)
+{
+	struct vbus_pci_shm *shm;
+	int fd, err;
+
+	fd = memfd_create(iv->name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, VBUS_PCI_SHM_SIZE) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	shm = mmap(NULL, VBUS_PCI_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	if (shm == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	/* a new memfd reads as zeros: only line 0 needs filling */
+	shm->magic = VBUS_PCI_ABI_MAGIC;
+	shm->version = VBUS_PCI_ABI_VERSION;
+	shm->size = VBUS_PCI_SHM_SIZE;
+	shm->host_peer = iv->host_peer;
+	shm->features = 0;
+	iv->bar2_fd = fd;
+	iv->shm = shm;
+	return 0;
+}
+
+static void bar2_destroy(struct hostd_ivshmem *iv)
+{
+	if (iv->shm)
+		munmap(iv->shm, VBUS_PCI_SHM_SIZE);
+	if (iv->bar2_fd >= 0)
+		close(iv->bar2_fd);
+	iv->shm = NULL;
+	iv->bar2_fd = -1;
+}
+
+/* ---- vectors ------------------------------------------------------------------ */
+
+void hostd_ivshmem_irq(struct hostd_ivshmem *iv, unsigned int vector)
+{
+	if (vector < VBUS_PCI_NR_VECTORS && iv->msix_fd[vector] >= 0)
+		hostd_eventfd_kick(iv->msix_fd[vector]);
+}
+
+/*
+ * Drain first, then tell the owner: a doorbell rung after the drain makes
+ * the eventfd readable again, so whatever it announces is never stranded.
+ */
+static void on_doorbell(struct hostd_ivshmem *iv, int fd, unsigned int v)
+{
+	hostd_eventfd_drain(fd);
+	iv->ops->doorbell(iv->arg, v);
+}
+
+static void on_db_hc(void *arg, int fd, __u32 events)
+{
+	(void)events;
+	on_doorbell(arg, fd, VBUS_PCI_DB_HC);
+}
+
+static void on_db_signal(void *arg, int fd, __u32 events)
+{
+	(void)events;
+	on_doorbell(arg, fd, VBUS_PCI_DB_SIGNAL);
+}
+
+static int vectors_open(struct hostd_ivshmem *iv)
+{
+	int i, ret;
+
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
+		iv->db_fd[i] = hostd_eventfd_new();
+		if (iv->db_fd[i] < 0)
+			return iv->db_fd[i];
+		iv->msix_fd[i] = hostd_eventfd_new();
+		if (iv->msix_fd[i] < 0)
+			return iv->msix_fd[i];
+	}
+	ret = hostd_loop_add(iv->loop, iv->db_fd[VBUS_PCI_DB_HC], EPOLLIN,
+			     on_db_hc, iv);
+	if (!ret)
+		ret = hostd_loop_add(iv->loop, iv->db_fd[VBUS_PCI_DB_SIGNAL],
+				     EPOLLIN, on_db_signal, iv);
+	return ret;
+}
+
+static void vectors_close(struct hostd_ivshmem *iv)
+{
+	int i;
+
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
+		if (iv->db_fd[i] >= 0) {
+			hostd_loop_del(iv->loop, iv->db_fd[i]);
+			close(iv->db_fd[i]);
+		}
+		if (iv->msix_fd[i] >= 0)
+			close(iv->msix_fd[i]);
+		iv->db_fd[i] = iv->msix_fd[i] = -1;
+	}
+}
+
+/* ---- the connection --------------------------------------------------------------- */
+
+int hostd_ivshmem_open(struct hostd_ivshmem *iv)
+{
+	int ret;
+
+	ret = iv->shm ? 0 : bar2_create(iv);
+	if (!ret)
+		ret = vectors_open(iv);
+	if (ret < 0) {
+		vectors_close(iv);
+		return ret;
+	}
+	iv->ops->connect(iv->arg);
+	return 0;
+}
+
+/* Everything of the connection, BAR2 included. */
+static void teardown(struct hostd_ivshmem *iv)
+{
+	iv->ops->disconnect(iv->arg);
+	vectors_close(iv);
+	if (iv->conn_fd >= 0) {
+		hostd_loop_del(iv->loop, iv->conn_fd);
+		close(iv->conn_fd);
+		iv->conn_fd = -1;
+	}
+	bar2_destroy(iv);
+}
+
+void hostd_ivshmem_close(struct hostd_ivshmem *iv)
+{
+	teardown(iv);
+	/* be ready for the next QEMU right away (BAR2 exists before it) */
+	if (bar2_create(iv) < 0)
+		hostd_log_limited(iv->log, "cannot create BAR2");
+}
+
+bool hostd_ivshmem_connected(const struct hostd_ivshmem *iv)
+{
+	return iv->conn_fd >= 0;
+}
+
+static void on_conn(void *arg, int fd, __u32 events)
+{
+	struct hostd_ivshmem *iv = arg;
+	char buf[64];
+	ssize_t n;
+
+	/* QEMU never sends anything on this socket: read to see EOF */
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR) &&
+		      !(events & (EPOLLHUP | EPOLLERR))))
+		return;
+	hostd_log("%sQEMU disconnected; bus torn down, waiting for a new connection",
+		  iv->log->prefix);
+	hostd_ivshmem_close(iv);
+}
+
+/* A new QEMU: vectors, handshake, then watch for its EOF. */
+static int conn_start(struct hostd_ivshmem *iv, int fd)
+{
+	struct timeval tv = { .tv_sec = 2 };
+	int ret;
+
+	/* a client that does not read cannot stall the loop for long */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	iv->conn_fd = fd;
+	ret = hostd_ivshmem_open(iv);
+	if (ret < 0) {
+		hostd_log("%sconnection setup: %s", iv->log->prefix, strerror(-ret));
+		return ret;
+	}
+	ret = hostd_ivshmem_handshake(iv, fd);
+	if (!ret)
+		ret = hostd_loop_add(iv->loop, fd, EPOLLIN | EPOLLRDHUP, on_conn,
+				     iv);
+	if (ret < 0)
+		hostd_log("%sivshmem handshake: %s", iv->log->prefix,
+			  strerror(-ret));
+	return ret;
+}
+
+static void on_accept(void *arg, int lfd, __u32 events)
+{
+	struct hostd_ivshmem *iv = arg;
+	int fd;
+
+	(void)events;
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (iv->conn_fd >= 0) {
+		hostd_log_limited(iv->log, "second connection on %s refused (one QEMU per guest)",
+				  iv->sock);
+		close(fd);
+		return;
+	}
+	if (conn_start(iv, fd) < 0) {
+		hostd_ivshmem_close(iv);
+		return;
+	}
+	iv->connections++;
+	hostd_log("%sQEMU connected (connection %llu)", iv->log->prefix,
+		  (unsigned long long)iv->connections);
+}
+
+int hostd_ivshmem_listen(struct hostd_ivshmem *iv, const char *path,
+			 char *err, size_t errlen)
+{
+	int fd, ret;
+
+	if (strlen(path) >= sizeof(iv->sock)) {
+		snprintf(err, errlen, "%s: socket path too long", path);
+		return -ENAMETOOLONG;
+	}
+	fd = hostd_sock_listen(path, err, errlen);
+	if (fd < 0)
+		return fd;
+	ret = hostd_loop_add(iv->loop, fd, EPOLLIN, on_accept, iv);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		close(fd);
+		unlink(path);
+		return ret;
+	}
+	iv->listen_fd = fd;
+	strcpy(iv->sock, path);
+	return 0;
+}
+
+/* ---- lifetime ---------------------------------------------------------------------- */
+
+int hostd_ivshmem_init(struct hostd_ivshmem *iv, struct hostd_loop *loop,
+		       struct hostd_log_limit *log, const char *name,
+		       const struct hostd_ivshmem_ops *ops, void *arg)
+{
+	int i;
+
+	memset(iv, 0, sizeof(*iv));
+	iv->loop = loop;
+	iv->log = log;
+	iv->ops = ops;
+	iv->arg = arg;
+	snprintf(iv->name, sizeof(iv->name), "vbus-bar2-%s", name);
+	iv->listen_fd = iv->conn_fd = iv->bar2_fd = -1;
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++)
+		iv->db_fd[i] = iv->msix_fd[i] = -1;
+	iv->host_peer = 0;
+	iv->guest_peer = 1;
+	return bar2_create(iv);
+}
+
+void hostd_ivshmem_fini(struct hostd_ivshmem *iv)
+{
+	if (!iv->loop)
+		return;		/* never initialised */
+	teardown(iv);
+	if (iv->listen_fd >= 0) {
+		hostd_loop_del(iv->loop, iv->listen_fd);
+		close(iv->listen_fd);
+		unlink(iv->sock);
+		iv->listen_fd = -1;
+	}
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * vbus-hostd: the server side of QEMU's ivshmem-doorbell protocol for one
+ * guest: the listening socket, the handshake, BAR2 (the memfd QEMU maps)
+ * and the four eventfds: two host doorbells the guest rings (DB_HC,
+ * DB_SIGNAL; QEMU turns them into ioeventfds) and two guest MSI-X vectors
+ * we write (HC, EVENTQ). docs/transport.md has the wire contract.
+ *
+ * One QEMU at a time. Each connection gets fresh eventfds and, once the
+ * previous one is gone, a fresh BAR2: a QEMU still exiting keeps its
+ * mapping of the old one and cannot scribble on the new guest's mailbox.
+ * The owner hears about it through hostd_ivshmem_ops; the tests' in-memory
+ * transport is hostd_ivshmem_open() without a socket: they ring the
+ * doorbell eventfds and read the vectors themselves.
+ */
+#ifndef VBUS_HOSTD_IVSHMEM_H
+#define VBUS_HOSTD_IVSHMEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <vbus/vbus_pci.h>
+#include "log.h"
+#include "loop.h"
+
+struct hostd_ivshmem_ops {
+	/* vectors and BAR2 are up: a guest (re)starts from scratch */
+	void (*connect)(void *arg);
+	/* the connection goes: called before the vectors close */
+	void (*disconnect)(void *arg);
+	/* host doorbell @vector (VBUS_PCI_DB_*) rang; its eventfd drained */
+	void (*doorbell)(void *arg, unsigned int vector);
+};
+
+struct hostd_ivshmem {
+	struct hostd_loop *loop;
+	struct hostd_log_limit *log;
+	const struct hostd_ivshmem_ops *ops;
+	void *arg;
+	char name[64];			/* of the BAR2 memfd */
+
+	char sock[108];			/* sun_path; "" when not listening */
+	int listen_fd;
+	int conn_fd;			/* -1 while no QEMU */
+	__u64 connections;
+
+	int bar2_fd;
+	struct vbus_pci_shm *shm;	/* our mapping of BAR2 */
+	__u32 host_peer, guest_peer;
+	int db_fd[VBUS_PCI_NR_VECTORS];	  /* host peer: the guest rings these */
+	int msix_fd[VBUS_PCI_NR_VECTORS]; /* guest vectors: we write these */
+};
+
+/* Creates BAR2; nothing listens yet. 0 or -errno. */
+int hostd_ivshmem_init(struct hostd_ivshmem *iv, struct hostd_loop *loop,
+		       struct hostd_log_limit *log, const char *name,
+		       const struct hostd_ivshmem_ops *ops, void *arg);
+void hostd_ivshmem_fini(struct hostd_ivshmem *iv);
+/* Listen on @path for QEMU (hostd_sock_listen's rules). */
+int hostd_ivshmem_listen(struct hostd_ivshmem *iv, const char *path,
+			 char *err, size_t errlen);
+/* Vectors and doorbell watches for a new peer; ops->connect. */
+int hostd_ivshmem_open(struct hostd_ivshmem *iv);
+/* ops->disconnect; vectors and connection closed; a fresh BAR2. */
+void hostd_ivshmem_close(struct hostd_ivshmem *iv);
+bool hostd_ivshmem_connected(const struct hostd_ivshmem *iv);
+
+/* Interrupt the guest on MSI-X vector @vector (VBUS_PCI_MSIX_*). */
+void hostd_ivshmem_irq(struct hostd_ivshmem *iv, unsigned int vector);
+
+/* One protocol message (little-endian int64, at most one fd). */
+int hostd_ivshmem_send(int sock, __s64 msg, int fd);
+int hostd_ivshmem_handshake(struct hostd_ivshmem *iv, int sock);
+
+#endif /* VBUS_HOSTD_IVSHMEM_H */

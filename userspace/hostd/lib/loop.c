@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * vbus-hostd: the event loop (see loop.h).
+ *
+ * Commands from other threads (the control socket's) are the loop's only
+ * cross-thread structure: a list under cmd_lock, announced on wake_fd. The
+ * caller's struct hostd_loop_cmd lives on its stack until the loop marks
+ * it done, so nothing is allocated and nothing can be lost.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include "eventfd.h"
+#include "log.h"
+#include "loop.h"
+
+#define LOOP_BATCH 16
+
+struct hostd_loop_cmd {
+	int (*fn)(void *arg);
+	void *arg;
+	int ret;
+	bool done;
+	pthread_cond_t cond;
+	struct hostd_loop_cmd *next;
+};
+
+/* ---- watches ---------------------------------------------------------- */
+
+static struct hostd_loop_watch *watch_find(struct hostd_loop *l, int fd)
+{
+	struct hostd_loop_watch *w;
+
+	hostd_list_for_each_entry(w, pos, &l->watches, struct hostd_loop_watch,
+				  node)
+		if (w->fd == fd && !w->dead)
+			return w;
+	return NULL;
+}
+
+int hostd_loop_add(struct hostd_loop *l, int fd, __u32 events,
+		   hostd_loop_fn fn, void *arg)
+{
+	struct epoll_event ev = { .events = events };
+	struct hostd_loop_watch *w;
+
+	if (fd < 0 || !fn)
+		return -EINVAL;
+	if (watch_find(l, fd))
+		return -EEXIST;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fd = fd;
+	w->events = events;
+	w->fn = fn;
+	w->arg = arg;
+	ev.data.ptr = w;
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		int err = -errno;
+
+		free(w);
+		return err;
+	}
+	hostd_list_add_tail(&w->node, &l->watches);
+	return 0;
+}
+
+int hostd_loop_mod(struct hostd_loop *l, int fd, __u32 events)
+{
+	struct hostd_loop_watch *w = watch_find(l, fd);
+	struct epoll_event ev = { .events = events };
+
+	if (!w)
+		return -ENOENT;
+	ev.data.ptr = w;
+	if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
+		return -errno;
+	w->events = events;
+	return 0;
+}
+
+void hostd_loop_del(struct hostd_loop *l, int fd)
+{
+	struct hostd_loop_watch *w = watch_find(l, fd);
+
+	if (!w)
+		return;
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+	if (l->depth) {
+		/* an event for it may still sit in this batch */
+		w->dead = true;
+		return;
+	}
+	hostd_list_del(&w->node);
+	free(w);
+}
+
+long hostd_loop_events(struct hostd_loop *l, int fd)
+{
+	struct hostd_loop_watch *w = watch_find(l, fd);
+
+	return w ? (long)w->events : -1;
+}
+
+static void watch_reap(struct hostd_loop *l)
+{
+	struct hostd_loop_watch *w;
+
+	hostd_list_for_each_entry(w, pos, &l->watches, struct hostd_loop_watch,
+				  node) {
+		if (w->dead) {
+			hostd_list_del(&w->node);
+			free(w);
+		}
+	}
+}
+
+/* ---- deferred work -------------------------------------------------------- */
+
+void hostd_loop_set_deferred(struct hostd_loop *l, void (*fn)(void *arg),
+			     void *arg)
+{
+	l->run_deferred = fn;
+	l->deferred_arg = arg;
+}
+
+void hostd_loop_defer(struct hostd_loop *l)
+{
+	l->deferred = true;
+}
+
+void hostd_loop_defer_kick(void *loop)
+{
+	hostd_loop_defer(loop);
+}
+
+bool hostd_loop_deferred(const struct hostd_loop *l)
+{
+	return l->deferred;
+}
+
+/*
+ * One run per batch: deferred work that runs out of budget defers itself
+ * again, and that must not starve the fds of this loop.
+ */
+static void run_deferred(struct hostd_loop *l)
+{
+	if (l->deferred) {
+		l->deferred = false;
+		if (l->run_deferred)
+			l->run_deferred(l->deferred_arg);
+	}
+	if (!l->depth)
+		watch_reap(l);
+}
+
+/* ---- the loop --------------------------------------------------------------- */
+
+int hostd_loop_poll(struct hostd_loop *l, int timeout_ms)
+{
+	struct epoll_event evs[LOOP_BATCH];
+	int i, n;
+
+	if (l->deferred)
+		timeout_ms = 0;
+	n = epoll_wait(l->epfd, evs, LOOP_BATCH, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	l->depth++;
+	for (i = 0; i < n; i++) {
+		struct hostd_loop_watch *w = evs[i].data.ptr;
+
+		if (!w->dead)
+			w->fn(w->arg, w->fd, evs[i].events);
+	}
+	l->depth--;
+	run_deferred(l);
+	return n;
+}
+
+static void *loop_thread(void *arg)
+{
+	struct hostd_loop *l = arg;
+
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+		int ret = hostd_loop_poll(l, 1000);
+
+		if (ret < 0) {
+			/*
+			 * Never leave the loop: control commands wait for it.
+			 * Not expected to happen; don't spin if it does.
+			 */
+			hostd_log("epoll: %s", strerror(-ret));
+			usleep(100000);
+		}
+	}
+	return NULL;
+}
+
+int hostd_loop_start(struct hostd_loop *l)
+{
+	int ret = pthread_create(&l->thread, NULL, loop_thread, l);
+
+	if (ret)
+		return -ret;
+	l->thread_started = true;
+	return 0;
+}
+
+void hostd_loop_stop(struct hostd_loop *l)
+{
+	if (!l->thread_started)
+		return;
+	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+	hostd_eventfd_kick(l->wake_fd);
+	pthread_join(l->thread, NULL);
+	l->thread_started = false;
+}
+
+/* ---- calls from other threads ------------------------------------------------ */
+
+static void on_wake(void *arg, int fd, __u32 events)
+{
+	struct hostd_loop *l = arg;
+	struct hostd_loop_cmd *list, *c, *next;
+
+	(void)events;
+	hostd_eventfd_drain(fd);
+	pthread_mutex_lock(&l->cmd_lock);
+	list = l->cmds;
+	l->cmds = NULL;
+	pthread_mutex_unlock(&l->cmd_lock);
+	/* oldest first */
+	for (c = list, list = NULL; c; c = next) {
+		next = c->next;
+		c->next = list;
+		list = c;
+	}
+	for (c = list; c; c = next) {
+		int ret;
+
+		next = c->next;
+		ret = c->fn(c->arg);
+		pthread_mutex_lock(&l->cmd_lock);
+		c->ret = ret;
+		c->done = true;
+		pthread_cond_signal(&c->cond);
+		pthread_mutex_unlock(&l->cmd_lock);
+	}
+}
+
+int hostd_loop_call(struct hostd_loop *l, int (*fn)(void *arg), void *arg)
+{
+	struct hostd_loop_cmd c = { .fn = fn, .arg = arg };
+	int ret;
+
+	if (!l->thread_started || pthread_equal(pthread_self(), l->thread))
+		return fn(arg);
+
+	pthread_cond_init(&c.cond, NULL);
+	pthread_mutex_lock(&l->cmd_lock);
+	c.next = l->cmds;
+	l->cmds = &c;
+	pthread_mutex_unlock(&l->cmd_lock);
+	hostd_eventfd_kick(l->wake_fd);
+	/*
+	 * No timeout: @c lives on this stack until the loop is done with it,
+	 * and the loop never blocks (non-blocking fds, bounded work).
+	 */
+	pthread_mutex_lock(&l->cmd_lock);
+	while (!c.done)
+		pthread_cond_wait(&c.cond, &l->cmd_lock);
+	ret = c.ret;
+	pthread_mutex_unlock(&l->cmd_lock);
+	pthread_cond_destroy(&c.cond);
+	return ret;
+}
+
+/* ---- lifetime ------------------------------------------------------------------ */
+
+int hostd_loop_init(struct hostd_loop *l)
+{
+	int ret;
+
+	memset(l, 0, sizeof(*l));
+	hostd_list_init(&l->watches);
+	pthread_mutex_init(&l->cmd_lock, NULL);
+	l->live = true;
+	l->wake_fd = -1;
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0) {
+		ret = -errno;
+		goto out_fail;
+	}
+	l->wake_fd = hostd_eventfd_new();
+	if (l->wake_fd < 0) {
+		ret = l->wake_fd;
+		goto out_fail;
+	}
+	ret = hostd_loop_add(l, l->wake_fd, EPOLLIN, on_wake, l);
+	if (ret < 0)
+		goto out_fail;
+	return 0;
+
+out_fail:
+	hostd_loop_fini(l);
+	return ret;
+}
+
+void hostd_loop_fini(struct hostd_loop *l)
+{
+	struct hostd_loop_watch *w;
+
+	if (!l->live)
+		return;
+	hostd_loop_stop(l);
+	hostd_list_for_each_entry(w, pos, &l->watches, struct hostd_loop_watch,
+				  node) {
+		hostd_list_del(&w->node);
+		free(w);
+	}
+	if (l->wake_fd >= 0)
+		close(l->wake_fd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	l->wake_fd = l->epfd = -1;
+	pthread_mutex_destroy(&l->cmd_lock);
+	l->live = false;
+}

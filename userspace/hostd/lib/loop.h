@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * vbus-hostd: an event loop (epoll, level-triggered) with fd watches, a
+ * deferred-work hook and calls from other threads. It knows nothing of
+ * guests or devices: the owner (one per guest) gives it callbacks.
+ *
+ * A watch removed while the loop dispatches a batch is only marked dead
+ * (an event for it may still sit in the batch) and freed after the batch.
+ * The deferred hook runs after a batch whenever hostd_loop_defer() was
+ * called since its last run; until then the loop does not sleep.
+ */
+#ifndef VBUS_HOSTD_LOOP_H
+#define VBUS_HOSTD_LOOP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include "list.h"
+
+typedef void (*hostd_loop_fn)(void *arg, int fd, __u32 events);
+
+struct hostd_loop_watch {
+	struct hostd_list node;		/* in loop->watches */
+	int fd;
+	__u32 events;
+	hostd_loop_fn fn;
+	void *arg;
+	bool dead;			/* removed during a batch */
+};
+
+struct hostd_loop_cmd;
+
+struct hostd_loop {
+	bool live;			/* between init and fini */
+	int epfd;
+	int wake_fd;			/* eventfd: commands, stop */
+	struct hostd_list watches;
+	unsigned int depth;		/* > 0 while a batch is dispatched */
+	bool deferred;			/* hostd_loop_defer() since last run */
+	void (*run_deferred)(void *arg);
+	void *deferred_arg;
+
+	pthread_t thread;
+	bool thread_started;
+	int stop;			/* __atomic */
+	pthread_mutex_t cmd_lock;
+	struct hostd_loop_cmd *cmds;	/* under cmd_lock, newest first */
+};
+
+int hostd_loop_init(struct hostd_loop *l);
+void hostd_loop_fini(struct hostd_loop *l);
+void hostd_loop_set_deferred(struct hostd_loop *l, void (*fn)(void *arg),
+			     void *arg);
+
+/* One watch per fd: -EEXIST for a second one. */
+int hostd_loop_add(struct hostd_loop *l, int fd, __u32 events,
+		   hostd_loop_fn fn, void *arg);
+int hostd_loop_mod(struct hostd_loop *l, int fd, __u32 events);
+void hostd_loop_del(struct hostd_loop *l, int fd);
+/* The events @fd is watched for, or -1 (diagnostics, tests). */
+long hostd_loop_events(struct hostd_loop *l, int fd);
+
+/* Make the deferred hook run after the current (or next) batch. */
+void hostd_loop_defer(struct hostd_loop *l);
+/* The same, as a vbus_defer kick (vbus_defer_set_kick(d, this, loop)). */
+void hostd_loop_defer_kick(void *loop);
+bool hostd_loop_deferred(const struct hostd_loop *l);
+
+/* One pass: wait up to @timeout_ms, dispatch, run deferred work. */
+int hostd_loop_poll(struct hostd_loop *l, int timeout_ms);
+
+/* A thread that polls until hostd_loop_stop(). */
+int hostd_loop_start(struct hostd_loop *l);
+void hostd_loop_stop(struct hostd_loop *l);
+/* Run @fn on the loop's thread (inline when it has none) and wait. */
+int hostd_loop_call(struct hostd_loop *l, int (*fn)(void *arg), void *arg);
+
+#endif /* VBUS_HOSTD_LOOP_H */
