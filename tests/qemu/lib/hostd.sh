@@ -24,9 +24,12 @@ vbus_transport_args() {
 }
 
 # vbus_find_hostd CBUILD: the vbus-hostd binary under CBUILD, or non-zero.
+# The newest one: a build tree that outlived a move of the sources keeps
+# the old binary where it was.
 vbus_find_hostd() {
 	local bin
-	bin=$(find "$1" -type f -name vbus-hostd -perm -u+x 2>/dev/null | head -n 1)
+	bin=$(find "$1" -type f -name vbus-hostd -perm -u+x -printf '%T@ %p\n' 2>/dev/null |
+		sort -rn | head -n 1 | cut -d' ' -f2-)
 	[[ -n "$bin" ]] && echo "$bin"
 }
 
