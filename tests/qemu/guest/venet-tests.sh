@@ -5,8 +5,9 @@
 # with checksums, MTU 1500/9000 (FLUSHRX), link down/up, the negotiated
 # offloads (ethtool -k), that TSO is really used (tx_gso_packets) and, with
 # sg_enabled=1 (which also negotiates RXSG), that host->guest TCP arrives
-# as GSO frames (rx_gso_packets); with VT_SOAK_MB, one long transfer each
-# way, md5-checked at both ends (the soak); remove while traffic flows;
+# as GSO frames (rx_gso_packets); with VT_SOAK_MB, that many MiB each way
+# (one download, 64 MiB uploads), md5-checked at both ends (the soak);
+# remove while traffic flows;
 # then load/unload cycles with traffic that must not grow any slab cache.
 #
 # The host side (run-venet-tests.sh) runs vbus-hostd with a venet device on
