@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * vbus-blk device ABI ("vbus-blk" on the vbus; "virtual-block" is accepted
+ * as an alias by vbus-hostd): a disk. Shared by the guest driver
+ * (kernel/block/, vbus_blk.ko) and the host device
+ * (userspace/hostd/devices/vbus_blk/); the protocol is the vbus-blk section
+ * of docs/transport.md.
+ *
+ * Bring-up (guest):
+ *   DEVOPEN(VBUS_BLK_TYPE, VBUS_BLK_VERSION)
+ *   DEVCALL GETCONFIG          -> struct vbus_blk_config
+ *   DEVCALL NEGOTIATE          <-> struct vbus_blk_negotiate (once per open)
+ *   DEVSHM id q, 0 <= q < nr_queues: the request ring of queue q, an IOQ
+ *          ring of queue_depth descriptors with its embedded signal
+ *
+ * One request = one descriptor, posted north on ioq_idxtype_both:
+ *   desc.ptr    guest-physical address of a struct vbus_blk_req (8-aligned)
+ *   desc.len    VBUS_BLK_REQ_SIZE(req.nr_segs)
+ *   desc.cookie guest-private (the host never reads it)
+ * The host reads the request header and its segment list once, checks
+ * them, moves the data between the backing store and the segments, writes
+ * req.status, then pops (hands the descriptor back). The guest reaps
+ * inuse with IOQ_ITER_NOFLIPOWNER and reads req.status only after the
+ * reap says the descriptor is its own again.
+ */
+#ifndef VBUS_VBUS_BLK_H
+#define VBUS_VBUS_BLK_H
+
+#include <vbus/platform.h>
+
+#define VBUS_BLK_TYPE		"vbus-blk"
+/* the type string the original plan used: vbus-hostd accepts it too */
+#define VBUS_BLK_TYPE_ALIAS	"virtual-block"
+#define VBUS_BLK_VERSION	1
+
+#define VBUS_BLK_SECTOR_SHIFT	9	/* sector = 512 bytes, always */
+
+/* DEVCALL funcs */
+#define VBUS_BLK_FUNC_GETCONFIG	0	/* out: struct vbus_blk_config */
+#define VBUS_BLK_FUNC_NEGOTIATE	1	/* in/out: struct vbus_blk_negotiate */
+
+/* Feature bits (config.features offered, negotiate.features accepted) */
+#define VBUS_BLK_F_RO		(1u << 0)	/* read-only: writes fail */
+#define VBUS_BLK_F_FLUSH	(1u << 1)	/* volatile cache: FLUSH works */
+#define VBUS_BLK_F_FUA		(1u << 2)	/* VBUS_BLK_REQ_FUA honoured */
+#define VBUS_BLK_F_DISCARD	(1u << 3)
+#define VBUS_BLK_F_WRITE_ZEROES	(1u << 4)
+
+/* Host limits; a peer that asks for more is refused (-EINVAL). */
+#define VBUS_BLK_MAX_QUEUES	16
+#define VBUS_BLK_MAX_DEPTH	1024	/* descriptors per queue ring */
+#define VBUS_BLK_MAX_SEGS	256	/* segments per request */
+
+#define VBUS_BLK_SERIAL_LEN	20	/* as virtio-blk's ID string */
+
+struct vbus_blk_config {
+	__u64 capacity;			/* in 512-byte sectors */
+	__u32 logical_block_size;	/* bytes, power of two, >= 512 */
+	__u32 physical_block_size;	/* bytes, power of two, >= logical */
+	__u32 max_segments;		/* per request, <= VBUS_BLK_MAX_SEGS */
+	__u32 max_segment_size;		/* bytes */
+	__u32 max_sectors;		/* per read/write request */
+	__u32 max_queues;		/* 1 .. VBUS_BLK_MAX_QUEUES */
+	__u32 max_queue_depth;		/* power of two, <= VBUS_BLK_MAX_DEPTH */
+	__u32 features;			/* VBUS_BLK_F_* offered */
+	__u32 max_discard_sectors;	/* per request; 0 without F_DISCARD */
+	__u32 max_write_zeroes_sectors;	/* 0 without F_WRITE_ZEROES */
+	__u32 discard_granularity;	/* bytes */
+	__u32 reserved;
+	char serial[VBUS_BLK_SERIAL_LEN]; /* NUL-padded, not terminated */
+	__u8 reserved2[4];
+};
+
+struct vbus_blk_negotiate {
+	__u32 features;		/* in: wanted (subset of offered); out: granted */
+	__u32 nr_queues;	/* in: wanted (>= 1); out: granted (<= wanted) */
+	__u32 queue_depth;	/* in: ring size per queue; must be accepted */
+	__u32 reserved;		/* 0 */
+};
+
+/* req.op */
+#define VBUS_BLK_OP_READ		0
+#define VBUS_BLK_OP_WRITE		1
+#define VBUS_BLK_OP_FLUSH		2
+#define VBUS_BLK_OP_DISCARD		3
+#define VBUS_BLK_OP_WRITE_ZEROES	4
+#define VBUS_BLK_OP_GET_ID		5	/* serial into one segment */
+
+/* req.flags */
+#define VBUS_BLK_REQ_FUA	(1u << 0)	/* WRITE: durable on completion */
+#define VBUS_BLK_REQ_UNMAP	(1u << 1)	/* WRITE_ZEROES: may deallocate */
+
+/* req.status, written by the host before the hand-back */
+#define VBUS_BLK_S_OK		0
+#define VBUS_BLK_S_IOERR	1	/* the backing store failed */
+#define VBUS_BLK_S_UNSUPP	2	/* op or flag not negotiated */
+#define VBUS_BLK_S_BADREQ	3	/* out of range, malformed */
+#define VBUS_BLK_S_PENDING	0xff	/* guest's value before posting */
+
+struct vbus_blk_seg {
+	__u64 addr;		/* guest-physical */
+	__u32 len;		/* bytes, a multiple of 512, > 0 */
+	__u32 reserved;
+};
+
+struct vbus_blk_req {
+	__u64 sector;		/* first 512-byte sector */
+	__u32 nr_sectors;	/* DISCARD / WRITE_ZEROES only; else 0 */
+	__u8 op;		/* VBUS_BLK_OP_* */
+	__u8 status;		/* VBUS_BLK_S_*: host writes */
+	__u16 flags;		/* VBUS_BLK_REQ_* */
+	__u32 nr_segs;		/* READ/WRITE/GET_ID: 1 .. max_segments */
+	__u32 reserved[3];
+	struct vbus_blk_seg seg[];	/* "nr_segs" elements */
+};
+
+#define VBUS_BLK_REQ_SIZE(nr_segs) \
+	(sizeof(struct vbus_blk_req) + \
+	 sizeof(struct vbus_blk_seg) * (__u64)(nr_segs))
+
+VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_config) == 80, "vbus_blk_config");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_config, logical_block_size)
+		   == 8, "config.lbs");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_config, features) == 36,
+		   "config.features");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_config, serial) == 56,
+		   "config.serial");
+VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_negotiate) == 16,
+		   "vbus_blk_negotiate");
+VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_seg) == 16, "vbus_blk_seg");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_seg, len) == 8, "seg.len");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_req, nr_sectors) == 8,
+		   "req.nr_sectors");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_req, op) == 12, "req.op");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_req, status) == 13,
+		   "req.status");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_req, flags) == 14,
+		   "req.flags");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_req, nr_segs) == 16,
+		   "req.nr_segs");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_req, seg) == 32, "req.seg");
+VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_req) == 32, "vbus_blk_req");
+
+#endif /* VBUS_VBUS_BLK_H */
