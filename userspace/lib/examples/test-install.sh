@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest libioq_install_pkgconfig: `cmake --install` into a temporary prefix,
 # then build the README's example against it the way a user would (only
-# pkg-config, no paths into the source tree) and run it. Also checks that
+# pkg-config, no paths into the source tree, no liburcu headers) and run it. Also checks that
 # the example in README.md is this file, verbatim.
 set -euo pipefail
 build=$1 src=$2 cc=${3:-cc} san=${4:-}
@@ -17,18 +17,31 @@ for h in platform platform_impl shm_signal ioq ioq_channel vbus_pci venet; do
 done
 
 export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+# A consumer needs no liburcu: its headers sit in /usr/include here, so
+# shadow them with ones that stop the build, and check the dependency list.
+mkdir -p "$tmp/no-urcu/urcu"
+for h in arch system compiler uatomic; do
+	echo '#error "a libioq consumer must not need liburcu"' > "$tmp/no-urcu/urcu/$h.h"
+done
+nourcu="-I$tmp/no-urcu"
 flags=$(pkg-config --cflags --libs libioq)
 echo "pkg-config --cflags --libs libioq: $flags"
 # $san: a sanitizer build's libioq needs the same -fsanitize to link.
 # shellcheck disable=SC2086
-"$cc" -std=gnu11 -Wall -Wextra -Werror $san -o "$tmp/ioq_hello" \
+"$cc" -std=gnu11 -M $(pkg-config --cflags libioq) \
+	"$src/userspace/lib/examples/ioq_hello.c" > "$tmp/deps"
+if grep -q urcu "$tmp/deps"; then
+	echo "the installed headers include liburcu:"; grep -o '[^ ]*urcu[^ ]*' "$tmp/deps"; exit 1
+fi
+# shellcheck disable=SC2086
+"$cc" -std=gnu11 -Wall -Wextra -Werror $san $nourcu -o "$tmp/ioq_hello" \
 	"$src/userspace/lib/examples/ioq_hello.c" $flags
 LD_LIBRARY_PATH="$libdir" "$tmp/ioq_hello" | tee "$tmp/out"
 [ "$(grep -c 'south got cookie' "$tmp/out")" = 3 ]
 
 # static: the .pc's private parts are enough to link libioq.a
 # shellcheck disable=SC2086
-"$cc" -std=gnu11 $san -o "$tmp/ioq_hello_static" \
+"$cc" -std=gnu11 $san $nourcu -o "$tmp/ioq_hello_static" \
 	"$src/userspace/lib/examples/ioq_hello.c" \
 	$(pkg-config --cflags libioq) "$libdir/libioq.a" \
 	$(pkg-config --static --libs-only-other libioq)
@@ -45,7 +58,7 @@ target_link_libraries(ioq_hello PRIVATE vbus::ioq_static)
 CMK
 cmake -S "$tmp/cmake-user" -B "$tmp/cmake-user/b" \
 	-DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_C_COMPILER="$cc" \
-	-DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" >/dev/null
+	-DCMAKE_C_FLAGS="$san $nourcu" -DCMAKE_EXE_LINKER_FLAGS="$san" >/dev/null
 cmake --build "$tmp/cmake-user/b" >/dev/null
 "$tmp/cmake-user/b/ioq_hello" >/dev/null
 

@@ -3,14 +3,22 @@
  * Userspace primitives for core/ (libioq). See <vbus/platform.h> for the
  * vocabulary.
  *
- * Shared-memory accesses use liburcu: CMM_LOAD_SHARED/CMM_STORE_SHARED are
- * single-copy (volatile) accesses and cmm_smp_{mb,wmb,rmb} are the SMP
- * barriers (on x86: mfence / compiler barrier / compiler barrier).
+ * Two mappings of the shared-memory words, chosen per translation unit:
  *
- * ThreadSanitizer does not understand liburcu's inline-asm fences, so a
- * -DVBUS_PLATFORM_C11_ATOMICS build (the TSan build) maps the same words
- * onto C11 atomics: acquire loads, release stores and seq_cst fences. That
- * is at least as strong as the default mapping, and TSan can see it.
+ * - libioq's own .c files are built with -DVBUS_PLATFORM_URCU: liburcu's
+ *   CMM_LOAD_SHARED/CMM_STORE_SHARED (single-copy volatile accesses) and
+ *   cmm_smp_{mb,wmb,rmb} (on x86: mfence / compiler barrier / compiler
+ *   barrier).
+ * - Everything else (a program that includes the installed headers, the
+ *   TSan build, which also defines VBUS_PLATFORM_C11_ATOMICS) gets GCC/C11
+ *   atomics: acquire loads, release stores, and fences where vbus_mb() is
+ *   seq_cst, a full fence (mfence or a locked op on x86). That is at least
+ *   as strong as the liburcu mapping, TSan can see it, and a consumer needs
+ *   no liburcu headers.
+ *
+ * Both work on the same memory at once (a consumer's inline
+ * shm_signal_faulted() reads what the library wrote): each is a
+ * single-copy access of a naturally aligned field, only ordering differs.
  */
 #ifndef VBUS_PLATFORM_IMPL_USER_H
 #define VBUS_PLATFORM_IMPL_USER_H
@@ -38,13 +46,7 @@
 #define vbus_stat_inc(p)      __atomic_fetch_add((p), 1, __ATOMIC_RELAXED)
 #define vbus_xchg(p, v)       __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
 
-#ifdef VBUS_PLATFORM_C11_ATOMICS
-#define VBUS_READ(x)      __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
-#define VBUS_WRITE(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
-#define vbus_mb()         __atomic_thread_fence(__ATOMIC_SEQ_CST)
-#define vbus_wmb()        __atomic_thread_fence(__ATOMIC_RELEASE)
-#define vbus_rmb()        __atomic_thread_fence(__ATOMIC_ACQUIRE)
-#else
+#if defined(VBUS_PLATFORM_URCU) && !defined(VBUS_PLATFORM_C11_ATOMICS)
 #include <urcu/arch.h>
 #include <urcu/system.h>
 #define VBUS_READ(x)      CMM_LOAD_SHARED(x)
@@ -52,6 +54,12 @@
 #define vbus_mb()         cmm_smp_mb()
 #define vbus_wmb()        cmm_smp_wmb()
 #define vbus_rmb()        cmm_smp_rmb()
+#else
+#define VBUS_READ(x)      __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define VBUS_WRITE(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define vbus_mb()         __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define vbus_wmb()        __atomic_thread_fence(__ATOMIC_RELEASE)
+#define vbus_rmb()        __atomic_thread_fence(__ATOMIC_ACQUIRE)
 #endif
 
 /* Local lock: a mutex (the core never holds it across a blocking call). */
