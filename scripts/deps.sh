@@ -15,6 +15,7 @@ pkgs=(
 	mandoc					# man pages: mandoc -T lint
 	systemd strace util-linux		# ops: systemd-analyze, strace, unshare/setpriv
 	dkms openssl				# ops: dkms add/build (openssl: its signing key)
+	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients	# ops: libvirt (virsh, session libvirtd)
 )
 
 missing=()
