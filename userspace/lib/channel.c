@@ -173,7 +173,7 @@ int ioq_channel_create(struct ioq_channel **chp, __u32 count,
 		return -EINVAL;
 	*chp = NULL;
 	/* before anything is created on disk */
-	if (!count || (count & (count - 1)) || count > IOQ_RING_MAX_COUNT)
+	if (!ioq_count_valid(count))
 		return -EINVAL;
 
 	ch = channel_alloc(ioq_locality_north);

@@ -63,11 +63,6 @@ static int copy_guarded(void *dst, const void *src, size_t len)
 	return ok;
 }
 
-static int is_pow2(__u32 n)
-{
-	return n && !(n & (n - 1));
-}
-
 /*
  * Validate the copied header against the file size. Returns NULL or the
  * reason the file is not a usable ring.
@@ -98,7 +93,7 @@ static const char *check_header(const struct dump *d, char *buf, size_t n)
 			 (unsigned int)SHM_SIGNAL_VER);
 		return buf;
 	}
-	if (!is_pow2(h->count) || h->count > IOQ_RING_MAX_COUNT) {
+	if (!ioq_count_valid(h->count)) {
 		snprintf(buf, n, "bad descriptor count %u (must be a power of "
 			 "two, 1 .. %u)", h->count, IOQ_RING_MAX_COUNT);
 		return buf;

@@ -139,6 +139,12 @@ struct ioq {
 #define IOQ_ITER_AUTOUPDATE  (1 << 0)
 #define IOQ_ITER_NOFLIPOWNER (1 << 1)
 
+/* A ring size every side accepts: a power of two, 1 .. IOQ_RING_MAX_COUNT. */
+static inline int ioq_count_valid(__u32 count)
+{
+	return count && !(count & (count - 1)) && count <= IOQ_RING_MAX_COUNT;
+}
+
 /*
  * Format a ring for use (north side, before the south side sees it):
  * magic, version, count, zeroed indexes, every descriptor north-owned, and
