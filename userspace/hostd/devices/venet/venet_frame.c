@@ -31,6 +31,43 @@ static void *xlate(const struct venet_mem *m, __u64 gpa, __u64 len)
 	return m->xlate(m->ctx, gpa, len);
 }
 
+/*
+ * The one read of a guest's venet_sg and its iov array (both directions):
+ * copies both into @sg and @iov, so nothing after this reads them from
+ * guest memory again, after checking the header and the array fit the
+ * descriptor (@desc_len) and guest RAM. @hdr, when not NULL, gets the
+ * translated header (rx writes the used length back into it). The caller
+ * says which direction in its own log line.
+ */
+static int sg_read(const struct venet_mem *m, __u64 gpa, __u64 desc_len,
+		   struct venet_sg *sg, struct venet_iov *iov,
+		   struct venet_sg **hdr, const char **why)
+{
+	unsigned char *p;
+
+	if (desc_len < sizeof(*sg))
+		return bad(why, "sg descriptor shorter than a venet_sg",
+			   -EINVAL);
+	p = xlate(m, gpa, sizeof(*sg));
+	if (!p)
+		return bad(why, "venet_sg outside guest RAM", -EFAULT);
+	venet_guest_copy(sg, p, sizeof(*sg));
+
+	if (sg->count < 1 || sg->count > VENET_SG_MAX_IOVS)
+		return bad(why, "venet_sg count out of range", -EINVAL);
+	if (VENET_SG_SIZE(sg->count) > desc_len)
+		return bad(why, "venet_sg iovs beyond the descriptor",
+			   -EINVAL);
+	p = xlate(m, gpa, VENET_SG_SIZE(sg->count));
+	if (!p)
+		return bad(why, "venet_sg iovs outside guest RAM", -EFAULT);
+	venet_guest_copy(iov, p + sizeof(*sg),
+			 (size_t)sg->count * sizeof(iov[0]));
+	if (hdr)
+		*hdr = (struct venet_sg *)p;
+	return 0;
+}
+
 static void txframe_init(struct venet_txframe *f)
 {
 	memset(&f->vh, 0, sizeof(f->vh));
@@ -142,39 +179,20 @@ int venet_tx_sg(const struct venet_mem *m, __u32 caps, __u64 gpa,
 {
 	struct venet_sg sg;
 	struct venet_iov iov[VENET_SG_MAX_IOVS];
-	const unsigned char *p;
 	__u64 sum = 0;
 	__u32 i;
 	int ret;
 
 	txframe_init(f);
 
-	if (desc_len < sizeof(sg))
-		return bad(why, "sg descriptor shorter than a venet_sg",
-			   -EINVAL);
-	p = xlate(m, gpa, sizeof(sg));
-	if (!p)
-		return bad(why, "venet_sg outside guest RAM", -EFAULT);
-	/* the one read of the header: everything below uses the copy */
-	venet_guest_copy(&sg, p, sizeof(sg));
-
-	if (sg.count < 1 || sg.count > VENET_SG_MAX_IOVS)
-		return bad(why, "venet_sg count out of range", -EINVAL);
-	if (VENET_SG_SIZE(sg.count) > desc_len)
-		return bad(why, "venet_sg iovs beyond the descriptor",
-			   -EINVAL);
+	ret = sg_read(m, gpa, desc_len, &sg, iov, NULL, why);
+	if (ret)
+		return ret;
 	if (sg.len < VENET_FRAME_MIN)
 		return bad(why, "tx frame shorter than an Ethernet header",
 			   -EINVAL);
 	if (sg.len > VENET_FRAME_MAX)
 		return bad(why, "tx frame too long", -EINVAL);
-
-	p = xlate(m, gpa, VENET_SG_SIZE(sg.count));
-	if (!p)
-		return bad(why, "venet_sg iovs outside guest RAM", -EFAULT);
-	/* the one read of the iov array */
-	venet_guest_copy(iov, p + sizeof(sg),
-			 (size_t)sg.count * sizeof(iov[0]));
 
 	ret = venet_sg_to_vnet(&sg, caps, &f->vh, why);
 	if (ret)
@@ -240,11 +258,11 @@ int venet_rx_flat(const struct venet_mem *m, __u64 gpa, __u64 len,
 int venet_rx_sg(const struct venet_mem *m, __u64 gpa, __u64 desc_len,
 		struct venet_rxbuf *rb, const char **why)
 {
-	struct venet_sg sg;
+	struct venet_sg sg, *hdr;
 	struct venet_iov iov[VENET_SG_MAX_IOVS];
-	unsigned char *p;
 	__u32 cap = 0;
 	__u32 i;
+	int ret;
 
 	rb->iov[0].iov_base = NULL;
 	rb->iov[0].iov_len = TAP_VNET_HDR_LEN;
@@ -252,26 +270,9 @@ int venet_rx_sg(const struct venet_mem *m, __u64 gpa, __u64 desc_len,
 	rb->cap = 0;
 	rb->gsg = NULL;
 
-	if (desc_len < sizeof(sg))
-		return bad(why, "rx sg descriptor shorter than a venet_sg",
-			   -EINVAL);
-	p = xlate(m, gpa, sizeof(sg));
-	if (!p)
-		return bad(why, "rx venet_sg outside guest RAM", -EFAULT);
-	/* the one read of the header: only count is used */
-	venet_guest_copy(&sg, p, sizeof(sg));
-
-	if (sg.count < 1 || sg.count > VENET_SG_MAX_IOVS)
-		return bad(why, "rx venet_sg count out of range", -EINVAL);
-	if (VENET_SG_SIZE(sg.count) > desc_len)
-		return bad(why, "rx venet_sg iovs beyond the descriptor",
-			   -EINVAL);
-	p = xlate(m, gpa, VENET_SG_SIZE(sg.count));
-	if (!p)
-		return bad(why, "rx venet_sg iovs outside guest RAM", -EFAULT);
-	/* the one read of the iov array */
-	venet_guest_copy(iov, p + sizeof(sg),
-			 (size_t)sg.count * sizeof(iov[0]));
+	ret = sg_read(m, gpa, desc_len, &sg, iov, &hdr, why);
+	if (ret)
+		return ret;
 
 	for (i = 0; i < sg.count && cap < VENET_FRAME_MAX; i++) {
 		__u32 l = iov[i].len;
@@ -297,7 +298,7 @@ int venet_rx_sg(const struct venet_mem *m, __u64 gpa, __u64 desc_len,
 
 	rb->cap = cap;
 	/* translated above with the iovs: the header is writable RAM */
-	rb->gsg = (struct venet_sg *)p;
+	rb->gsg = hdr;
 	return 0;
 }
 
