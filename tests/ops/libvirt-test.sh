@@ -106,7 +106,7 @@ rm -f "$ram"
 
 "$hostd" --ctl "$T/ctl.sock" --guest "g1:sock=$T/g1.sock,mem=$ram,size=1G" \
 	--foreground > "$T/hostd.log" 2>&1 &
-pids+=($!)
+pids+=("$!")
 for _ in $(seq 50); do [ -S "$T/ctl.sock" ] && [ -f "$ram" ] && break; sleep 0.2; done
 [ -f "$ram" ] || { echo "FAIL: vbus-hostd did not start:"; cat "$T/hostd.log"; exit 1; }
 live | run_hook 0 "links libvirt's RAM path to vbus-hostd's file" vbus-g1 start begin -
@@ -119,6 +119,19 @@ fi
 sed '/^  <metadata>/,/^  <\/metadata>/d' "$T/guest.xml" |
 	run_hook 0 "leaves a domain without vbus metadata alone" other start begin -
 live | run_hook 0 "ignores other operations" vbus-g1 release end -
+# a long name: libvirt cuts it to 20 characters in the path; so must the hook
+long="vbus guest.with a long-name"
+sed "s|<name>vbus-g1</name>|<name>$long</name>|" "$T/guest.xml" > "$T/long.xml"
+chmod 644 "$T/long.xml"
+if virsh_session domxml-to-native qemu-argv "$T/long.xml" > "$T/long.argv" 2>&1 &&
+	lpath=$(grep -o '"mem-path":"[^"]*"' "$T/long.argv" | cut -d'"' -f4) && [ -n "$lpath" ]; then
+	sed "s/<domain type='qemu'>/<domain type='qemu' id='12'>/" "$T/long.xml" |
+		run_hook 0 "links a domain with a long name" "$long" start begin -
+	if [ -L "${lpath/\/-1-//12-}" ]; then ok "hook: the long name's path is libvirt's ($lpath, id 12)"
+	else fail "hook: no link at libvirt's path ${lpath/\/-1-//12-}: $(ls -R "$T/ram")"; fi
+else
+	fail "virsh domxml-to-native of a long name: $(cat "$T/long.argv")"
+fi
 
 # ---- 3. QEMU maps vbus-hostd's file through the link ----
 qemu-system-x86_64 -machine q35,memory-backend=pc.ram -accel tcg -m 1G \
@@ -127,7 +140,7 @@ qemu-system-x86_64 -machine q35,memory-backend=pc.ram -accel tcg -m 1G \
 	-device ivshmem-doorbell,chardev=charshmem0,vectors=2 \
 	-S -display none -monitor none -serial none -nodefaults > "$T/qemu.log" 2>&1 &
 qpid=$!
-pids+=($qpid)
+pids+=("$qpid")
 mapped=""
 for _ in $(seq 100); do
 	mapped=$(grep -F " $ram" "/proc/$qpid/maps" 2>/dev/null | head -n1)

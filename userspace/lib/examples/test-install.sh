@@ -27,7 +27,7 @@ nourcu="-I$tmp/no-urcu"
 flags=$(pkg-config --cflags --libs libioq)
 echo "pkg-config --cflags --libs libioq: $flags"
 # $san: a sanitizer build's libioq needs the same -fsanitize to link.
-# shellcheck disable=SC2086
+# shellcheck disable=SC2046  # pkg-config's words are separate flags
 "$cc" -std=gnu11 -M $(pkg-config --cflags libioq) \
 	"$src/userspace/lib/examples/ioq_hello.c" > "$tmp/deps"
 if grep -q urcu "$tmp/deps"; then
@@ -40,7 +40,7 @@ LD_LIBRARY_PATH="$libdir" "$tmp/ioq_hello" | tee "$tmp/out"
 [ "$(grep -c 'south got cookie' "$tmp/out")" = 3 ]
 
 # static: the .pc's private parts are enough to link libioq.a
-# shellcheck disable=SC2086
+# shellcheck disable=SC2046,SC2086
 "$cc" -std=gnu11 $san $nourcu -o "$tmp/ioq_hello_static" \
 	"$src/userspace/lib/examples/ioq_hello.c" \
 	$(pkg-config --cflags libioq) "$libdir/libioq.a" \
