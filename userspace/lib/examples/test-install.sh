@@ -33,6 +33,15 @@ echo "pkg-config --cflags --libs libioq: $flags"
 if grep -q urcu "$tmp/deps"; then
 	echo "the installed headers include liburcu:"; grep -o '[^ ]*urcu[^ ]*' "$tmp/deps"; exit 1
 fi
+# The consumer's vbus_mb() is a full fence (the shm-signal store->load
+# pattern needs one): on x86 an mfence or a locked instruction.
+if [ "$(uname -m)" = x86_64 ]; then
+	printf '#include <vbus/platform.h>\nvoid f(void) { vbus_mb(); }\n' > "$tmp/mb.c"
+	# shellcheck disable=SC2046
+	"$cc" -std=gnu11 -O2 -S -o "$tmp/mb.s" $(pkg-config --cflags libioq) $nourcu "$tmp/mb.c"
+	grep -Eq '\<(mfence|lock)\>' "$tmp/mb.s" ||
+		{ echo "vbus_mb() is no full fence for a consumer:"; cat "$tmp/mb.s"; exit 1; }
+fi
 # shellcheck disable=SC2086
 "$cc" -std=gnu11 -Wall -Wextra -Werror $san $nourcu -o "$tmp/ioq_hello" \
 	"$src/userspace/lib/examples/ioq_hello.c" $flags
