@@ -171,7 +171,12 @@ int vbus_pci_eventq_setup(struct vbus_pci_bridge *b)
 	if (!b->eventq_ring || !b->events)
 		return -ENOMEM;
 
-	ret = ioq_ring_format(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT);
+	/*
+	 * v5 on purpose: a handful of events, a host of any version reads
+	 * it (BUSREG has no retry), and every boot keeps v5 exercised.
+	 */
+	ret = ioq_ring_format_ver(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT,
+				  IOQ_RING_VER_V5);
 	if (ret)
 		return ret;
 

@@ -240,7 +240,7 @@ static void test_busreg_malformed(void **state)
 	ring = fg_alloc(f, IOQ_HEAD_DESC_SIZE(64));
 	data = fg_alloc(f, 64 * sizeof(struct vbus_pci_event));
 	head = fg_ptr(f, ring, IOQ_HEAD_DESC_SIZE(64));
-	assert_int_equal(ioq_ring_format(head, 64), 0);
+	assert_int_equal(ioq_ring_format_ver(head, 64, fg_ring_ver), 0);
 
 #define BR(cnt, qc, r, d) do {					\
 		memset(&br, 0, sizeof(br));				\
@@ -587,7 +587,7 @@ static void test_devshm_malformed(void **state)
 	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 	ring = fg_alloc(f, IOQ_HEAD_DESC_SIZE(8));
 	head = fg_ptr(f, ring, IOQ_HEAD_DESC_SIZE(8));
-	assert_int_equal(ioq_ring_format(head, 8), 0);
+	assert_int_equal(ioq_ring_format_ver(head, 8, fg_ring_ver), 0);
 
 #define SHM(handle, id_, len_, off, datap_) do {		\
 		memset(&s, 0, sizeof(s));			\
@@ -621,7 +621,7 @@ static void test_devshm_malformed(void **state)
 	memcpy((char *)head + 24 + 0, &(__u32){ SHM_SIGNAL_MAGIC }, 4);
 	memcpy((char *)head + 24 + 4, &(__u32){ SHM_SIGNAL_VER }, 4);
 	assert_int_equal(fg_hc(f, VBUS_PCI_HC_DEVSHM, &s, sizeof(s)), -EINVAL);
-	assert_int_equal(ioq_ring_format(head, 8), 0);
+	assert_int_equal(ioq_ring_format_ver(head, 8, fg_ring_ver), 0);
 	head->count = 6;
 	SHM(h, 0, L, 8, ring);
 	assert_int_equal(fg_hc(f, VBUS_PCI_HC_DEVSHM, &s, sizeof(s)), -EINVAL);

@@ -43,7 +43,9 @@ static void make_good(void)
 	int i, rc;
 
 	unlink(path("good.ring"));
-	rc = ioq_channel_create(&north, COUNT, path("good.ring"));
+	/* v5: the ownership bytes give the dump something to check */
+	rc = ioq_channel_create_ver(&north, COUNT, path("good.ring"),
+				    IOQ_RING_VER_V5);
 	if (rc)
 		die("ioq_channel_create", -rc);
 	ioq_channel_fds(north, &fds);

@@ -29,7 +29,7 @@ void dump_print_text(FILE *f, const struct dump *d, int slots)
 		(unsigned long long)d->size);
 	fprintf(f, "  magic 0x%08x  version %u  count %u  descriptors at "
 		"offset %zu\n", h->magic, h->ver, h->count,
-		sizeof(struct ioq_ring_head));
+		(size_t)IOQ_RING_SIZE(h->ver, 0));
 	fprintf(f, "signal magic 0x%08x  version %u\n", h->signal.magic,
 		h->signal.ver);
 	fprintf(f, "           enabled  pending  dirty\n");
