@@ -4,12 +4,18 @@
  * processes.
  *
  *   ioq-bench [--json] [--quick] [-n MESSAGES] [--rtt ROUND_TRIPS]
+ *   ioq-bench --poll [--json] [--quick] [-n MESSAGES] [--reps N]
  *
  *   throughput  messages/s for batches of 1, 8 and 32 posts per signal,
  *               with notifications (doorbells, both directions) and
  *               sleeps per message under saturation
  *   latency     ping-pong round trip (min, median, p99) over the ring, and
  *               over a bare eventfd pair as the baseline, in the same run
+ *
+ * The default (blocking) mode sleeps in ioq_channel_wait() when the ring
+ * is empty or full, so at small batches it measures the wakeup path.
+ * --poll measures the ring alone against DPDK's rte_ring in the same run
+ * (ioq-bench-poll.c).
  *
  * --quick is a smoke run (CI checks only that it works and prints valid
  * JSON; never its speed). The figures depend on the machine: the output
@@ -178,7 +184,9 @@ static void print_json(const struct tput_row *t, int nt,
 static void usage(void)
 {
 	fprintf(stderr, "usage: ioq-bench [--json] [--quick] [-n MESSAGES] "
-		"[--rtt ROUND_TRIPS]\n");
+		"[--rtt ROUND_TRIPS]\n"
+		"       ioq-bench --poll [--json] [--quick] [-n MESSAGES] "
+		"[--reps N]\n");
 	exit(2);
 }
 
@@ -198,6 +206,8 @@ int main(int argc, char **argv)
 	struct lat_row lat[4];
 	unsigned long n = 0, rtt = 0, warmup;
 	int json = 0, quick = 0, nt = 0, nl = 0, i, p, raw, failed = 0;
+	int poll = 0;
+	unsigned long reps = 0;
 	int ncpu_n, ncpu_s, online, usable;
 	struct bench_shared *sh;
 	struct utsname u;
@@ -212,9 +222,17 @@ int main(int argc, char **argv)
 			n = num(argv[++i]);
 		else if (!strcmp(argv[i], "--rtt"))
 			rtt = num(argv[++i]);
+		else if (!strcmp(argv[i], "--poll"))
+			poll = 1;
+		else if (!strcmp(argv[i], "--reps"))
+			reps = num(argv[++i]);
 		else
 			usage();
 	}
+	if (poll)
+		return bench_poll_main(json, quick, n ? n : quick ? 3200 :
+				       2000000, reps ? (unsigned int)reps :
+				       quick ? 3 : 9);
 	if (!n)
 		n = quick ? 50000 : 2000000;
 	if (!rtt)
