@@ -195,7 +195,7 @@ static int deliver_one(struct hostd_evq *q, const struct vbus_pci_event *ev)
 		return -EIO;
 	}
 	memcpy(dst, ev, sizeof(*ev));
-	/* pop publishes: event body -> wmb -> sown -> wmb -> valid.head */
+	/* the pop publishes the event body: [R2] (v5: then [R4]), docs/ring.md */
 	if (ioq_iter_pop(&it, 0) < 0) {
 		evq_fault(q, "pop failed");
 		return -EIO;
