@@ -38,7 +38,7 @@ void stress_hg_ignore_ring(struct ioq *q)
 {
 	__u32 i;
 
-	stress_race_ok(q->head_desc, sizeof(*q->head_desc));
+	stress_race_ok(q->head_desc, IOQ_RING_SIZE(q->ver, 0));
 	for (i = 0; i < q->count; i++)
 		stress_race_ok(&q->ring[i].valid,
 			       sizeof(struct ioq_ring_desc) -
