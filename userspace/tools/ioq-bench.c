@@ -4,6 +4,7 @@
  * processes.
  *
  *   ioq-bench [--json] [--quick] [-n MESSAGES] [--rtt ROUND_TRIPS]
+ *             [--spin-us US]
  *   ioq-bench --poll [--json] [--quick] [-n MESSAGES] [--reps N]
  *
  *   throughput  messages/s for batches of 1, 8 and 32 posts per signal,
@@ -60,9 +61,12 @@ static double per(unsigned long x, unsigned long n)
 	return n ? (double)x / (double)n : 0.0;
 }
 
+static __u64 spin_ns = 50000;
+
 static void run_tput(struct bench_shared *sh, struct tput_row *row)
 {
 	memset(sh, 0, sizeof(*sh));
+	sh->spin_ns = spin_ns;
 	sh->n = row->n;
 	sh->batch = row->batch;
 	row->error = bench_pair(row->process, bench_tput_north,
@@ -100,7 +104,9 @@ static void print_text(const struct tput_row *t, int nt,
 	       "descriptors, %s\n", ncpu, usable, pinned ? "sides pinned to separate CPUs" :
 			      "not pinned (fewer than 2 usable CPUs)",
 	       BENCH_RING, machine);
-	printf("\nthroughput (notif = doorbells sent, both directions)\n");
+	printf("\nthroughput (notif = doorbells sent, both directions; each "
+	       "side polls %llu us before it sleeps)\n",
+	       (unsigned long long)(spin_ns / 1000));
 	printf("  %-8s %5s %10s %12s %10s %12s %12s\n", "mode", "batch",
 	       "messages", "msgs/s", "notif/msg", "sleeps/msg N",
 	       "sleeps/msg S");
@@ -143,8 +149,10 @@ static void print_json(const struct tput_row *t, int nt,
 
 	printf("{\"tool\": \"ioq-bench\", \"quick\": %s, \"cpus_online\": %d, "
 	       "\"cpus_usable\": %d, \"pinned\": %s, \"machine\": \"%s\", "
-	       "\"ring\": %u,\n \"throughput\": [", quick ? "true" : "false",
-	       ncpu, usable, pinned ? "true" : "false", machine, BENCH_RING);
+	       "\"ring\": %u, \"spin_us\": %llu,\n \"throughput\": [",
+	       quick ? "true" : "false", ncpu, usable,
+	       pinned ? "true" : "false", machine, BENCH_RING,
+	       (unsigned long long)(spin_ns / 1000));
 	for (i = 0; i < nt; i++) {
 		const struct ioq_channel_stats *s = t[i].st;
 
@@ -184,7 +192,7 @@ static void print_json(const struct tput_row *t, int nt,
 static void usage(void)
 {
 	fprintf(stderr, "usage: ioq-bench [--json] [--quick] [-n MESSAGES] "
-		"[--rtt ROUND_TRIPS]\n"
+		"[--rtt ROUND_TRIPS] [--spin-us US]\n"
 		"       ioq-bench --poll [--json] [--quick] [-n MESSAGES] "
 		"[--reps N]\n");
 	exit(2);
@@ -196,6 +204,17 @@ static unsigned long num(const char *s)
 	unsigned long v = s ? strtoul(s, &end, 0) : 0;
 
 	if (!s || !*s || *end || !v)
+		usage();
+	return v;
+}
+
+/* like num(), but 0 is a value (--spin-us 0: never poll) */
+static unsigned long num0(const char *s)
+{
+	char *end;
+	unsigned long v = s ? strtoul(s, &end, 0) : 0;
+
+	if (!s || !*s || *end)
 		usage();
 	return v;
 }
@@ -222,6 +241,8 @@ int main(int argc, char **argv)
 			n = num(argv[++i]);
 		else if (!strcmp(argv[i], "--rtt"))
 			rtt = num(argv[++i]);
+		else if (!strcmp(argv[i], "--spin-us"))
+			spin_ns = 1000 * num0(argv[++i]);
 		else if (!strcmp(argv[i], "--poll"))
 			poll = 1;
 		else if (!strcmp(argv[i], "--reps"))

@@ -19,6 +19,7 @@ struct bench_shared {
 	unsigned long warmup;		/* round trips not measured */
 	unsigned int batch;		/* posts per signal */
 	int efd[2];			/* raw eventfd pair: ping, pong */
+	__u64 spin_ns;			/* poll this long before sleeping */
 	__u32 ring;			/* descriptors; 0: BENCH_RING */
 	__u32 ver;			/* ring version; 0: IOQ_RING_VER */
 	void *rte;			/* --poll: the rte_ring, shared */
