@@ -326,14 +326,17 @@ int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 /*
  * Push: -ENOSPC when the ring is full (checked first: "try later"), else
  * only at the tail and only when we own the descriptor (-EINVAL).
- * Publishes the descriptor to the peer (flips sown unless
+ * Publishes the descriptor to the peer (v5: flips sown unless
  * IOQ_ITER_NOFLIPOWNER), advances the tail, moves the iterator to the next
- * slot and signals the peer with IOQ_ITER_AUTOUPDATE.
+ * slot and signals the peer with IOQ_ITER_AUTOUPDATE. v6: only the pusher
+ * role (north on ioq_idxtype_both) pushes; others get -EINVAL.
  */
 int ioq_iter_push(struct ioq_iterator *iter, int flags);
 /*
  * Pop: -ENOENT when the index is empty (checked first), else only at the
- * head and only when we own it (-EINVAL).
+ * head and only when we own it (-EINVAL: v6's reaper also when the head
+ * was posted but not consumed yet). v6: only the consumer (south on valid)
+ * and the reaper (north on inuse) pop.
  */
 int ioq_iter_pop(struct ioq_iterator *iter, int flags);
 
@@ -342,8 +345,10 @@ int ioq_iter_pop(struct ioq_iterator *iter, int flags);
  * (head <= pos < tail) and owned by this side: "there is one here for me".
  * Consumers loop on it (south on valid, north reaping inuse). Use it, not a
  * plain read of desc->sown, before reading the descriptor body: it carries
- * the read barriers that pair with the writer's publication. A corrupted
- * index pair faults the channel and reads as false.
+ * the acquire that pairs with the writer's publication ([A1]/[A2], v5 also
+ * [A4]; docs/ring.md). A corrupted index pair faults the channel and reads
+ * as false. v6 reloads the counter it waits on only when its cached copy
+ * does not reach the iterator.
  */
 int ioq_iter_owned(struct ioq_iterator *iter);
 
