@@ -267,10 +267,11 @@ static int vst_producer(void *arg)
 			d->len = 0;
 			ret = ioq_iter_push(&push, 0);
 			/*
-			 * No -ENOSPC here: inuse had room, and south's pop
-			 * moves valid.head before it hands a descriptor
-			 * back (core/ioq.c), so valid has room too. Any
-			 * push error is a failure.
+			 * No -ENOSPC here: inuse had room, and a slot is
+			 * reaped only after south's [R2] moved valid's
+			 * head past it (v5: [R4] after [R2]; docs/ring.md),
+			 * so valid has room too. Any push error is a
+			 * failure.
 			 */
 			if (ret) {
 				vst_stress_fail(st, "north: push %llu: %d",

@@ -31,7 +31,8 @@ void stress_race_ok(void *addr, size_t len)
 
 /*
  * The ring's synchronisation words: the whole header (magic .. indexes and
- * the shm-signal flags) and each descriptor's valid/sown bytes. Descriptor
+ * the shm-signal flags; v6: the counters' lines too) and each descriptor's
+ * valid/sown bytes. Descriptor
  * bodies (cookie, ptr, len) are data and stay checked.
  */
 void stress_hg_ignore_ring(struct ioq *q)

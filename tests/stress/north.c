@@ -97,10 +97,10 @@ static int post(struct north *n)
 }
 
 /*
- * Completions to reap: the north-owned descriptors from the inuse head.
- * Pop moves valid.head before it hands the descriptor back (core/ioq.c),
- * so a slot we see back is already off the valid index and posting it
- * again cannot fail with -ENOSPC (post() fails the test if it does).
+ * Completions to reap: from the inuse head up to valid's head (v6) or
+ * while north-owned (v5). A slot we see back is already off the valid index
+ * (v5: [R4] follows [R2] in the pop; docs/ring.md), so posting it again
+ * cannot fail with -ENOSPC (post() fails the test if it does).
  */
 static int reapable(void *arg)
 {

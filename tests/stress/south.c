@@ -134,9 +134,9 @@ static void consume(struct south *s, const struct ioq_ring_desc *d,
 }
 
 /*
- * Consume everything published so far. The count is read first and each
- * descriptor's ownership after it (index -> sown -> body, the reader's
- * order in core/ioq.c), so a descriptor the count includes must be ours.
+ * Consume everything published so far. The count is read first ([A1]) and
+ * each descriptor's ownership after it (v5: [A4]), so a descriptor the
+ * count includes must be ours (docs/ring.md).
  */
 /* --bulk: everything posted so far, valid's head published once */
 static int drain_bulk(struct south *s)

@@ -87,9 +87,10 @@ static int north_init(struct bench_side *side, struct north *n)
 }
 
 /*
- * Completions to reap: the north-owned descriptors from the inuse head.
- * Pop moves valid.head before it hands a descriptor back (core/ioq.c), so
- * reusing a reaped slot never sees a full valid index.
+ * Completions to reap: from the inuse head up to valid's head (v6; v5:
+ * while north-owned). A reaped slot is off the valid index ([R2], and in
+ * v5 [R4] after it; docs/ring.md), so reusing it never sees a full valid
+ * index.
  */
 static int reapable(struct north *n)
 {
