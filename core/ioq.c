@@ -2,35 +2,50 @@
 /*
  * IOQ: portable core, compiled into the kernel modules and libioq.
  *
- * How the two sides use a ring (ring version 5; see <vbus/ioq.h>):
+ * How the two sides use a ring (the three roles; docs/ring.md):
  *
- *   north posts     push on ioq_idxtype_both: valid.tail and inuse.tail
- *                   advance together, sown flips to south
- *   south consumes  iterate valid from its head while a descriptor is
- *                   south-owned; pop flips sown back to north and advances
- *                   valid.head
- *   north reaps     iterate inuse from its head while a descriptor is
- *                   north-owned; pop with IOQ_ITER_NOFLIPOWNER advances
- *                   inuse.head, and the slot can be posted again
+ *   north posts     push on ioq_idxtype_both: valid and inuse grow at
+ *                   the tail together
+ *   south consumes  iterate valid from its head; pop advances valid's
+ *                   head and hands the descriptor back
+ *   north reaps     iterate inuse from its head over the descriptors
+ *                   south handed back; pop with IOQ_ITER_NOFLIPOWNER
+ *                   advances inuse's head, and the slot can be posted again
  *
- * So each shared index has one writer: valid.tail, inuse.tail and
- * inuse.head are north's, valid.head is south's. The count of an index is
- * tail - head in u32 arithmetic; anything above the ring size means the
- * peer corrupted it, and faults the channel.
+ * Each shared counter has one writer: valid.tail, inuse.tail, inuse.head
+ * are north's, valid.head is south's. tail - head is the count in u32
+ * arithmetic; anything above the ring size means the peer corrupted a
+ * counter, and faults the channel.
  *
- * Memory model: ownership bytes and indexes are published with release
- * stores and read with acquire loads (virt_store_release/virt_load_acquire
- * in the kernel; plain moves on x86). Order of the stores:
- *   push: caller's descriptor body, then sown (release), then tail (release)
- *         - a peer that sees the tail move (acquire) sees sown and body;
- *   pop:  head (release), then sown (release)
- *         - the release on head also orders the caller's earlier READS of
- *           the descriptor and its buffer before the hand-back; and a
- *           reaper that sees sown flipped (acquire) already sees the head
- *           moved, so "inuse has room" implies "valid has room" and the
- *           next push cannot fail with -ENOSPC.
- * ioq_iter_owned() is the reader's side: window (acquire on the index),
- * then sown (acquire), then the caller reads the body.
+ * Version 5 hands a descriptor over with its ownership byte (sown) as well
+ * as with the counters, and re-reads every counter on every call. Version 6
+ * goes by the counters alone: each role keeps a shadow of the counter it
+ * writes and a cached copy of the one it waits on, reloaded (and checked)
+ * only when the cache says full or empty, as DPDK's rte_ring does.
+ *
+ * Ordering, every edge labelled; callers cite these labels
+ * (docs/ring.md has the table):
+ *
+ *   [R1] pusher: release store of the tail, after the descriptor bodies
+ *        (and the buffers they point to).  Pairs with [A1].
+ *   [A1] consumer: acquire load of the tail, before reading the bodies.
+ *   [R2] consumer: release store of valid.head, after its reads of the
+ *        bodies and buffers and its writes to them (a completion's length).
+ *        Pairs with [A2] (v6 reaper) and with [A3] (v5: the pusher's room
+ *        check reads valid.head too).
+ *   [A2] reaper: acquire load of valid.head (v6) / of sown (v5, via [A4])
+ *        before reading a completion.
+ *   [R3] reaper: release store of inuse.head, after its reads of the
+ *        completion.  Pairs with [A3].
+ *   [A3] pusher: acquire load of inuse.head before rewriting the slot.
+ *   [R4] v5 only: release store of sown (push: body before the flip;
+ *        pop: after valid.head moved, so "reaped" implies "valid has
+ *        room").  Pairs with [A4].
+ *   [A4] v5 only: acquire load of sown in ioq_iter_owned() and the bulk
+ *        begin calls, before reading the body.
+ * Notification: the index stores come before shm_signal_inject()'s dirty=1
+ * (its write barrier, [B0] in core/shm_signal.c), and a woken side reads
+ * the indexes after its dirty=0 ([B4]).
  */
 #include <vbus/platform.h>
 #include <vbus/ioq.h>
@@ -40,29 +55,49 @@ static inline int is_pow2(__u32 n)
 	return n && !(n & (n - 1));
 }
 
-int ioq_ring_format(struct ioq_ring_head *head, __u32 count)
+static inline int ver_known(__u32 ver)
 {
-	if (!is_pow2(count) || count > IOQ_RING_MAX_COUNT)
+	return ver == IOQ_RING_VER_V5 || ver == IOQ_RING_VER_V6;
+}
+
+static inline struct ioq_ring_head_v6 *v6_head(struct ioq *ioq)
+{
+	return (struct ioq_ring_head_v6 *)ioq->head_desc;
+}
+
+/* ---- format, check, init ---- */
+
+int ioq_ring_format_ver(struct ioq_ring_head *head, __u32 count, __u32 ver)
+{
+	if (!is_pow2(count) || count > IOQ_RING_MAX_COUNT || !ver_known(ver))
 		return -EINVAL;
 
-	memset(head, 0, IOQ_HEAD_DESC_SIZE(count));
+	memset(head, 0, IOQ_RING_SIZE(ver, count));
 	head->magic = IOQ_RING_MAGIC;
-	head->ver = IOQ_RING_VER;
-	head->count = count;
+	head->ver = ver;
+	head->count = count;	/* same offset in v5 and v6 */
 	shm_signal_desc_init(&head->signal);
 	return 0;
 }
+VBUS_EXPORT(ioq_ring_format_ver);
+
+int ioq_ring_format(struct ioq_ring_head *head, __u32 count)
+{
+	return ioq_ring_format_ver(head, count, IOQ_RING_VER);
+}
 VBUS_EXPORT(ioq_ring_format);
 
-long ioq_ring_check(const struct ioq_ring_head *head, __u64 len, __u32 count)
+long ioq_ring_check_ver(const struct ioq_ring_head *head, __u64 len,
+			__u32 count, __u32 *verp)
 {
-	__u32 n;
+	__u32 n, ver;
 
 	if (len < sizeof(*head))
 		return -EMSGSIZE;
 	if (VBUS_READ(head->magic) != IOQ_RING_MAGIC)
 		return -EINVAL;
-	if (VBUS_READ(head->ver) != IOQ_RING_VER)
+	ver = VBUS_READ(head->ver);
+	if (!ver_known(ver))
 		return -EPROTO;
 	if (shm_signal_desc_check(&head->signal))
 		return -EPROTO;
@@ -70,9 +105,17 @@ long ioq_ring_check(const struct ioq_ring_head *head, __u64 len, __u32 count)
 	n = VBUS_READ(head->count);
 	if (!is_pow2(n) || n > IOQ_RING_MAX_COUNT || (count && n != count))
 		return -EINVAL;
-	if (len < IOQ_HEAD_DESC_SIZE((__u64)n))
+	if (len < IOQ_RING_SIZE(ver, (__u64)n))
 		return -EMSGSIZE;
+	if (verp)
+		*verp = ver;
 	return n;
+}
+VBUS_EXPORT(ioq_ring_check_ver);
+
+long ioq_ring_check(const struct ioq_ring_head *head, __u64 len, __u32 count)
+{
+	return ioq_ring_check_ver(head, len, count, NULL);
 }
 VBUS_EXPORT(ioq_ring_check);
 
@@ -88,12 +131,37 @@ static void ioq_shm_signal(struct shm_signal_notifier *notifier)
 		n->signal(n);
 }
 
-int ioq_init(struct ioq *ioq, const struct ioq_ops *ops,
-	     enum ioq_locality locale, struct ioq_ring_head *head,
-	     struct shm_signal *signal, __u32 count)
+/*
+ * v6: seed each role's shadow and cache from the ring as it is now (zero
+ * on a fresh ring; a south side that attaches late starts where the
+ * counters are). Nothing read here is trusted: a cache is checked when it
+ * is reloaded, and a bad shadow only makes that check fail.
+ */
+static void v6_bind(struct ioq *ioq)
+{
+	struct ioq_ring_head_v6 *h = v6_head(ioq);
+
+	ioq->tailp = &h->tail;
+	ioq->vheadp = &h->valid_head;
+	ioq->iheadp = &h->inuse_head;
+	ioq->ring = &h->ring[0];
+
+	ioq->push.tail = VBUS_READ(h->tail);
+	ioq->push.head = VBUS_READ(h->inuse_head);
+	ioq->consume.head = VBUS_READ(h->valid_head);
+	ioq->consume.tail = ioq->consume.head;	/* empty: reload first */
+	ioq->reap.head = ioq->push.head;
+	ioq->reap.done = ioq->reap.head;	/* none: reload first */
+}
+
+int ioq_init_ver(struct ioq *ioq, const struct ioq_ops *ops,
+		 enum ioq_locality locale, struct ioq_ring_head *head,
+		 struct shm_signal *signal, __u32 count, __u32 ver)
 {
 	if (!is_pow2(count) || count > IOQ_RING_MAX_COUNT)
 		return -EINVAL;
+	if (!ver_known(ver))
+		return -EPROTO;
 
 	memset(ioq, 0, sizeof(*ioq));
 	vbus_ref_init(&ioq->ref);
@@ -102,14 +170,27 @@ int ioq_init(struct ioq *ioq, const struct ioq_ops *ops,
 	ioq->ops = ops;
 	ioq->locale = locale;
 	ioq->head_desc = head;
-	ioq->ring = &head->ring[0];
+	ioq->ver = ver;
 	ioq->count = count;
 	ioq->mask = count - 1;
 	ioq->signal = signal;
+	if (ver == IOQ_RING_VER_V6)
+		v6_bind(ioq);
+	else
+		ioq->ring = &head->ring[0];
 
 	ioq->shm_notifier.signal = ioq_shm_signal;
 	signal->notifier = &ioq->shm_notifier;
 	return 0;
+}
+VBUS_EXPORT(ioq_init_ver);
+
+int ioq_init(struct ioq *ioq, const struct ioq_ops *ops,
+	     enum ioq_locality locale, struct ioq_ring_head *head,
+	     struct shm_signal *signal, __u32 count)
+{
+	return ioq_init_ver(ioq, ops, locale, head, signal, count,
+			    VBUS_READ(head->ver));
 }
 VBUS_EXPORT(ioq_init);
 
@@ -125,6 +206,148 @@ void ioq_put(struct ioq *ioq)
 	}
 }
 VBUS_EXPORT(ioq_put);
+
+static int faulted(struct ioq *ioq, const char *msg)
+{
+	SHM_SIGNAL_FAULT(ioq->signal, msg);
+	return -EIO;
+}
+
+static inline unsigned int min_u(unsigned int a, unsigned int b)
+{
+	return a < b ? a : b;
+}
+
+/* ---- v6: the three roles' verbs ---- */
+
+/*
+ * Pusher: free slots, up to @n. The cached inuse.head says how far the
+ * reaper had got; reload it only when that is not enough.
+ */
+static int v6_post_room(struct ioq *ioq, unsigned int n)
+{
+	__u32 used = ioq->push.tail - ioq->push.head;
+	__u32 head;
+
+	if (ioq->count - used >= n)
+		return (int)n;
+	/* [A3] the reaper's reads of the slots come before we reuse them */
+	head = VBUS_LOAD_ACQUIRE(*ioq->iheadp);
+	used = ioq->push.tail - head;
+	if (used > ioq->count)
+		return faulted(ioq, "ioq: inuse head out of range");
+	ioq->push.head = head;
+	return (int)min_u(ioq->count - used, n);
+}
+
+static void v6_post_publish(struct ioq *ioq, unsigned int n)
+{
+	ioq->push.tail += n;
+	/* [R1] the descriptor bodies before the tail; pairs with [A1] */
+	VBUS_STORE_RELEASE(*ioq->tailp, ioq->push.tail);
+}
+
+/* Consumer: descriptors posted and not consumed, up to @n. */
+static int v6_consume_avail(struct ioq *ioq, unsigned int n)
+{
+	__u32 avail = ioq->consume.tail - ioq->consume.head;
+	__u32 tail;
+
+	if (avail >= n)
+		return (int)n;
+	/* [A1] the tail before the bodies it covers; pairs with [R1] */
+	tail = VBUS_LOAD_ACQUIRE(*ioq->tailp);
+	avail = tail - ioq->consume.head;
+	if (avail > ioq->count)
+		return faulted(ioq, "ioq: tail out of range");
+	ioq->consume.tail = tail;
+	return (int)min_u(avail, n);
+}
+
+static void v6_consume_publish(struct ioq *ioq, unsigned int n)
+{
+	ioq->consume.head += n;
+	/*
+	 * [R2] our reads of the bodies and buffers (and writes to them)
+	 * before the head; pairs with [A2] in the reaper
+	 */
+	VBUS_STORE_RELEASE(*ioq->vheadp, ioq->consume.head);
+}
+
+/*
+ * Reaper: completions (consumed and not reaped), up to @n. A valid.head
+ * behind our inuse.head or past the tail is the peer's corruption.
+ */
+static int v6_reap_avail(struct ioq *ioq, unsigned int n)
+{
+	__u32 avail = ioq->reap.done - ioq->reap.head;
+	__u32 done, posted;
+
+	if (avail >= n)
+		return (int)n;
+	/* [A2] valid.head before the completions; pairs with [R2] */
+	done = VBUS_LOAD_ACQUIRE(*ioq->vheadp);
+	/*
+	 * The tail only to bound valid.head: [A2] saw a head that the
+	 * consumer moved after its [A1] of this tail or a later one.
+	 */
+	posted = VBUS_READ(*ioq->tailp) - ioq->reap.head;
+	avail = done - ioq->reap.head;
+	if (posted > ioq->count || avail > posted)
+		return faulted(ioq, "ioq: valid head out of range");
+	ioq->reap.done = done;
+	return (int)min_u(avail, n);
+}
+
+static void v6_reap_publish(struct ioq *ioq, unsigned int n)
+{
+	ioq->reap.head += n;
+	/* [R3] our reads of the completions before the head; pairs with [A3] */
+	VBUS_STORE_RELEASE(*ioq->iheadp, ioq->reap.head);
+}
+
+/* The role this side plays on an index, or none. */
+static enum ioq_role role_of(struct ioq *ioq, enum ioq_idx_type type)
+{
+	int north = ioq->locale == ioq_locality_north;
+
+	switch (type) {
+	case ioq_idxtype_both:
+		return north ? ioq_role_push : ioq_role_none;
+	case ioq_idxtype_valid:
+		return north ? ioq_role_none : ioq_role_consume;
+	case ioq_idxtype_inuse:
+		return north ? ioq_role_reap : ioq_role_none;
+	default:
+		return ioq_role_none;
+	}
+}
+
+/* Shared counters of an index, read for a query (not a role's hot path). */
+static int v6_count(struct ioq *ioq, enum ioq_idx_type type,
+		    __u32 *headp, __u32 *tailp)
+{
+	__u32 *hp = type == ioq_idxtype_valid ? ioq->vheadp : ioq->iheadp;
+	int tries = 3;
+	__u32 head, tail;
+
+	do {
+		/* [A1]/[A2]: as the roles' reloads; a query reads both */
+		head = VBUS_LOAD_ACQUIRE(*hp);
+		tail = VBUS_LOAD_ACQUIRE(*ioq->tailp);
+		if (tail - head <= ioq->count)
+			break;
+	} while (--tries);
+	if (!tries)
+		return faulted(ioq, "ioq: index out of range");
+	if (headp)
+		*headp = head;
+	if (tailp)
+		*tailp = tail;
+	return (int)(tail - head);
+}
+
+/* ---- v5: every call reads the shared counters ---- */
 
 static struct ioq_ring_idx *idxtype_to_idx(struct ioq *ioq,
 					   enum ioq_idx_type type)
@@ -153,9 +376,9 @@ static int idx_count(struct ioq *ioq, struct ioq_ring_idx *idx,
 
 	do {
 		/*
-		 * Acquire: the descriptors counted here are read after the
-		 * index. Pairs with the release stores in ioq_iter_push()
-		 * (tail) and ioq_iter_pop() (head).
+		 * [A1] (tail) / [A2], [A3] (heads): the descriptors counted
+		 * here are read or rewritten after the index. Pairs with
+		 * [R1] in push and [R2]/[R3] in pop.
 		 */
 		head = VBUS_LOAD_ACQUIRE(idx->head);
 		tail = VBUS_LOAD_ACQUIRE(idx->tail);
@@ -163,10 +386,8 @@ static int idx_count(struct ioq *ioq, struct ioq_ring_idx *idx,
 			break;
 	} while (--tries);
 
-	if (!tries) {
-		SHM_SIGNAL_FAULT(ioq->signal, "ioq: index out of range");
-		return -EIO;
-	}
+	if (!tries)
+		return faulted(ioq, "ioq: index out of range");
 	if (headp)
 		*headp = head;
 	if (tailp)
@@ -174,13 +395,115 @@ static int idx_count(struct ioq *ioq, struct ioq_ring_idx *idx,
 	return (int)(tail - head);
 }
 
+/* v5: is the descriptor at @pos ours? */
+static int v5_owned_at(struct ioq *ioq, __u32 pos)
+{
+	/*
+	 * [A4] sown before the body the caller reads next. Pairs with [R4]
+	 * in the peer's hand_over().
+	 */
+	return VBUS_LOAD_ACQUIRE(ioq->ring[pos & ioq->mask].sown) ==
+	       (__u8)ioq->locale;
+}
+
+/* v5: flip the descriptor at @pos to the peer. */
+static void v5_hand_over(struct ioq *ioq, __u32 pos)
+{
+	/*
+	 * [R4] the caller's descriptor body (and, on pop, its reads of it)
+	 * before the flip. Pairs with [A4].
+	 */
+	VBUS_STORE_RELEASE(ioq->ring[pos & ioq->mask].sown,
+			   (__u8)!ioq->locale);
+}
+
+/* v5 pusher: free slots up to @n (inuse bounds valid), first one in *@pos */
+static int v5_post_room(struct ioq *ioq, unsigned int n, __u32 *pos)
+{
+	struct ioq_ring_idx *valid = &ioq->head_desc->idx[ioq_idxtype_valid];
+	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idxtype_inuse];
+	__u32 tail, itail;
+	unsigned int k;
+	int vn, in;
+
+	vn = idx_count(ioq, valid, NULL, &tail);
+	if (vn < 0)
+		return vn;
+	in = idx_count(ioq, inuse, NULL, &itail);
+	if (in < 0)
+		return in;
+	if (itail != tail)
+		return faulted(ioq, "ioq: tails not synchronized");
+	n = min_u(n, ioq->count - (unsigned int)in);
+	for (k = 0; k < n && v5_owned_at(ioq, tail + k); k++)
+		;
+	*pos = tail;
+	return (int)k;
+}
+
+static void v5_post_publish(struct ioq *ioq, __u32 tail, unsigned int n)
+{
+	struct ioq_ring_idx *valid = &ioq->head_desc->idx[ioq_idxtype_valid];
+	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idxtype_inuse];
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		v5_hand_over(ioq, tail + i);
+	/* [R1] sown and the bodies before the tails; pairs with [A1] */
+	VBUS_STORE_RELEASE(valid->tail, tail + n);
+	VBUS_STORE_RELEASE(inuse->tail, tail + n);
+}
+
+/* v5 consumer / reaper: contiguous owned descriptors at the head, up to @n */
+static int v5_take_avail(struct ioq *ioq, enum ioq_idx_type type,
+			 unsigned int n, __u32 *pos)
+{
+	__u32 head;
+	unsigned int k;
+	int avail = idx_count(ioq, &ioq->head_desc->idx[type], &head, NULL);
+
+	if (avail < 0)
+		return avail;
+	n = min_u(n, (unsigned int)avail);
+	for (k = 0; k < n && v5_owned_at(ioq, head + k); k++)
+		;
+	*pos = head;
+	return (int)k;
+}
+
+static void v5_take_publish(struct ioq *ioq, enum ioq_idx_type type,
+			    __u32 head, unsigned int n, int flip)
+{
+	unsigned int i;
+
+	/*
+	 * [R2] (valid) / [R3] (inuse): our reads of the bodies before the
+	 * head. Head before sown ([R4]): a reaper that sees sown flipped
+	 * already sees valid's head moved.
+	 */
+	VBUS_STORE_RELEASE(ioq->head_desc->idx[type].head, head + n);
+	for (i = 0; flip && i < n; i++)
+		v5_hand_over(ioq, head + i);
+}
+
+/* ---- queries ---- */
+
+static int count_of(struct ioq *ioq, enum ioq_idx_type type,
+		    __u32 *headp, __u32 *tailp)
+{
+	struct ioq_ring_idx *idx;
+
+	if (type != ioq_idxtype_valid && type != ioq_idxtype_inuse)
+		return -EINVAL;
+	if (ioq->ver == IOQ_RING_VER_V6)
+		return v6_count(ioq, type, headp, tailp);
+	idx = idxtype_to_idx(ioq, type);
+	return idx_count(ioq, idx, headp, tailp);
+}
+
 int ioq_count(struct ioq *ioq, enum ioq_idx_type type)
 {
-	struct ioq_ring_idx *idx = idxtype_to_idx(ioq, type);
-
-	if (!idx)
-		return -EINVAL;
-	return idx_count(ioq, idx, NULL, NULL);
+	return count_of(ioq, type, NULL, NULL);
 }
 VBUS_EXPORT(ioq_count);
 
@@ -216,10 +539,18 @@ int ioq_empty(struct ioq *ioq, enum ioq_idx_type type)
 }
 VBUS_EXPORT(ioq_empty);
 
+/* ---- iterators ---- */
+
 static void iter_setpos(struct ioq_iterator *iter, __u32 pos)
 {
 	iter->pos = pos;
-	iter->desc = &iter->ioq->ring[pos & iter->ioq->mask];
+	iter->desc = ioq_desc(iter->ioq, pos);
+}
+
+static int iter_signal(struct ioq_iterator *iter)
+{
+	/* shm_signal_inject() orders the index stores before dirty=1 [B0] */
+	return iter->update ? ioq_signal(iter->ioq, 0) : 0;
 }
 
 int ioq_iter_init(struct ioq *ioq, struct ioq_iterator *iter,
@@ -231,19 +562,53 @@ int ioq_iter_init(struct ioq *ioq, struct ioq_iterator *iter,
 	iter->dualidx = 0;
 	iter->pos = 0;
 	iter->desc = NULL;
+	iter->role = role_of(ioq, type);
 
 	if (type == ioq_idxtype_both) {
 		/* walk the valid index; push moves the inuse tail along */
 		type = ioq_idxtype_valid;
 		iter->dualidx = 1;
 	}
+	iter->type = type;
 
 	iter->idx = idxtype_to_idx(ioq, type);
 	if (!iter->idx)
 		return -EINVAL;
+	if (ioq->ver == IOQ_RING_VER_V6)
+		iter->idx = NULL;	/* v6 has no ioq_ring_idx */
 	return 0;
 }
 VBUS_EXPORT(ioq_iter_init);
+
+/* v6: where the walked index starts and ends, as this iterator's role sees it */
+static __u32 v6_iter_head(struct ioq_iterator *iter)
+{
+	struct ioq *ioq = iter->ioq;
+
+	switch (iter->role) {
+	case ioq_role_consume:
+		return ioq->consume.head;
+	case ioq_role_reap:
+		return ioq->reap.head;
+	default:
+		return VBUS_READ(*(iter->type == ioq_idxtype_valid ?
+				   ioq->vheadp : ioq->iheadp));
+	}
+}
+
+static __u32 v6_iter_tail(struct ioq_iterator *iter)
+{
+	if (iter->role == ioq_role_push)
+		return iter->ioq->push.tail;
+	return VBUS_READ(*iter->ioq->tailp);
+}
+
+static __u32 iter_head(struct ioq_iterator *iter)
+{
+	if (iter->ioq->ver == IOQ_RING_VER_V6)
+		return v6_iter_head(iter);
+	return VBUS_READ(iter->idx->head);
+}
 
 int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 		  long offset, int flags)
@@ -255,10 +620,11 @@ int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 		iter_setpos(iter, iter->pos + 1);
 		break;
 	case ioq_seek_tail:
-		iter_setpos(iter, VBUS_READ(iter->idx->tail));
+		iter_setpos(iter, iter->ioq->ver == IOQ_RING_VER_V6 ?
+			    v6_iter_tail(iter) : VBUS_READ(iter->idx->tail));
 		break;
 	case ioq_seek_head:
-		iter_setpos(iter, VBUS_READ(iter->idx->head));
+		iter_setpos(iter, iter_head(iter));
 		break;
 	case ioq_seek_set: {
 		/*
@@ -271,7 +637,7 @@ int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 
 		if (offset < 0 || offset >= (long)iter->ioq->count)
 			return -EINVAL;
-		head = VBUS_READ(iter->idx->head);
+		head = iter_head(iter);
 		iter_setpos(iter, head + (((__u32)offset - head) &
 					  iter->ioq->mask));
 		break;
@@ -283,13 +649,11 @@ int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 }
 VBUS_EXPORT(ioq_iter_seek);
 
-int ioq_iter_owned(struct ioq_iterator *iter)
+static int v5_iter_owned(struct ioq_iterator *iter)
 {
 	__u32 head;
-	int n, owned;
+	int n;
 
-	if (!iter->desc)
-		return 0;
 	/*
 	 * Inside the index's window first: past the tail there is nothing
 	 * for us even if the slot's sown happens to match (a reaped slot
@@ -298,38 +662,55 @@ int ioq_iter_owned(struct ioq_iterator *iter)
 	n = idx_count(iter->ioq, iter->idx, &head, NULL);
 	if (n <= 0 || iter->pos - head >= (__u32)n)
 		return 0;
-	/*
-	 * Acquire: the caller reads the descriptor body after this. Pairs
-	 * with the release store of sown in ioq_iter_push()/ioq_iter_pop().
-	 * The window check above already loaded the index with acquire.
-	 */
-	owned = VBUS_LOAD_ACQUIRE(iter->desc->sown) ==
-		(__u8)iter->ioq->locale;
-	return owned;
+	return v5_owned_at(iter->ioq, iter->pos);	/* [A4] */
+}
+
+/*
+ * v6: inside the role's window, reloading the cached peer counter ([A1]
+ * or [A2]) only when the cache does not reach @pos.
+ */
+static int v6_iter_owned(struct ioq_iterator *iter)
+{
+	struct ioq *ioq = iter->ioq;
+	__u32 d;
+	int n;
+
+	switch (iter->role) {
+	case ioq_role_consume:
+		d = iter->pos - ioq->consume.head;
+		if (d >= ioq->count)
+			return 0;
+		n = v6_consume_avail(ioq, d + 1);
+		break;
+	case ioq_role_reap:
+		d = iter->pos - ioq->reap.head;
+		if (d >= ioq->count)
+			return 0;
+		n = v6_reap_avail(ioq, d + 1);
+		break;
+	default:
+		return 0;
+	}
+	return n > 0 && (__u32)n > d;
+}
+
+int ioq_iter_owned(struct ioq_iterator *iter)
+{
+	if (!iter->desc)
+		return 0;
+	if (iter->ioq->ver == IOQ_RING_VER_V6)
+		return v6_iter_owned(iter);
+	return v5_iter_owned(iter);
 }
 VBUS_EXPORT(ioq_iter_owned);
 
-/* Flip the descriptor under the iterator to the peer (unless NOFLIPOWNER). */
-static void hand_over(struct ioq_iterator *iter)
-{
-	/*
-	 * Release: the caller's descriptor body (and, on pop, its reads of
-	 * it) before the flip. Pairs with the acquire in the peer's
-	 * ioq_iter_owned().
-	 */
-	if (iter->flipowner)
-		VBUS_STORE_RELEASE(iter->desc->sown,
-				   (__u8)!iter->ioq->locale);
-}
-
-int ioq_iter_push(struct ioq_iterator *iter, int flags)
+static int v5_iter_push(struct ioq_iterator *iter)
 {
 	struct ioq *ioq = iter->ioq;
 	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idxtype_inuse];
 	__u32 tail;
 	int n;
 
-	(void)flags;
 	n = idx_count(ioq, iter->idx, NULL, &tail);
 	if (n < 0)
 		return n;
@@ -340,11 +721,8 @@ int ioq_iter_push(struct ioq_iterator *iter, int flags)
 
 		if (in < 0)
 			return in;
-		if (itail != tail) {
-			SHM_SIGNAL_FAULT(ioq->signal,
-					 "ioq: tails not synchronized");
-			return -EIO;
-		}
+		if (itail != tail)
+			return faulted(ioq, "ioq: tails not synchronized");
 		if (in == (int)ioq->count)
 			return -ENOSPC;
 	}
@@ -360,55 +738,273 @@ int ioq_iter_push(struct ioq_iterator *iter, int flags)
 	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
 		return -EINVAL;
 
-	hand_over(iter);
-	/*
-	 * Release: sown and the body before the tail. Pairs with the acquire
-	 * in the peer's idx_count(). inuse.tail is north-private in use but
-	 * shares the rule.
-	 */
+	if (iter->flipowner)
+		v5_hand_over(ioq, tail);	/* [R4] */
+	/* [R1] sown and the body before the tail; pairs with [A1] */
 	VBUS_STORE_RELEASE(iter->idx->tail, tail + 1);
 	if (iter->dualidx)
 		VBUS_STORE_RELEASE(inuse->tail, tail + 1);
-
-	iter_setpos(iter, tail + 1);
-
-	/* shm_signal_inject() orders the index stores before dirty=1 */
-	if (iter->update)
-		return ioq_signal(ioq, 0);
 	return 0;
+}
+
+static int v6_iter_push(struct ioq_iterator *iter)
+{
+	struct ioq *ioq = iter->ioq;
+	int room;
+
+	if (iter->role != ioq_role_push)
+		return -EINVAL;
+	room = v6_post_room(ioq, 1);
+	if (room <= 0)
+		return room ? room : -ENOSPC;	/* full first, as in v5 */
+	if (!iter->desc || iter->pos != ioq->push.tail)
+		return -EINVAL;
+	v6_post_publish(ioq, 1);		/* [R1] */
+	return 0;
+}
+
+int ioq_iter_push(struct ioq_iterator *iter, int flags)
+{
+	int ret;
+
+	(void)flags;
+	if (iter->ioq->ver == IOQ_RING_VER_V6)
+		ret = v6_iter_push(iter);
+	else
+		ret = v5_iter_push(iter);
+	if (ret)
+		return ret;
+	iter_setpos(iter, iter->pos + 1);
+	return iter_signal(iter);
 }
 VBUS_EXPORT(ioq_iter_push);
 
-int ioq_iter_pop(struct ioq_iterator *iter, int flags)
+static int v5_iter_pop(struct ioq_iterator *iter)
 {
 	struct ioq *ioq = iter->ioq;
 	__u32 head;
 	int n;
 
-	(void)flags;
 	n = idx_count(ioq, iter->idx, &head, NULL);
 	if (n < 0)
 		return n;
-	/* empty first, for the same reason as full in ioq_iter_push() */
+	/* empty first, for the same reason as full in push */
 	if (n == 0)
 		return -ENOENT;
 	if (!iter->desc || iter->pos != head)
 		return -EINVAL;
 	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
 		return -EINVAL;
-
-	/*
-	 * Release: our reads of the descriptor and its buffer complete
-	 * before the head moves (the producer may reuse the slot once it
-	 * sees it). Head before sown, see the top of this file.
-	 */
-	VBUS_STORE_RELEASE(iter->idx->head, head + 1);
-	hand_over(iter);
-
-	iter_setpos(iter, head + 1);
-
-	if (iter->update)
-		return ioq_signal(ioq, 0);
+	/* [R2]/[R3] then [R4]: head before sown, see v5_take_publish() */
+	v5_take_publish(ioq, iter->type, head, 1, iter->flipowner);
 	return 0;
 }
+
+static int v6_iter_pop(struct ioq_iterator *iter)
+{
+	struct ioq *ioq = iter->ioq;
+	int n;
+
+	switch (iter->role) {
+	case ioq_role_consume:
+		n = v6_consume_avail(ioq, 1);
+		if (n <= 0)
+			return n ? n : -ENOENT;
+		if (!iter->desc || iter->pos != ioq->consume.head)
+			return -EINVAL;
+		v6_consume_publish(ioq, 1);	/* [R2] */
+		return 0;
+	case ioq_role_reap:
+		n = v6_reap_avail(ioq, 1);
+		if (n < 0)
+			return n;
+		if (!n)	/* empty, or posted and not consumed yet */
+			return VBUS_READ(*ioq->tailp) == ioq->reap.head ?
+			       -ENOENT : -EINVAL;
+		if (!iter->desc || iter->pos != ioq->reap.head)
+			return -EINVAL;
+		v6_reap_publish(ioq, 1);	/* [R3] */
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+int ioq_iter_pop(struct ioq_iterator *iter, int flags)
+{
+	int ret;
+
+	(void)flags;
+	if (iter->ioq->ver == IOQ_RING_VER_V6)
+		ret = v6_iter_pop(iter);
+	else
+		ret = v5_iter_pop(iter);
+	if (ret)
+		return ret;
+	iter_setpos(iter, iter->pos + 1);
+	return iter_signal(iter);
+}
 VBUS_EXPORT(ioq_iter_pop);
+
+/* ---- bulk: begin claims, the caller fills or reads, end publishes ---- */
+
+static int end_signal(struct ioq *ioq, int flags)
+{
+	return (flags & IOQ_ITER_AUTOUPDATE) ? ioq_signal(ioq, 0) : 0;
+}
+
+static int is_north(struct ioq *ioq)
+{
+	return ioq->locale == ioq_locality_north;
+}
+
+int ioq_post_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
+{
+	if (!is_north(ioq))
+		return -EINVAL;
+	if (ioq->ver == IOQ_RING_VER_V5)
+		return v5_post_room(ioq, n, pos);
+	*pos = ioq->push.tail;
+	return v6_post_room(ioq, n);
+}
+VBUS_EXPORT(ioq_post_begin);
+
+int ioq_post_end(struct ioq *ioq, unsigned int n, int flags)
+{
+	__u32 tail;
+
+	if (!is_north(ioq))
+		return -EINVAL;
+	if (ioq->ver == IOQ_RING_VER_V5) {
+		if (v5_post_room(ioq, n, &tail) != (int)n)
+			return -EINVAL;
+		v5_post_publish(ioq, tail, n);		/* [R4], [R1] */
+	} else {
+		if (n > ioq->count - (ioq->push.tail - ioq->push.head))
+			return -EINVAL;
+		v6_post_publish(ioq, n);		/* [R1] */
+	}
+	return end_signal(ioq, flags);
+}
+VBUS_EXPORT(ioq_post_end);
+
+int ioq_consume_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
+{
+	if (is_north(ioq))
+		return -EINVAL;
+	if (ioq->ver == IOQ_RING_VER_V5)
+		return v5_take_avail(ioq, ioq_idxtype_valid, n, pos);
+	*pos = ioq->consume.head;
+	return v6_consume_avail(ioq, n);
+}
+VBUS_EXPORT(ioq_consume_begin);
+
+int ioq_consume_end(struct ioq *ioq, unsigned int n, int flags)
+{
+	__u32 head;
+
+	if (is_north(ioq))
+		return -EINVAL;
+	if (ioq->ver == IOQ_RING_VER_V5) {
+		if (v5_take_avail(ioq, ioq_idxtype_valid, n, &head) != (int)n)
+			return -EINVAL;
+		v5_take_publish(ioq, ioq_idxtype_valid, head, n, 1);
+	} else {
+		if (n > ioq->consume.tail - ioq->consume.head)
+			return -EINVAL;
+		v6_consume_publish(ioq, n);		/* [R2] */
+	}
+	return end_signal(ioq, flags);
+}
+VBUS_EXPORT(ioq_consume_end);
+
+int ioq_reap_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
+{
+	if (!is_north(ioq))
+		return -EINVAL;
+	if (ioq->ver == IOQ_RING_VER_V5)
+		return v5_take_avail(ioq, ioq_idxtype_inuse, n, pos);
+	*pos = ioq->reap.head;
+	return v6_reap_avail(ioq, n);
+}
+VBUS_EXPORT(ioq_reap_begin);
+
+int ioq_reap_end(struct ioq *ioq, unsigned int n, int flags)
+{
+	__u32 head;
+
+	if (!is_north(ioq))
+		return -EINVAL;
+	if (ioq->ver == IOQ_RING_VER_V5) {
+		if (v5_take_avail(ioq, ioq_idxtype_inuse, n, &head) != (int)n)
+			return -EINVAL;
+		v5_take_publish(ioq, ioq_idxtype_inuse, head, n, 0);
+	} else {
+		if (n > ioq->reap.done - ioq->reap.head)
+			return -EINVAL;
+		v6_reap_publish(ioq, n);		/* [R3] */
+	}
+	return end_signal(ioq, flags);
+}
+VBUS_EXPORT(ioq_reap_end);
+
+/* The body of a descriptor, never its v5 ownership byte. */
+static void desc_fill(struct ioq_ring_desc *to, const struct ioq_ring_desc *from)
+{
+	to->cookie = from->cookie;
+	to->ptr = from->ptr;
+	to->len = from->len;
+	to->valid = from->valid;
+}
+
+int ioq_push_bulk(struct ioq *ioq, const struct ioq_ring_desc *descs,
+		  unsigned int n, int flags)
+{
+	unsigned int i;
+	__u32 pos;
+	int k, err;
+
+	k = ioq_post_begin(ioq, n, &pos);
+	if (k < 0)
+		return k;
+	if ((unsigned int)k < n)
+		return -ENOSPC;
+	for (i = 0; i < n; i++)
+		desc_fill(ioq_desc(ioq, pos + i), &descs[i]);
+	err = ioq_post_end(ioq, n, flags);
+	return err < 0 ? err : (int)n;
+}
+VBUS_EXPORT(ioq_push_bulk);
+
+static int take_burst(struct ioq *ioq, struct ioq_ring_desc *descs,
+		      unsigned int n, int flags,
+		      int (*begin)(struct ioq *, unsigned int, __u32 *),
+		      int (*end)(struct ioq *, unsigned int, int))
+{
+	unsigned int i;
+	__u32 pos;
+	int k, err;
+
+	k = begin(ioq, n, &pos);
+	if (k <= 0)
+		return k;
+	for (i = 0; i < (unsigned int)k; i++)
+		descs[i] = *ioq_desc(ioq, pos + i);
+	err = end(ioq, (unsigned int)k, flags);
+	return err < 0 ? err : k;
+}
+
+int ioq_consume_burst(struct ioq *ioq, struct ioq_ring_desc *descs,
+		      unsigned int n, int flags)
+{
+	return take_burst(ioq, descs, n, flags, ioq_consume_begin,
+			  ioq_consume_end);
+}
+VBUS_EXPORT(ioq_consume_burst);
+
+int ioq_reap_burst(struct ioq *ioq, struct ioq_ring_desc *descs,
+		   unsigned int n, int flags)
+{
+	return take_burst(ioq, descs, n, flags, ioq_reap_begin, ioq_reap_end);
+}
+VBUS_EXPORT(ioq_reap_burst);

@@ -16,7 +16,9 @@
  * (store pending=0, reload dirty) and (store dirty=0, notifier reads the
  * ring). Each of the four needs a full barrier; they are marked [B1]..[B4]
  * below. tests/model/shm_signal.pml checks the protocol with all four and
- * finds the lost wakeup with any one removed.
+ * finds the lost wakeup with any one removed. [B0] is inject's write
+ * barrier (the caller's ring updates before dirty=1), which [B4] pairs with.
+ * The ring's own labels ([R1]..[A4]) are in core/ioq.c and docs/ring.md.
  */
 #include <vbus/platform.h>
 #include <vbus/shm_signal.h>
@@ -133,9 +135,10 @@ int shm_signal_inject(struct shm_signal *s, int flags)
 		return -EIO;
 
 	/*
-	 * Order the caller's shared-memory updates (ring indexes, ownership
-	 * bits) before dirty=1. Pairs with [B4] in the peer's wakeup: a
-	 * receiver that sees dirty=1 and clears it then sees those updates.
+	 * [B0] Order the caller's shared-memory updates (ring indexes,
+	 * ownership bits: [R1]..[R4] in core/ioq.c) before dirty=1. Pairs
+	 * with [B4] in the peer's wakeup: a receiver whose exchange reads
+	 * this dirty=1 then sees those updates.
 	 */
 	vbus_wmb();
 	VBUS_WRITE(irq->dirty, 1);
@@ -187,14 +190,27 @@ void _shm_signal_wakeup(struct shm_signal *s)
 		 * meanwhile, so the peer knows no new notification is needed.
 		 */
 		do {
-			VBUS_WRITE(irq->dirty, 0);
 			/*
 			 * [B4] dirty=0 before the notifier reads the shared
-			 * memory. Pairs with [B1]: a dirty=1 stored after
-			 * ours is seen by the reload below; one stored
-			 * before ours published its updates before it, and
-			 * the notifier sees them.
+			 * memory. Pairs with [B0] and [B1] in the peer's
+			 * inject: a dirty=1 stored after ours is seen by the
+			 * reload below; one stored before ours published its
+			 * updates before it, and the notifier sees them.
+			 *
+			 * An exchange, not a plain store + mb: against the
+			 * peer's "ring stores; wmb [B0]; dirty=1" a plain
+			 * "dirty=0; mb; read ring" is the R litmus shape.
+			 * x86-TSO, ARMv8 and POWER forbid the bad outcome
+			 * (our dirty=0 last in coherence order AND the
+			 * notifier reading the old ring), but neither C11
+			 * (the TSan build's release stores and fences) nor
+			 * the LKMM promises it. The exchange is a
+			 * read-modify-write: it reads the latest dirty, so a
+			 * dirty=1 before it is read by it (and acquire after
+			 * [B0]'s release makes the ring updates visible), and
+			 * one after it is seen by the reload below.
 			 */
+			(void)vbus_xchg(&irq->dirty, 0);
 			vbus_mb();
 			vbus_unlock(&s->lock, iflags);
 

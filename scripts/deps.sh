@@ -12,6 +12,7 @@ pkgs=(
 	qemu-system-x86 busybox-static cpio xz-utils	# tests/qemu
 	iproute2 iperf3 ethtool iputils-ping	# guest network tests
 	python3 gnuplot-nox			# bench: report and plot
+	libdpdk-dev				# ioq-bench --poll: the rte_ring baseline
 	mandoc					# man pages: mandoc -T lint
 	systemd strace util-linux		# ops: systemd-analyze, strace, unshare/setpriv
 	dkms openssl				# ops: dkms add/build (openssl: its signing key)

@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${VBUS_BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
-stages=${VBUS_TEST_STAGES:-build ctest asan tsan valgrind fuzz kernel}
+stages=${VBUS_TEST_STAGES:-build ctest buildtypes asan tsan valgrind fuzz kernel}
 
 passed=0
 failed=0
@@ -136,6 +136,23 @@ if want ctest; then
 	else
 		note ctest "SKIP (build failed)"
 	fi
+fi
+
+if want buildtypes; then
+	# every CMAKE_BUILD_TYPE with gcc and clang, -Werror: the optimisers
+	# warn differently (GCC 12 -O2 -Wstringop-overflow, clang -Os ...).
+	# Build only; the tests run in the ctest stage.
+	for cc in ${VBUS_BUILDTYPES_CC:-gcc clang}; do
+		for bt in ${VBUS_BUILDTYPES:-Debug Release RelWithDebInfo MinSizeRel}; do
+			if ! command -v "$cc" >/dev/null; then
+				note "bt-$cc" "SKIP ($cc not installed)"
+				break
+			fi
+			CC=$cc cmake_build "bt-$cc-$bt" "$build/bt-$cc-$bt" \
+				-DCMAKE_BUILD_TYPE="$bt" &&
+				note "bt-$cc-$bt" ok
+		done
+	done
 fi
 
 if want asan; then

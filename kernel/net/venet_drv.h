@@ -163,8 +163,9 @@ extern const struct ethtool_ops venet_ethtool_ops;
 /*
  * True when the descriptor at the head of @ioq's inuse index has been
  * handed back by the host. Reading it needs the inuse count first (our own
- * index: no barrier) and then ioq_iter_owned(), whose rmb orders the sown
- * load before any later load of the descriptor body.
+ * index: no barrier) and then ioq_iter_owned(), whose acquire ([A2] in
+ * core/ioq.c, docs/ring.md) orders it before any later load of the
+ * descriptor body.
  */
 static inline bool venet_head_completed(struct ioq *ioq,
 					struct ioq_iterator *iter)

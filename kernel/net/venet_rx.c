@@ -116,7 +116,7 @@ static int venet_rx_post_sg(struct venet_priv *priv, struct ioq_iterator *iter,
 	WRITE_ONCE(desc->len, (u64)VENET_RX_SG_SIZE);
 	WRITE_ONCE(desc->valid, 1);
 	slot->posted = true;
-	/* the push's wmb publishes vsg and body before sown */
+	/* the push's [R1] (v5: [R4]) publishes vsg and body */
 	if (ioq_iter_push(iter, 0)) {
 		slot->posted = false;
 		venet_fault(priv, "rx ring push");
@@ -154,7 +154,7 @@ static int venet_rx_post_flat(struct venet_priv *priv,
 	WRITE_ONCE(desc->len, (u64)bufsize);
 	WRITE_ONCE(desc->valid, 1);
 
-	/* the push's wmb publishes the body before sown and index */
+	/* the push's [R1] (v5: [R4]) publishes the body */
 	if (ioq_iter_push(iter, 0)) {
 		slot->skb = NULL;
 		kfree_skb(skb);
@@ -470,15 +470,15 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 		u64 len;
 
 		slot = &priv->rx_slots[iter.pos & (priv->rx_count - 1)];
-		/* after ioq_iter_owned(): its rmb orders this load */
+		/* after ioq_iter_owned(): its [A2] orders this load */
 		len = READ_ONCE(iter.desc->len);
 
 		if (priv->caps.rxsg) {
 			struct venet_rx_meta m;
 
 			/*
-			 * Same rmb: the host wrote the venet_sg before its
-			 * pop (whose release publishes it with sown).
+			 * Same [A2]: the host wrote the venet_sg before its
+			 * pop, whose [R2] publishes it.
 			 */
 			venet_rx_read_meta(slot->vsg, &m);
 			ret = ioq_iter_pop(&iter, 0);

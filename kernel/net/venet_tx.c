@@ -315,7 +315,7 @@ static enum venet_tx_verdict venet_tx_publish(struct venet_priv *priv,
 	skb_tx_timestamp(skb);
 	venet_tx_account(&priv->tx_stats, skb);
 
-	/* the push's wmb publishes the descriptor and venet_sg before sown */
+	/* the push's [R1] (v5: [R4]) publishes the descriptor and venet_sg */
 	if (ioq_iter_push(iter, 0)) {
 		slot->skb = NULL;
 		venet_fault(priv, "tx ring push");

@@ -11,6 +11,7 @@
 
 int vt_suite_shm_signal(const char *filter);
 int vt_suite_ioq(const char *filter);
+int vt_suite_ioq_v6(const char *filter);
 
 /* Cases reported by the suite that is running, and how many failed. */
 static unsigned int vst_reported, vst_reported_failed;
@@ -66,5 +67,10 @@ void vst_run_cases(void)
 	vst_suite("ioq", vt_suite_ioq);
 #else
 	vst_suite("ioq", NULL);
+#endif
+#ifdef VST_CASES_IOQ_V6
+	vst_suite("ioq_v6", vt_suite_ioq_v6);
+#else
+	vst_suite("ioq_v6", NULL);
 #endif
 }

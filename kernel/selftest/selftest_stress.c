@@ -267,10 +267,11 @@ static int vst_producer(void *arg)
 			d->len = 0;
 			ret = ioq_iter_push(&push, 0);
 			/*
-			 * No -ENOSPC here: inuse had room, and south's pop
-			 * moves valid.head before it hands a descriptor
-			 * back (core/ioq.c), so valid has room too. Any
-			 * push error is a failure.
+			 * No -ENOSPC here: inuse had room, and a slot is
+			 * reaped only after south's [R2] moved valid's
+			 * head past it (v5: [R4] after [R2]; docs/ring.md),
+			 * so valid has room too. Any push error is a
+			 * failure.
 			 */
 			if (ret) {
 				vst_stress_fail(st, "north: push %llu: %d",
@@ -305,33 +306,25 @@ static int vst_consumer(void *arg)
 	struct vst_stress *st = s->st;
 	u64 msgs = st->cfg->msgs;
 	struct ioq_ring_desc *d;
-	int n, ret;
+	int n, i, ret;
+	u32 pos;
 
-	/* no AUTOUPDATE: one signal per drained batch, not per descriptor */
-	ret = ioq_iter_init(&s->ioq, &s->it, ioq_idxtype_valid, 0);
-	if (!ret)
-		ret = ioq_iter_seek(&s->it, ioq_seek_head, 0, 0);
-	if (ret) {
-		vst_stress_fail(st, "south: iterator setup: %d", ret);
-		goto out;
-	}
-
+	/*
+	 * The bulk calls: everything published so far (one [A1] reload at
+	 * most), then valid's head once ([R2]) and one signal per batch.
+	 * The producer and the reaper use the iterators, so both APIs run
+	 * against each other across CPUs.
+	 */
 	while (st->consumed < msgs && !vst_stopping(st)) {
-		n = ioq_count(&s->ioq, ioq_idxtype_valid);
+		n = ioq_consume_begin(&s->ioq, st->cfg->ring, &pos);
 		if (n < 0)
 			break;	/* faulted: already reported */
 		if (!n) {
 			vst_wait(s, vst_consumable);
 			continue;
 		}
-		while (n--) {
-			/* published by the index: must be ours by now */
-			if (!ioq_iter_owned(&s->it)) {
-				vst_stress_fail(st, "south: message %llu counted but not south-owned",
-						st->consumed);
-				goto out;
-			}
-			d = s->it.desc;
+		for (i = 0; i < n; i++) {
+			d = ioq_desc(&s->ioq, pos + i);
 			if (d->cookie != st->consumed ||
 			    d->ptr != vst_tag(st->consumed)) {
 				vst_stress_fail(st, "south: expected message %llu, got cookie %llu ptr %#llx (lost, duplicated or reordered)",
@@ -339,17 +332,12 @@ static int vst_consumer(void *arg)
 				goto out;
 			}
 			d->len = vst_done_tag(st->consumed);
-			ret = ioq_iter_pop(&s->it, 0);
-			if (ret) {
-				vst_stress_fail(st, "south: pop %llu: %d",
-						st->consumed, ret);
-				goto out;
-			}
 			st->consumed++;
 		}
-		ret = ioq_signal(&s->ioq, 0);
+		ret = ioq_consume_end(&s->ioq, n, IOQ_ITER_AUTOUPDATE);
 		if (ret) {
-			vst_stress_fail(st, "south: signal: %d", ret);
+			vst_stress_fail(st, "south: consume_end %d: %d", n,
+					ret);
 			goto out;
 		}
 		cond_resched();

@@ -224,6 +224,18 @@ int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 
 	ret = dev->ops->shm(dev, id, prio, head, len, &head->signal, &signal,
 			    0);
+	if (ret == -EPROTO) {
+		/*
+		 * A host that reads only ring v5 refused v6 (its ring check
+		 * answered -EPROTO): lay the ring out again as v5 and offer
+		 * that (docs/transport.md, "ring version").
+		 */
+		ret = ioq_ring_format_ver(head, count, IOQ_RING_VER_V5);
+		if (ret)
+			goto err_format;
+		ret = dev->ops->shm(dev, id, prio, head, len, &head->signal,
+				    &signal, 0);
+	}
 	if (ret < 0)
 		goto err_shm;
 	if (!signal) {

@@ -36,7 +36,7 @@ static void eventq_repost(struct vbus_pci_bridge *b, struct ioq_iterator *post)
 	WRITE_ONCE(desc->len, sizeof(struct vbus_pci_event));
 	WRITE_ONCE(desc->valid, 1);
 
-	/* publishes body -> sown -> both tails (see core/ioq.c) */
+	/* publishes the body: [R4] (sown) then [R1] (tails), core/ioq.c */
 	ret = ioq_iter_push(post, 0);
 	if (ret)
 		dev_err_ratelimited(&b->pdev->dev,
@@ -99,9 +99,9 @@ static void vbus_pci_eventq_tasklet(struct tasklet_struct *t)
 		if (ret <= 0)
 			break;
 		/*
-		 * North-owned = the host popped it. Carries the rmb that
-		 * orders sown before the event body (pairs with the host's
-		 * wmb between writing the event and flipping sown).
+		 * North-owned = the host popped it. Carries [A4] (v6:
+		 * [A2]), which orders it before the event body and pairs
+		 * with the host pop's [R4] ([R2]); see docs/ring.md.
 		 */
 		if (!ioq_iter_owned(&reap))
 			break;
@@ -171,7 +171,12 @@ int vbus_pci_eventq_setup(struct vbus_pci_bridge *b)
 	if (!b->eventq_ring || !b->events)
 		return -ENOMEM;
 
-	ret = ioq_ring_format(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT);
+	/*
+	 * v5 on purpose: a handful of events, a host of any version reads
+	 * it (BUSREG has no retry), and every boot keeps v5 exercised.
+	 */
+	ret = ioq_ring_format_ver(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT,
+				  IOQ_RING_VER_V5);
 	if (ret)
 		return ret;
 

@@ -215,7 +215,7 @@ static int vtest_run_ring(struct vtest *vt, u64 n)
 			desc->ptr = virt_to_phys(buf);
 			desc->len = msg_size;
 			desc->valid = 1;
-			/* publishes body -> sown -> tails (core/ioq.c) */
+			/* publishes the body: [R1] (v5: [R4] too), core/ioq.c */
 			ret = ioq_iter_push(&post, 0);
 			if (ret) {
 				vtest_set_result(vt, "error: post msg %llu: %d",

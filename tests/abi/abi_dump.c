@@ -68,6 +68,20 @@ int main(void)
 	F(struct ioq_ring_head, count);
 	F(struct ioq_ring_head, reserved);
 	FA(struct ioq_ring_head, ring);
+	S(struct ioq_ring_head_v6);
+	F(struct ioq_ring_head_v6, magic);
+	F(struct ioq_ring_head_v6, ver);
+	F(struct ioq_ring_head_v6, signal);
+	F(struct ioq_ring_head_v6, signal.irq[0]);
+	F(struct ioq_ring_head_v6, signal.irq[1]);
+	F(struct ioq_ring_head_v6, reserved_v5idx);
+	F(struct ioq_ring_head_v6, count);
+	F(struct ioq_ring_head_v6, tail);
+	F(struct ioq_ring_head_v6, valid_head);
+	F(struct ioq_ring_head_v6, inuse_head);
+	FA(struct ioq_ring_head_v6, ring);
+	printf("  IOQ_RING_SIZE(5, 256) %zu\n",
+	       (size_t)IOQ_RING_SIZE(IOQ_RING_VER_V5, 256));
 	printf("  IOQ_HEAD_DESC_SIZE(256) %zu\n",
 	       (size_t)IOQ_HEAD_DESC_SIZE(256));
 

@@ -23,7 +23,7 @@ VT_CASE(ring_format_lays_out_v5)
 
 	VT_ASSERT(h);
 	memset(h, 0x5a, IOQ_HEAD_DESC_SIZE(N));
-	VT_ASSERT_EQ(ioq_ring_format(h, N), 0);
+	VT_ASSERT_EQ(ioq_ring_format_ver(h, N, 5), 0);
 	VT_ASSERT_EQ(h->magic, IOQ_RING_MAGIC);
 	VT_ASSERT_EQ(h->ver, 5);
 	VT_ASSERT_EQ(h->count, N);

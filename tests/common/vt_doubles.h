@@ -203,8 +203,16 @@ static inline int vt_end_init(struct vt_ring *r, struct vt_end *e,
 	return 0;
 }
 
-/* NULL on any failure (allocation, format, init). */
-static inline struct vt_ring *vt_ring_new(__u32 count)
+/*
+ * NULL on any failure (allocation, format, init). A case file picks the
+ * ring version vt_ring_new() lays out with VT_RING_VER (default 5: the
+ * iterator cases of cases_ioq.c pin down v5's ownership bytes).
+ */
+#ifndef VT_RING_VER
+#define VT_RING_VER IOQ_RING_VER_V5
+#endif
+
+static inline struct vt_ring *vt_ring_new_ver(__u32 count, __u32 ver)
 {
 	struct vt_ring *r = vt_alloc(sizeof(*r));
 
@@ -212,11 +220,16 @@ static inline struct vt_ring *vt_ring_new(__u32 count)
 		return NULL;
 	r->count = count;
 	r->head = vt_alloc(IOQ_HEAD_DESC_SIZE(count));
-	if (!r->head || ioq_ring_format(r->head, count) ||
+	if (!r->head || ioq_ring_format_ver(r->head, count, ver) ||
 	    vt_end_init(r, &r->north, ioq_locality_north, &r->south) ||
 	    vt_end_init(r, &r->south, ioq_locality_south, &r->north))
 		return NULL;
 	return r;
+}
+
+static inline struct vt_ring *vt_ring_new(__u32 count)
+{
+	return vt_ring_new_ver(count, VT_RING_VER);
 }
 
 static inline struct ioq_ring_idx *vt_idx(struct vt_ring *r,

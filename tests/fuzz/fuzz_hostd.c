@@ -79,7 +79,35 @@ static bool ready;
 static struct {
 	uint64_t gpa;
 	uint32_t count;
+	uint32_t ver;	/* 5 or 6: the layout the raw ops below write */
 } rings[NRINGS];
+
+/* Where the counters and descriptors of ring k live, in either layout. */
+static uint32_t *ring_tail(struct ioq_ring_head *h, unsigned int k)
+{
+	return rings[k].ver == IOQ_RING_VER_V6 ?
+	       &((struct ioq_ring_head_v6 *)h)->tail :
+	       &h->idx[ioq_idxtype_valid].tail;
+}
+
+static uint32_t *ring_head(struct ioq_ring_head *h, unsigned int k,
+			   enum ioq_idx_type t)
+{
+	struct ioq_ring_head_v6 *h6 = (struct ioq_ring_head_v6 *)h;
+
+	if (rings[k].ver != IOQ_RING_VER_V6)
+		return &h->idx[t].head;
+	return t == ioq_idxtype_valid ? &h6->valid_head : &h6->inuse_head;
+}
+
+static struct ioq_ring_desc *ring_desc(struct ioq_ring_head *h,
+				       unsigned int k, uint32_t pos)
+{
+	struct ioq_ring_desc *d = rings[k].ver == IOQ_RING_VER_V6 ?
+		((struct ioq_ring_head_v6 *)h)->ring : h->ring;
+
+	return &d[pos & (rings[k].count - 1)];
+}
 static uint64_t handles[4];
 static uint32_t seq;
 
@@ -183,7 +211,9 @@ static void op_format_ring(struct in *in)
 
 	if (!h || (at & 7))
 		return;
-	ioq_ring_format(h, count);
+	/* both layouts: a v6 host must still take a v5 guest's rings */
+	rings[k].ver = (c & 0x40) ? IOQ_RING_VER_V5 : IOQ_RING_VER_V6;
+	ioq_ring_format_ver(h, count, rings[k].ver);
 	/* the guest wants notifications, unless told otherwise */
 	if (!(c & 0x80))
 		h->signal.irq[shm_locality_north].enabled = 1;
@@ -205,8 +235,8 @@ static void op_post(struct in *in)
 	h = ptr(rings[k].gpa, IOQ_HEAD_DESC_SIZE(rings[k].count));
 	if (!h)
 		return;
-	tail = h->idx[ioq_idxtype_valid].tail;
-	d = &h->ring[tail & (rings[k].count - 1)];
+	tail = *ring_tail(h, k);
+	d = ring_desc(h, k, tail);
 	d->cookie = tail;
 	d->ptr = (how & 1) ? gpa(in) : 0x8000 + (uint64_t)(u8(in)) * 64;
 	d->len = (how & 2) ? u64(in) : (uint64_t)(u8(in) + 1);
@@ -214,8 +244,9 @@ static void op_post(struct in *in)
 		d->len = sizeof(struct vbus_pci_event);
 	d->valid = 1;
 	d->sown = (how & 8) ? u8(in) : 1;
-	h->idx[ioq_idxtype_valid].tail = tail + 1;
-	h->idx[ioq_idxtype_inuse].tail = tail + 1;
+	*ring_tail(h, k) = tail + 1;
+	if (rings[k].ver == IOQ_RING_VER_V5)
+		h->idx[ioq_idxtype_inuse].tail = tail + 1;
 	if (!(how & 16))
 		h->signal.irq[shm_locality_south].dirty = 1;
 }
@@ -232,10 +263,13 @@ static void op_reap(struct in *in)
 	h = ptr(rings[k].gpa, IOQ_HEAD_DESC_SIZE(rings[k].count));
 	if (!h)
 		return;
+	/* v5: handed back = sown north; v6: behind valid's head */
 	while (n++ < rings[k].count &&
-	       h->idx[ioq_idxtype_inuse].head != h->idx[ioq_idxtype_valid].head &&
-	       !h->ring[h->idx[ioq_idxtype_inuse].head & (rings[k].count - 1)].sown)
-		h->idx[ioq_idxtype_inuse].head++;
+	       *ring_head(h, k, ioq_idxtype_inuse) !=
+	       *ring_head(h, k, ioq_idxtype_valid) &&
+	       (rings[k].ver == IOQ_RING_VER_V6 ||
+		!ring_desc(h, k, *ring_head(h, k, ioq_idxtype_inuse))->sown))
+		(*ring_head(h, k, ioq_idxtype_inuse))++;
 	h->signal.irq[shm_locality_north].pending = 0;
 }
 

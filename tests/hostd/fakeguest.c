@@ -8,6 +8,8 @@
 #include <unistd.h>
 #include "fakeguest.h"
 
+unsigned int fg_ring_ver = IOQ_RING_VER_V5;
+
 static void die(const char *what)
 {
 	fprintf(stderr, "fakeguest: %s\n", what);
@@ -204,7 +206,7 @@ int fg_busreg(struct fg *f, __u32 count, __u32 posted)
 	f->evq_gpa = fg_alloc(f, IOQ_HEAD_DESC_SIZE(count));
 	f->evq_data = fg_alloc(f, (__u64)count * sizeof(struct vbus_pci_event));
 	head = fg_ptr(f, f->evq_gpa, IOQ_HEAD_DESC_SIZE(count));
-	if (ioq_ring_format(head, count))
+	if (ioq_ring_format_ver(head, count, fg_ring_ver))
 		die("format");
 	shm_signal_init(&f->evq_sig, shm_locality_north, &evq_ops, &head->signal);
 	if (ioq_init(&f->evq, NULL, ioq_locality_north, head, &f->evq_sig, count))
@@ -314,7 +316,7 @@ int fg_ring_open(struct fg *f, struct fg_ring *r, __u64 h, __u32 id,
 	r->cookie = cookie;
 	r->gpa = fg_alloc(f, IOQ_HEAD_DESC_SIZE(count));
 	head = fg_ptr(f, r->gpa, IOQ_HEAD_DESC_SIZE(count));
-	if (ioq_ring_format(head, count))
+	if (ioq_ring_format_ver(head, count, fg_ring_ver))
 		die("format");
 	shm_signal_init(&r->sig, shm_locality_north, &ring_ops, &head->signal);
 	if (ioq_init(&r->ioq, NULL, ioq_locality_north, head, &r->sig, count))

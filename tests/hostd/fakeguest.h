@@ -32,6 +32,13 @@ struct fg_ring {
 	bool live;
 };
 
+/*
+ * Ring version the fake guest formats (default 5: these suites poke v5's
+ * index offsets to play a hostile guest; that also keeps a v5 north
+ * against the v6-capable vbus-hostd covered). A test may set 6.
+ */
+extern unsigned int fg_ring_ver;
+
 struct fg {
 	struct hostd_guest g;
 	/*

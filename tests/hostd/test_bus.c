@@ -240,7 +240,7 @@ static void test_busreg_malformed(void **state)
 	ring = fg_alloc(f, IOQ_HEAD_DESC_SIZE(64));
 	data = fg_alloc(f, 64 * sizeof(struct vbus_pci_event));
 	head = fg_ptr(f, ring, IOQ_HEAD_DESC_SIZE(64));
-	assert_int_equal(ioq_ring_format(head, 64), 0);
+	assert_int_equal(ioq_ring_format_ver(head, 64, fg_ring_ver), 0);
 
 #define BR(cnt, qc, r, d) do {					\
 		memset(&br, 0, sizeof(br));				\
@@ -374,6 +374,10 @@ static void test_ring_echo(void **state)
 	assert_int_equal(ret, 0);
 	ret = fg_ring_open(f, &r, h, VBUS_TEST_SHM_RING, 32, 0xc0ffee);
 	assert_true(ret >= 1 && ret < VBUS_PCI_MAX_SIGNALS);
+	/* the layout asked for is the one the host took */
+	assert_int_equal(r.ioq.head_desc->ver, fg_ring_ver);
+	d = hostd_bus_find(&f->g.bus, 1);
+	assert_non_null(d);
 
 	buf = fg_alloc(f, 4096);
 	p = fg_ptr(f, buf, 4096);
@@ -444,6 +448,25 @@ static void test_ring_echo(void **state)
 	}
 	fg_ring_close(&r);
 	down(f);
+}
+
+/*
+ * test_ring_echo again with the fake guest on ring v6 (its eventq and its
+ * device ring): vbus-hostd checks the version and binds it. The default
+ * (v5) runs of every other test are the v5 guest against the same host.
+ */
+static int ring_v6(void **state)
+{
+	(void)state;
+	fg_ring_ver = IOQ_RING_VER_V6;
+	return 0;
+}
+
+static int ring_v5(void **state)
+{
+	(void)state;
+	fg_ring_ver = IOQ_RING_VER_V5;
+	return 0;
 }
 
 static void test_ring_bad_descriptors(void **state)
@@ -587,7 +610,7 @@ static void test_devshm_malformed(void **state)
 	h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
 	ring = fg_alloc(f, IOQ_HEAD_DESC_SIZE(8));
 	head = fg_ptr(f, ring, IOQ_HEAD_DESC_SIZE(8));
-	assert_int_equal(ioq_ring_format(head, 8), 0);
+	assert_int_equal(ioq_ring_format_ver(head, 8, fg_ring_ver), 0);
 
 #define SHM(handle, id_, len_, off, datap_) do {		\
 		memset(&s, 0, sizeof(s));			\
@@ -621,7 +644,7 @@ static void test_devshm_malformed(void **state)
 	memcpy((char *)head + 24 + 0, &(__u32){ SHM_SIGNAL_MAGIC }, 4);
 	memcpy((char *)head + 24 + 4, &(__u32){ SHM_SIGNAL_VER }, 4);
 	assert_int_equal(fg_hc(f, VBUS_PCI_HC_DEVSHM, &s, sizeof(s)), -EINVAL);
-	assert_int_equal(ioq_ring_format(head, 8), 0);
+	assert_int_equal(ioq_ring_format_ver(head, 8, fg_ring_ver), 0);
 	head->count = 6;
 	SHM(h, 0, L, 8, ring);
 	assert_int_equal(fg_hc(f, VBUS_PCI_HC_DEVSHM, &s, sizeof(s)), -EINVAL);
@@ -892,6 +915,10 @@ int main(void)
 		cmocka_unit_test(test_busreg_malformed),
 		cmocka_unit_test(test_devopen_call),
 		cmocka_unit_test(test_ring_echo),
+		cmocka_unit_test_setup_teardown(test_ring_echo, ring_v6,
+						ring_v5),
+		cmocka_unit_test_setup_teardown(test_eventq_shmsignal_coalesces,
+						ring_v6, ring_v5),
 		cmocka_unit_test(test_ring_bad_descriptors),
 		cmocka_unit_test(test_busreg_detach),
 		cmocka_unit_test(test_ring_limits),

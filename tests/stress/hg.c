@@ -31,14 +31,15 @@ void stress_race_ok(void *addr, size_t len)
 
 /*
  * The ring's synchronisation words: the whole header (magic .. indexes and
- * the shm-signal flags) and each descriptor's valid/sown bytes. Descriptor
+ * the shm-signal flags; v6: the counters' lines too) and each descriptor's
+ * valid/sown bytes. Descriptor
  * bodies (cookie, ptr, len) are data and stay checked.
  */
 void stress_hg_ignore_ring(struct ioq *q)
 {
 	__u32 i;
 
-	stress_race_ok(q->head_desc, sizeof(*q->head_desc));
+	stress_race_ok(q->head_desc, IOQ_RING_SIZE(q->ver, 0));
 	for (i = 0; i < q->count; i++)
 		stress_race_ok(&q->ring[i].valid,
 			       sizeof(struct ioq_ring_desc) -

@@ -5,7 +5,11 @@
  * would to an unrelated process) and judge the result.
  *
  *   ioq-stress [--mode thread|process] [-n N] [--ring R] [--batch B]
- *              [--timeout MS] [--inject drop|dup|csum|stale|nowake [--inject-at K]]
+ *              [--ring-ver 5|6] [--bulk 0|1] [--timeout MS]
+ *              [--inject drop|dup|csum|stale|nowake [--inject-at K]]
+ *
+ * --ring-ver picks the ring layout (default 6); --bulk 1 posts, consumes
+ * and reaps with the bulk calls instead of the iterators.
  *
  * N defaults to $VBUS_STRESS_N, else 2000000. Exit 0 = pass. With
  * --inject the consumer's view is corrupted on purpose and the run passes
@@ -40,7 +44,8 @@ static const char *const inject_expect[] = {
 static void usage(void)
 {
 	fprintf(stderr, "usage: ioq-stress [--mode thread|process] [-n N] "
-		"[--ring R] [--batch B] [--timeout MS]\n"
+		"[--ring R] [--batch B] [--ring-ver 5|6] [--bulk 0|1] "
+		"[--timeout MS]\n"
 		"                  [--inject drop|dup|csum|stale|nowake] "
 		"[--inject-at K]\n");
 	exit(2);
@@ -88,7 +93,7 @@ static int run_threads(const struct stress_cfg *cfg, struct stress_shared *sh)
 	pthread_t t;
 	int rc;
 
-	rc = ioq_channel_create(&north, cfg->ring, NULL);
+	rc = ioq_channel_create_ver(&north, cfg->ring, NULL, cfg->ring_ver);
 	if (rc) {
 		fprintf(stderr, "ioq_channel_create: %s\n", strerror(-rc));
 		return rc;
@@ -173,7 +178,7 @@ static int run_processes(const struct stress_cfg *cfg,
 	}
 	close(sv[1]);
 
-	rc = ioq_channel_create(&north, cfg->ring, NULL);
+	rc = ioq_channel_create_ver(&north, cfg->ring, NULL, cfg->ring_ver);
 	if (!rc) {
 		ioq_channel_fds(north, &fds);
 		rc = ioq_channel_send_fds(sv[0], &fds);
@@ -245,6 +250,7 @@ int main(int argc, char **argv)
 {
 	struct stress_cfg cfg = {
 		.n = 2000000, .ring = 256, .batch = 16, .timeout_ms = 1000,
+		.ring_ver = IOQ_RING_VER,
 	};
 	const char *mode = "thread", *env = getenv("VBUS_STRESS_N");
 	struct stress_shared *sh;
@@ -268,6 +274,10 @@ int main(int argc, char **argv)
 			cfg.ring = (__u32)num(v);
 		else if (!strcmp(a, "--batch"))
 			cfg.batch = (unsigned int)num(v);
+		else if (!strcmp(a, "--ring-ver"))
+			cfg.ring_ver = (__u32)num(v);
+		else if (!strcmp(a, "--bulk"))
+			cfg.bulk = !!strcmp(v, "0");
 		else if (!strcmp(a, "--timeout"))
 			cfg.timeout_ms = (int)num(v);
 		else if (!strcmp(a, "--inject-at"))
@@ -287,7 +297,8 @@ int main(int argc, char **argv)
 		usage();
 	if (!cfg.n || !cfg.batch || cfg.timeout_ms < 10 ||
 	    cfg.ring < 2 || (cfg.ring & (cfg.ring - 1)) ||
-	    cfg.ring > IOQ_RING_MAX_COUNT)
+	    cfg.ring > IOQ_RING_MAX_COUNT ||
+	    (cfg.ring_ver != IOQ_RING_VER_V5 && cfg.ring_ver != IOQ_RING_VER_V6))
 		usage();
 	if (cfg.inject && !cfg.inject_at)
 		cfg.inject_at = cfg.n / 2;
@@ -307,8 +318,9 @@ int main(int argc, char **argv)
 				       run_processes(&cfg, sh);
 	dt = now_s() - t0;
 
-	printf("ioq-stress %s: n=%lu ring=%u batch=%u inject=%s: "
-	       "%.3f s, %.0f msg/s\n", mode, cfg.n, cfg.ring, cfg.batch,
+	printf("ioq-stress %s: n=%lu ring=%u v%u%s batch=%u inject=%s: "
+	       "%.3f s, %.0f msg/s\n", mode, cfg.n, cfg.ring, cfg.ring_ver,
+	       cfg.bulk ? " bulk" : "", cfg.batch,
 	       inject_names[cfg.inject], dt, dt > 0 ? cfg.n / dt : 0.0);
 	report_side("north", &sh->north, cfg.n);
 	report_side("south", &sh->south, cfg.n);

@@ -75,15 +75,15 @@ static void check(struct south *s, const struct view *v)
 }
 
 /* Copy the descriptor under the iterator and its payload, bounds-checked. */
-static void read_view(struct south *s, struct view *v, __u32 slot_pos)
+static void read_view(struct south *s, struct view *v,
+		      const struct ioq_ring_desc *d, __u32 slot_pos)
 {
-	const struct ioq_ring_desc *d = s->it.desc;
 	__u32 ring = s->cfg->ring;
 
 	v->cookie = d->cookie;
 	v->ptr = d->ptr;
 	v->len = d->len;
-	v->pos = s->it.pos;
+	v->pos = slot_pos;
 	/* the producer puts message at ring position p in payload slot p */
 	v->have_slot = v->ptr == (__u64)(slot_pos & (ring - 1)) *
 				 sizeof(struct stress_slot);
@@ -93,13 +93,14 @@ static void read_view(struct south *s, struct view *v, __u32 slot_pos)
 }
 
 /* The deliberate faults: each one corrupts only what the checker sees. */
-static void consume(struct south *s)
+static void consume(struct south *s, const struct ioq_ring_desc *d,
+		    __u32 pos)
 {
 	const struct stress_cfg *cfg = s->cfg;
 	struct view v;
-	int hit = cfg->inject && s->it.desc->cookie == cfg->inject_at;
+	int hit = cfg->inject && d->cookie == cfg->inject_at;
 
-	read_view(s, &v, s->it.pos);
+	read_view(s, &v, d, pos);
 	if (hit && cfg->inject == STRESS_INJ_NOWAKE)
 		s->stay_masked = 1;
 	if (!hit || cfg->inject == STRESS_INJ_NOWAKE) {
@@ -133,13 +134,48 @@ static void consume(struct south *s)
 }
 
 /*
- * Consume everything published so far. The count is read first and each
- * descriptor's ownership after it (index -> sown -> body, the reader's
- * order in core/ioq.c), so a descriptor the count includes must be ours.
+ * Consume everything published so far. The count is read first ([A1]) and
+ * each descriptor's ownership after it (v5: [A4]), so a descriptor the
+ * count includes must be ours (docs/ring.md).
  */
+/* --bulk: everything posted so far, valid's head published once */
+static int drain_bulk(struct south *s)
+{
+	__u32 pos;
+	int n = ioq_consume_begin(s->q, s->cfg->ring, &pos), i, rc;
+
+	if (n < 0) {
+		stress_fail(s->res, "ioq_consume_begin: %d", n);
+		return n;
+	}
+	for (i = 0; i < n; i++) {
+		struct ioq_ring_desc *d = ioq_desc(s->q, pos + (__u32)i);
+		struct stress_slot *slot;
+
+		slot = &s->sh->slots[(pos + (__u32)i) & (s->cfg->ring - 1)];
+		stress_hb_after(STRESS_HB_POST(slot));
+		consume(s, d, pos + (__u32)i);
+		d->len = ~d->len;
+		stress_hb_before(STRESS_HB_DONE(slot));
+		s->popped++;
+	}
+	if (!n)
+		return 0;
+	rc = ioq_consume_end(s->q, (unsigned int)n, IOQ_ITER_AUTOUPDATE);
+	if (rc) {
+		stress_fail(s->res, "ioq_consume_end: %d", rc);
+		return rc;
+	}
+	return n;
+}
+
 static int drain(struct south *s)
 {
-	int n = ioq_count(s->q, ioq_idxtype_valid), i, rc;
+	int n, i, rc;
+
+	if (s->cfg->bulk)
+		return drain_bulk(s);
+	n = ioq_count(s->q, ioq_idxtype_valid);
 
 	if (n < 0) {
 		stress_fail(s->res, "ioq_count(valid): %d", n);
@@ -156,7 +192,7 @@ static int drain(struct south *s)
 		}
 		slot = &s->sh->slots[s->it.pos & (s->cfg->ring - 1)];
 		stress_hb_after(STRESS_HB_POST(slot));
-		consume(s);
+		consume(s, d, s->it.pos);
 		/* the completion the producer checks when it reaps */
 		d->len = ~d->len;
 		stress_hb_before(STRESS_HB_DONE(slot));
@@ -181,7 +217,11 @@ static int drain(struct south *s)
 static int has_work(void *arg)
 {
 	struct south *s = arg;
+	__u32 pos;
 
+	/* bulk: consume_begin reloads the cached tail when it says empty */
+	if (s->cfg->bulk)
+		return ioq_consume_begin(s->q, 1, &pos) != 0;
 	return ioq_count(s->q, ioq_idxtype_valid) != 0;
 }
 

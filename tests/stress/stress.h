@@ -52,6 +52,8 @@ struct stress_cfg {
 	int timeout_ms;			/* wait slice; 2 in a row with work = lost */
 	enum stress_inject inject;
 	unsigned long inject_at;	/* sequence number to corrupt */
+	__u32 ring_ver;			/* ring version: 5 or 6 */
+	int bulk;			/* post/consume/reap with the bulk calls */
 };
 
 /* Shared by both sides: MAP_SHARED anonymous memory, inherited by fork. */

@@ -137,7 +137,7 @@ static void channel_free(struct ioq_channel *ch)
 }
 
 /* Bind this side's signal and ioq to the mapped, checked ring. */
-static int channel_bind(struct ioq_channel *ch, __u32 count)
+static int channel_bind(struct ioq_channel *ch, __u32 count, __u32 ver)
 {
 	int err;
 
@@ -146,8 +146,8 @@ static int channel_bind(struct ioq_channel *ch, __u32 count)
 	vbus_defer_set_kick(&ch->signal.deferred_notify, channel_kick_self,
 			    ch);
 	/* the ioq takes over the signal's initial reference */
-	err = ioq_init(&ch->ioq, NULL, ch->locale, ch->head, &ch->signal,
-		       count);
+	err = ioq_init_ver(&ch->ioq, NULL, ch->locale, ch->head, &ch->signal,
+			   count, ver);
 	if (err)
 		return err;
 	ch->notifier.signal = channel_notify;
@@ -165,6 +165,12 @@ static int new_eventfd(void)
 
 int ioq_channel_create(struct ioq_channel **chp, __u32 count,
 		       const char *path)
+{
+	return ioq_channel_create_ver(chp, count, path, IOQ_RING_VER);
+}
+
+int ioq_channel_create_ver(struct ioq_channel **chp, __u32 count,
+			   const char *path, __u32 ver)
 {
 	struct ioq_channel *ch;
 	int err;
@@ -189,7 +195,7 @@ int ioq_channel_create(struct ioq_channel **chp, __u32 count,
 			     &ch->map_len);
 	if (err)
 		goto fail;
-	err = ioq_ring_format(ch->head, count);
+	err = ioq_ring_format_ver(ch->head, count, ver);
 	if (err)
 		goto fail;
 
@@ -202,7 +208,7 @@ int ioq_channel_create(struct ioq_channel **chp, __u32 count,
 		goto fail;
 	ch->fds.kick_north_fd = err;
 
-	err = channel_bind(ch, count);
+	err = channel_bind(ch, count, ver);
 	if (err)
 		goto fail;
 	*chp = ch;
@@ -247,6 +253,7 @@ static int dup_fd(int fd)
 int ioq_channel_attach(struct ioq_channel **chp, enum ioq_locality locale,
 		       const struct ioq_channel_fds *fds)
 {
+	__u32 ver = 0;
 	struct ioq_channel *ch;
 	long n;
 	int err;
@@ -282,13 +289,13 @@ int ioq_channel_attach(struct ioq_channel **chp, enum ioq_locality locale,
 	 * The ring is the peer's: check it against the size we mapped (not
 	 * what the header claims) and use the count it returns from here on.
 	 */
-	n = ioq_ring_check(ch->head, ch->map_len, fds->count);
+	n = ioq_ring_check_ver(ch->head, ch->map_len, fds->count, &ver);
 	if (n < 0) {
 		err = (int)n;
 		goto fail;
 	}
 
-	err = channel_bind(ch, (__u32)n);
+	err = channel_bind(ch, (__u32)n, ver);
 	if (err)
 		goto fail;
 	*chp = ch;

@@ -6,7 +6,12 @@
  *
  *   throughput  north posts a batch, signals once, reaps; sleeps only when
  *               it can do neither. South drains with notifications masked,
- *               unmasks, re-checks, sleeps.
+ *               unmasks, re-checks, sleeps. Before either side unmasks it
+ *               polls the ring for --spin-us (default 50 us; 0: never):
+ *               a wakeup costs tens of microseconds, so a side that would
+ *               be woken within that time is cheaper spinning, and at
+ *               saturation it hardly ever sleeps (the notification
+ *               budget; NAPI busy-poll and vhost's busyloop do the same).
  *   ping-pong   one descriptor in flight; both sides keep notifications
  *               unmasked, so every message costs one doorbell each way.
  *   raw         the same ping-pong on a bare eventfd pair, the floor that
@@ -32,6 +37,28 @@ static int wait_slice(struct bench_side *side)
 	if (rc == 0 && bench_peer_gone(side->sh))
 		return -1;
 	return 0;
+}
+
+/*
+ * Poll @ready for up to sh->spin_ns before the caller unmasks and sleeps;
+ * 1 as soon as it is true.
+ */
+static int spin_before_sleep(struct bench_shared *sh, int (*ready)(void *),
+			     void *arg)
+{
+	__u64 end;
+	unsigned int i = 0;
+
+	if (!sh->spin_ns)
+		return 0;
+	end = bench_now_ns() + sh->spin_ns;
+	for (;;) {
+		if (ready(arg))
+			return 1;
+		bench_relax();
+		if (!(++i & 63) && bench_now_ns() > end)
+			return 0;
+	}
 }
 
 struct north {
@@ -60,13 +87,19 @@ static int north_init(struct bench_side *side, struct north *n)
 }
 
 /*
- * Completions to reap: the north-owned descriptors from the inuse head.
- * Pop moves valid.head before it hands a descriptor back (core/ioq.c), so
- * reusing a reaped slot never sees a full valid index.
+ * Completions to reap: from the inuse head up to valid's head (v6; v5:
+ * while north-owned). A reaped slot is off the valid index ([R2], and in
+ * v5 [R4] after it; docs/ring.md), so reusing it never sees a full valid
+ * index.
  */
 static int reapable(struct north *n)
 {
 	return ioq_iter_owned(&n->reap);
+}
+
+static int reapable_fn(void *n)
+{
+	return reapable(n);
 }
 
 static int reap(struct bench_side *side, struct north *n)
@@ -130,7 +163,7 @@ void bench_tput_north(struct bench_side *side)
 				return;
 			continue;
 		}
-		if (r)
+		if (r || spin_before_sleep(sh, reapable_fn, &n))
 			continue;
 		ioq_notify_enable(n.q, 0);
 		if (!reapable(&n) && wait_slice(side))
@@ -186,6 +219,11 @@ static int drain(struct bench_side *side, struct south *s)
 	return n < 0 ? (bench_fail(side->sh, n), -1) : n;
 }
 
+static int has_work(void *s)
+{
+	return ioq_count(((struct south *)s)->q, ioq_idxtype_valid) != 0;
+}
+
 void bench_tput_south(struct bench_side *side)
 {
 	struct bench_shared *sh = side->sh;
@@ -200,7 +238,7 @@ void bench_tput_south(struct bench_side *side)
 		r = drain(side, &s);
 		if (r < 0)
 			return;
-		if (r)
+		if (r || spin_before_sleep(sh, has_work, &s))
 			continue;
 		/* unmask, then re-check: the lost-wakeup-safe order */
 		ioq_notify_enable(s.q, 0);

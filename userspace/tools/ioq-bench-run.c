@@ -148,7 +148,8 @@ int bench_pair(int process, bench_fn north_fn, bench_fn south_fn,
 	sh->peer_pid = 0;
 	sh->efd[0] = eventfd(0, EFD_CLOEXEC);
 	sh->efd[1] = eventfd(0, EFD_CLOEXEC);
-	rc = ioq_channel_create(&north, BENCH_RING, NULL);
+	rc = ioq_channel_create_ver(&north, sh->ring ? sh->ring : BENCH_RING,
+				    NULL, sh->ver ? sh->ver : IOQ_RING_VER);
 	if (sh->efd[0] < 0 || sh->efd[1] < 0 || rc) {
 		rc = rc ? rc : -errno;
 		goto out_fds;

@@ -4,12 +4,19 @@
  * processes.
  *
  *   ioq-bench [--json] [--quick] [-n MESSAGES] [--rtt ROUND_TRIPS]
+ *             [--spin-us US]
+ *   ioq-bench --poll [--json] [--quick] [-n MESSAGES] [--reps N]
  *
  *   throughput  messages/s for batches of 1, 8 and 32 posts per signal,
  *               with notifications (doorbells, both directions) and
  *               sleeps per message under saturation
  *   latency     ping-pong round trip (min, median, p99) over the ring, and
  *               over a bare eventfd pair as the baseline, in the same run
+ *
+ * The default (blocking) mode sleeps in ioq_channel_wait() when the ring
+ * is empty or full, so at small batches it measures the wakeup path.
+ * --poll measures the ring alone against DPDK's rte_ring in the same run
+ * (ioq-bench-poll.c).
  *
  * --quick is a smoke run (CI checks only that it works and prints valid
  * JSON; never its speed). The figures depend on the machine: the output
@@ -54,9 +61,12 @@ static double per(unsigned long x, unsigned long n)
 	return n ? (double)x / (double)n : 0.0;
 }
 
+static __u64 spin_ns = 50000;
+
 static void run_tput(struct bench_shared *sh, struct tput_row *row)
 {
 	memset(sh, 0, sizeof(*sh));
+	sh->spin_ns = spin_ns;
 	sh->n = row->n;
 	sh->batch = row->batch;
 	row->error = bench_pair(row->process, bench_tput_north,
@@ -94,7 +104,9 @@ static void print_text(const struct tput_row *t, int nt,
 	       "descriptors, %s\n", ncpu, usable, pinned ? "sides pinned to separate CPUs" :
 			      "not pinned (fewer than 2 usable CPUs)",
 	       BENCH_RING, machine);
-	printf("\nthroughput (notif = doorbells sent, both directions)\n");
+	printf("\nthroughput (notif = doorbells sent, both directions; each "
+	       "side polls %llu us before it sleeps)\n",
+	       (unsigned long long)(spin_ns / 1000));
 	printf("  %-8s %5s %10s %12s %10s %12s %12s\n", "mode", "batch",
 	       "messages", "msgs/s", "notif/msg", "sleeps/msg N",
 	       "sleeps/msg S");
@@ -137,8 +149,10 @@ static void print_json(const struct tput_row *t, int nt,
 
 	printf("{\"tool\": \"ioq-bench\", \"quick\": %s, \"cpus_online\": %d, "
 	       "\"cpus_usable\": %d, \"pinned\": %s, \"machine\": \"%s\", "
-	       "\"ring\": %u,\n \"throughput\": [", quick ? "true" : "false",
-	       ncpu, usable, pinned ? "true" : "false", machine, BENCH_RING);
+	       "\"ring\": %u, \"spin_us\": %llu,\n \"throughput\": [",
+	       quick ? "true" : "false", ncpu, usable,
+	       pinned ? "true" : "false", machine, BENCH_RING,
+	       (unsigned long long)(spin_ns / 1000));
 	for (i = 0; i < nt; i++) {
 		const struct ioq_channel_stats *s = t[i].st;
 
@@ -178,7 +192,9 @@ static void print_json(const struct tput_row *t, int nt,
 static void usage(void)
 {
 	fprintf(stderr, "usage: ioq-bench [--json] [--quick] [-n MESSAGES] "
-		"[--rtt ROUND_TRIPS]\n");
+		"[--rtt ROUND_TRIPS] [--spin-us US]\n"
+		"       ioq-bench --poll [--json] [--quick] [-n MESSAGES] "
+		"[--reps N]\n");
 	exit(2);
 }
 
@@ -192,12 +208,25 @@ static unsigned long num(const char *s)
 	return v;
 }
 
+/* like num(), but 0 is a value (--spin-us 0: never poll) */
+static unsigned long num0(const char *s)
+{
+	char *end;
+	unsigned long v = s ? strtoul(s, &end, 0) : 0;
+
+	if (!s || !*s || *end)
+		usage();
+	return v;
+}
+
 int main(int argc, char **argv)
 {
 	struct tput_row tput[2 * NBATCH];
 	struct lat_row lat[4];
 	unsigned long n = 0, rtt = 0, warmup;
 	int json = 0, quick = 0, nt = 0, nl = 0, i, p, raw, failed = 0;
+	int poll = 0;
+	unsigned long reps = 0;
 	int ncpu_n, ncpu_s, online, usable;
 	struct bench_shared *sh;
 	struct utsname u;
@@ -212,9 +241,19 @@ int main(int argc, char **argv)
 			n = num(argv[++i]);
 		else if (!strcmp(argv[i], "--rtt"))
 			rtt = num(argv[++i]);
+		else if (!strcmp(argv[i], "--spin-us"))
+			spin_ns = 1000 * num0(argv[++i]);
+		else if (!strcmp(argv[i], "--poll"))
+			poll = 1;
+		else if (!strcmp(argv[i], "--reps"))
+			reps = num(argv[++i]);
 		else
 			usage();
 	}
+	if (poll)
+		return bench_poll_main(json, quick, n ? n : quick ? 3200 :
+				       2000000, reps ? (unsigned int)reps :
+				       quick ? 3 : 9);
 	if (!n)
 		n = quick ? 50000 : 2000000;
 	if (!rtt)

@@ -19,6 +19,10 @@ struct bench_shared {
 	unsigned long warmup;		/* round trips not measured */
 	unsigned int batch;		/* posts per signal */
 	int efd[2];			/* raw eventfd pair: ping, pong */
+	__u64 spin_ns;			/* poll this long before sleeping */
+	__u32 ring;			/* descriptors; 0: BENCH_RING */
+	__u32 ver;			/* ring version; 0: IOQ_RING_VER */
+	void *rte;			/* --poll: the rte_ring, shared */
 	/* handshake: south is attached and about to wait */
 	int ready;
 	pid_t peer_pid;			/* the south process, 0 for a thread */
@@ -27,6 +31,8 @@ struct bench_shared {
 	double seconds;
 	struct ioq_channel_stats st[2];	/* north, south */
 	__u64 min_ns, median_ns, p99_ns;
+	__u64 t0_ns, t1_ns;		/* --poll: first post, last consume */
+	__u64 sum;			/* --poll: what the consumer read */
 };
 
 /* This side's end of the channel, and the shared block. */
@@ -64,5 +70,27 @@ void bench_ping_north(struct bench_side *side);
 void bench_ping_south(struct bench_side *side);
 void bench_raw_north(struct bench_side *side);
 void bench_raw_south(struct bench_side *side);
+
+/* ioq-bench-poll.c: --poll, the ring with no sleeping (main's entry) */
+int bench_poll_main(int json, int quick, unsigned long n, unsigned int reps);
+
+/*
+ * ioq-bench-rte.c: DPDK's rte_ring SP/SC bulk as the baseline, when the
+ * build found libdpdk. bench_rte_new() lays one out in MAP_SHARED memory
+ * (a forked south sees it at the same address); NULL without DPDK.
+ */
+int bench_rte_available(void);
+void *bench_rte_new(unsigned int count);
+void bench_rte_free(void *r, unsigned int count);
+void bench_rte_north(struct bench_side *side);
+void bench_rte_south(struct bench_side *side);
+
+/* spin-wait hint */
+static inline void bench_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
 
 #endif /* VBUS_IOQ_BENCH_H */

@@ -33,8 +33,12 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
-/* 40 posted, 25 consumed, 10 reaped: all three ownership states exist. */
-static void make_good(void)
+/*
+ * 40 posted, 25 consumed, 10 reaped: all three ownership states exist.
+ * good.ring is v5 (its ownership bytes give the dump something to check),
+ * good-v6.ring the same state in the v6 layout.
+ */
+static void make_good(const char *name, __u32 ver)
 {
 	struct ioq_channel *north, *south;
 	struct ioq_channel_fds fds;
@@ -42,8 +46,8 @@ static void make_good(void)
 	struct ioq *q;
 	int i, rc;
 
-	unlink(path("good.ring"));
-	rc = ioq_channel_create(&north, COUNT, path("good.ring"));
+	unlink(path(name));
+	rc = ioq_channel_create_ver(&north, COUNT, path(name), ver);
 	if (rc)
 		die("ioq_channel_create", -rc);
 	ioq_channel_fds(north, &fds);
@@ -81,9 +85,9 @@ static void make_good(void)
 static unsigned char *good;
 static size_t good_len;
 
-static void load_good(void)
+static void load_good(const char *name)
 {
-	int fd = open(path("good.ring"), O_RDONLY);
+	int fd = open(path(name), O_RDONLY);
 	off_t len = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
 
 	if (len <= 0)
@@ -128,8 +132,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	dir = argv[1];
-	make_good();
-	load_good();
+	make_good("good-v6.ring", IOQ_RING_VER_V6);
+	load_good("good-v6.ring");
+	/* v6: the tail (line 1) more than count ahead of valid's head */
+	variant_u32("bad-index-v6.ring", 128, 1000);
+	free(good);
+	make_good("good.ring", IOQ_RING_VER_V5);
+	load_good("good.ring");
 
 	variant_u32("bad-magic.ring", 0, 0xdeadbeef);
 	variant_u32("v4.ring", 4, 4);

@@ -29,7 +29,7 @@ void dump_print_text(FILE *f, const struct dump *d, int slots)
 		(unsigned long long)d->size);
 	fprintf(f, "  magic 0x%08x  version %u  count %u  descriptors at "
 		"offset %zu\n", h->magic, h->ver, h->count,
-		sizeof(struct ioq_ring_head));
+		(size_t)IOQ_RING_SIZE(h->ver, 0));
 	fprintf(f, "signal magic 0x%08x  version %u\n", h->signal.magic,
 		h->signal.ver);
 	fprintf(f, "           enabled  pending  dirty\n");
@@ -41,6 +41,12 @@ void dump_print_text(FILE *f, const struct dump *d, int slots)
 	for (i = 0; i < 2; i++)
 		fprintf(f, "  %-5s  %10u  %10u  %10u\n", i ? "inuse" : "valid",
 			h->idx[i].head, h->idx[i].tail, d->idx_count[i]);
+	if (h->ver != IOQ_RING_VER_V5) {
+		/* v6 hands descriptors over by the counters alone */
+		fprintf(f, "slots: no ownership bytes in v%u (the counters "
+			"say whose each slot is)\n", h->ver);
+		goto slots;
+	}
 	fprintf(f, "slots: north-owned %u, south-owned %u, bad owner %u, "
 		"valid flag set %u\n", d->owned[0], d->owned[1], d->bad_owner,
 		d->valid_set);
@@ -55,6 +61,7 @@ void dump_print_text(FILE *f, const struct dump *d, int slots)
 			owner_name(d->desc[i].sown));
 	}
 	fprintf(f, "\n");
+slots:
 	if (slots) {
 		fprintf(f, "slot   owner  valid              cookie"
 			"                 ptr                 len\n");

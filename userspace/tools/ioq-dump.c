@@ -76,9 +76,9 @@ static const char *check_header(const struct dump *d, char *buf, size_t n)
 			 "not an IOQ ring", h->magic, IOQ_RING_MAGIC);
 		return buf;
 	}
-	if (h->ver != IOQ_RING_VER) {
-		snprintf(buf, n, "unsupported ring version %u (this tool reads "
-			 "version %u%s)", h->ver, (unsigned int)IOQ_RING_VER,
+	if (h->ver != IOQ_RING_VER_V5 && h->ver != IOQ_RING_VER_V6) {
+		snprintf(buf, n, "unsupported ring version %u (expected "
+			 "version 5 or 6%s)", h->ver,
 			 h->ver == 4 ? "; version 4 is the 2009 layout" : "");
 		return buf;
 	}
@@ -98,10 +98,11 @@ static const char *check_header(const struct dump *d, char *buf, size_t n)
 			 "two, 1 .. %u)", h->count, IOQ_RING_MAX_COUNT);
 		return buf;
 	}
-	if (d->size < IOQ_HEAD_DESC_SIZE((__u64)h->count)) {
+	if (d->size < IOQ_RING_SIZE(h->ver, (__u64)h->count)) {
 		snprintf(buf, n, "truncated: %u descriptors need %llu bytes, "
 			 "the file has %llu", h->count,
-			 (unsigned long long)IOQ_HEAD_DESC_SIZE((__u64)h->count),
+			 (unsigned long long)IOQ_RING_SIZE(h->ver,
+							   (__u64)h->count),
 			 (unsigned long long)d->size);
 		return buf;
 	}
@@ -110,6 +111,28 @@ static const char *check_header(const struct dump *d, char *buf, size_t n)
 		snprintf(buf, n, "rejected by ioq_ring_check()");
 		return buf;
 	}
+	return NULL;
+}
+
+/*
+ * v6: the counters (one line each) go into the v5 view the printers and
+ * analyse() read: valid = [valid_head, tail), inuse = [inuse_head, tail).
+ * v6 has no ownership bytes: analyse() skips them.
+ */
+static const char *load_v6(struct dump *d, const void *map)
+{
+	struct ioq_ring_head_v6 v6;
+	struct ioq_ring_head *h = d->head;
+
+	if (!copy_guarded(&v6, map, sizeof(v6)) ||
+	    !copy_guarded(d->desc, (const char *)map + sizeof(v6),
+			  h->count * sizeof(*d->desc)))
+		return "file shrank while reading it";
+	memset(h->idx, 0, sizeof(h->idx));
+	h->idx[ioq_idxtype_valid].head = v6.valid_head;
+	h->idx[ioq_idxtype_valid].tail = v6.tail;
+	h->idx[ioq_idxtype_inuse].head = v6.inuse_head;
+	h->idx[ioq_idxtype_inuse].tail = v6.tail;
 	return NULL;
 }
 
@@ -174,8 +197,10 @@ static const char *load(struct dump *d, char *buf, size_t n)
 	}
 	d->head = h;
 	d->desc = h->ring;
-	if (!copy_guarded(d->desc, (const char *)map + sizeof(*h),
-			  h->count * sizeof(*d->desc)))
+	if (h->ver == IOQ_RING_VER_V6)
+		err = load_v6(d, map);
+	else if (!copy_guarded(d->desc, (const char *)map + sizeof(*h),
+			       h->count * sizeof(*d->desc)))
 		err = "file shrank while reading it";
 out:
 	munmap(map, maplen);
@@ -237,7 +262,7 @@ static void analyse(struct dump *d)
 		else
 			d->owned[x->sown]++;
 		d->valid_set += x->valid != 0;
-		if (!consistent || x->sown > 1)
+		if (!consistent || x->sown > 1 || d->head->ver != IOQ_RING_VER_V5)
 			continue;
 		/*
 		 * pos: this slot's position in the current lap, counted from

@@ -16,6 +16,12 @@
  * while the other side worked (an empty ring read as full, a full ring as
  * empty); that byte is now reserved and must be 0.
  *
+ * Wire ABI version 6 keeps the descriptor and the first 52 bytes of the
+ * header (magic, ver, signal, count at the v5 offsets) and moves the
+ * indexes: each counter on its own IOQ_RING_LINE, the descriptors from a
+ * line boundary, and no ownership bits (a descriptor belongs to whoever the
+ * counters say). See struct ioq_ring_head_v6 and docs/ring.md.
+ *
  * Usage protocol (every driver and the host follow it; see core/ioq.c):
  *   north posts with ioq_idxtype_both, south consumes on ioq_idxtype_valid
  *   (pop hands the descriptor back), north reaps on ioq_idxtype_inuse with
@@ -28,7 +34,18 @@
 #include <vbus/shm_signal.h>
 
 #define IOQ_RING_MAGIC 0x47fa2fe4
-#define IOQ_RING_VER   5
+#define IOQ_RING_VER_V5 5
+#define IOQ_RING_VER_V6 6
+/* what ioq_ring_format() lays out: the newest version */
+#define IOQ_RING_VER   IOQ_RING_VER_V6
+
+/*
+ * v6 puts each side's counter on a line of its own. 128 bytes, not 64:
+ * x86's adjacent-line prefetcher (and the 128-byte lines of some arm64 and
+ * POWER parts) would otherwise pull the peer's line along with ours and
+ * bring the false sharing back (docs/ring.md).
+ */
+#define IOQ_RING_LINE 128
 
 /* Largest ring we accept from a peer: bounds allocations and loops. */
 #define IOQ_RING_MAX_COUNT (1u << 16)
@@ -64,6 +81,32 @@ struct ioq_ring_head {
 	struct ioq_ring_desc ring[];	/* "count" elements */
 };
 
+/*
+ * Version 6. Line 0 is the v5 prefix (magic, ver, signal, count; the v5
+ * index area is reserved and 0) and is written only by the signal. Then one
+ * line per counter, each with one writer:
+ *   tail        north's pusher: both valid and inuse end here
+ *   valid_head  south's consumer: [valid_head, tail) is south's to read
+ *   inuse_head  north's reaper: [inuse_head, valid_head) are completions
+ * inuse_head <= valid_head <= tail (mod 2^32), tail - inuse_head <= count.
+ * sown and valid in the descriptors are not used (left as formatted, 0).
+ */
+struct ioq_ring_head_v6 {
+	__u32 magic;
+	__u32 ver;
+	struct shm_signal_desc signal;
+	__u8 reserved_v5idx[24];	/* v5's idx[2]: must be 0 */
+	__u32 count;
+	__u8 reserved0[IOQ_RING_LINE - 52];
+	__u32 tail;			/* line 1: north (pusher) */
+	__u8 reserved1[IOQ_RING_LINE - 4];
+	__u32 valid_head;		/* line 2: south (consumer) */
+	__u8 reserved2[IOQ_RING_LINE - 4];
+	__u32 inuse_head;		/* line 3: north (reaper) */
+	__u8 reserved3[IOQ_RING_LINE - 4];
+	struct ioq_ring_desc ring[];	/* "count" elements */
+};
+
 VBUS_STATIC_ASSERT(sizeof(struct ioq_ring_desc) == 32, "ioq_ring_desc");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct ioq_ring_desc, ptr) == 8, "desc.ptr");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct ioq_ring_desc, len) == 16, "desc.len");
@@ -83,8 +126,27 @@ VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct ioq_ring_head, ring) == 56,
 		   "head.ring");
 VBUS_STATIC_ASSERT(sizeof(struct ioq_ring_head) == 56, "ioq_ring_head");
 
-#define IOQ_HEAD_DESC_SIZE(count) \
-	(sizeof(struct ioq_ring_head) + sizeof(struct ioq_ring_desc) * (count))
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct ioq_ring_head_v6, signal) == 8,
+		   "v6.signal");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct ioq_ring_head_v6, count) == 48,
+		   "v6.count");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct ioq_ring_head_v6, tail) ==
+		   IOQ_RING_LINE, "v6.tail");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct ioq_ring_head_v6, valid_head) ==
+		   2 * IOQ_RING_LINE, "v6.valid_head");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct ioq_ring_head_v6, inuse_head) ==
+		   3 * IOQ_RING_LINE, "v6.inuse_head");
+VBUS_STATIC_ASSERT(sizeof(struct ioq_ring_head_v6) == 4 * IOQ_RING_LINE,
+		   "ioq_ring_head_v6");
+
+/* Bytes a ring of @count descriptors takes in version @ver (5 or 6). */
+#define IOQ_RING_SIZE(ver, count)					\
+	(((ver) == IOQ_RING_VER_V5 ? sizeof(struct ioq_ring_head) :	\
+				     sizeof(struct ioq_ring_head_v6)) +	\
+	 sizeof(struct ioq_ring_desc) * (count))
+
+/* What to allocate for a ring: room for either version. */
+#define IOQ_HEAD_DESC_SIZE(count) IOQ_RING_SIZE(IOQ_RING_VER_V6, count)
 
 /* --- end of wire ABI --- */
 
@@ -106,12 +168,22 @@ struct ioq;
 
 struct ioq_iterator {
 	struct ioq *ioq;
-	struct ioq_ring_idx *idx;
+	struct ioq_ring_idx *idx;	/* v5: the index walked */
 	__u32 pos;			/* free-running position */
 	struct ioq_ring_desc *desc;	/* &ring[pos & mask] */
 	unsigned int update:1;
 	unsigned int dualidx:1;
 	unsigned int flipowner:1;
+	unsigned int role:2;		/* v6: enum ioq_role */
+	unsigned int type:2;		/* the index walked (valid, inuse) */
+};
+
+/* The three roles of the usage protocol (and none: a query-only walk). */
+enum ioq_role {
+	ioq_role_none,
+	ioq_role_push,		/* north on ioq_idxtype_both */
+	ioq_role_consume,	/* south on ioq_idxtype_valid */
+	ioq_role_reap,		/* north on ioq_idxtype_inuse */
 };
 
 struct ioq_notifier {
@@ -134,6 +206,31 @@ struct ioq {
 	__u32 count;	/* local copy: never re-read from shared memory */
 	__u32 mask;
 	struct shm_signal_notifier shm_notifier;
+	__u32 ver;	/* ring version, fixed at ioq_init */
+	/*
+	 * v6: where the shared counters are, and each role's private state:
+	 * a shadow of the counter it writes (never re-read from shared
+	 * memory) and a cached copy of the one it waits on, reloaded only
+	 * when the cache says full/empty. Roles may run on different CPUs:
+	 * padding keeps their state off each other's cache line.
+	 */
+	__u32 *tailp, *vheadp, *iheadp;
+	char pad0[64];
+	struct {
+		__u32 tail;	/* shadow of tail */
+		__u32 head;	/* cached inuse_head: room ends at head+count */
+	} push;
+	char pad1[64];
+	struct {
+		__u32 head;	/* shadow of valid_head */
+		__u32 tail;	/* cached tail */
+	} consume;
+	char pad2[64];
+	struct {
+		__u32 head;	/* shadow of inuse_head */
+		__u32 done;	/* cached valid_head: completions end here */
+	} reap;
+	char pad3[64];
 };
 
 #define IOQ_ITER_AUTOUPDATE  (1 << 0)
@@ -149,28 +246,42 @@ static inline int ioq_count_valid(__u32 count)
  * Format a ring for use (north side, before the south side sees it):
  * magic, version, count, zeroed indexes, every descriptor north-owned, and
  * the embedded signal descriptor. @count must be a power of two, 1 ..
- * IOQ_RING_MAX_COUNT. Returns 0 or -EINVAL.
+ * IOQ_RING_MAX_COUNT; @head must hold IOQ_RING_SIZE(@ver, @count) bytes
+ * (IOQ_HEAD_DESC_SIZE(@count) holds either). ioq_ring_format() lays out
+ * IOQ_RING_VER (6); ioq_ring_format_ver() picks 5 or 6, for a south side
+ * that refused 6 with -EPROTO (docs/transport.md). Returns 0 or -EINVAL.
  */
 int ioq_ring_format(struct ioq_ring_head *head, __u32 count);
+int ioq_ring_format_ver(struct ioq_ring_head *head, __u32 count, __u32 ver);
 
 /*
  * Check a ring header that the peer formatted, in memory of @len bytes:
- * magic, version, a count the caller expects (@count, or any valid count
- * when 0), and that the whole ring fits. Reads each field once. On success
- * returns the ring's count (> 0); else -EINVAL / -EPROTO / -EMSGSIZE.
+ * magic, version (5 or 6), a count the caller expects (@count, or any
+ * valid count when 0), and that the whole ring of that version fits. Reads
+ * each field once. On success returns the ring's count (> 0) and, with
+ * ioq_ring_check_ver(), the version it checked in *@ver: pass that one to
+ * ioq_init_ver() (the peer may rewrite the header meanwhile). Else -EINVAL
+ * / -EPROTO / -EMSGSIZE.
  */
 long ioq_ring_check(const struct ioq_ring_head *head, __u64 len,
 		    __u32 count);
+long ioq_ring_check_ver(const struct ioq_ring_head *head, __u64 len,
+			__u32 count, __u32 *ver);
 
 /*
  * Bind a local context to a ring. @count is the caller's own idea of the
  * size (it is never re-read from shared memory). Takes over the caller's
- * reference on @signal (dropped by the last ioq_put()). Returns 0 or -EINVAL
- * for a count that is not a power of two.
+ * reference on @signal (dropped by the last ioq_put()). ioq_init() reads
+ * the version from the header: for the side that formatted the ring. The
+ * side that checked it passes the checked version to ioq_init_ver().
+ * Returns 0, -EINVAL for a count that is not a power of two, or -EPROTO.
  */
 int ioq_init(struct ioq *ioq, const struct ioq_ops *ops,
 	     enum ioq_locality locale, struct ioq_ring_head *head,
 	     struct shm_signal *signal, __u32 count);
+int ioq_init_ver(struct ioq *ioq, const struct ioq_ops *ops,
+		 enum ioq_locality locale, struct ioq_ring_head *head,
+		 struct shm_signal *signal, __u32 count, __u32 ver);
 
 static inline struct ioq *ioq_get(struct ioq *ioq)
 {
@@ -221,14 +332,17 @@ int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 /*
  * Push: -ENOSPC when the ring is full (checked first: "try later"), else
  * only at the tail and only when we own the descriptor (-EINVAL).
- * Publishes the descriptor to the peer (flips sown unless
+ * Publishes the descriptor to the peer (v5: flips sown unless
  * IOQ_ITER_NOFLIPOWNER), advances the tail, moves the iterator to the next
- * slot and signals the peer with IOQ_ITER_AUTOUPDATE.
+ * slot and signals the peer with IOQ_ITER_AUTOUPDATE. v6: only the pusher
+ * role (north on ioq_idxtype_both) pushes; others get -EINVAL.
  */
 int ioq_iter_push(struct ioq_iterator *iter, int flags);
 /*
  * Pop: -ENOENT when the index is empty (checked first), else only at the
- * head and only when we own it (-EINVAL).
+ * head and only when we own it (-EINVAL: v6's reaper also when the head
+ * was posted but not consumed yet). v6: only the consumer (south on valid)
+ * and the reaper (north on inuse) pop.
  */
 int ioq_iter_pop(struct ioq_iterator *iter, int flags);
 
@@ -237,9 +351,45 @@ int ioq_iter_pop(struct ioq_iterator *iter, int flags);
  * (head <= pos < tail) and owned by this side: "there is one here for me".
  * Consumers loop on it (south on valid, north reaping inuse). Use it, not a
  * plain read of desc->sown, before reading the descriptor body: it carries
- * the read barriers that pair with the writer's publication. A corrupted
- * index pair faults the channel and reads as false.
+ * the acquire that pairs with the writer's publication ([A1]/[A2], v5 also
+ * [A4]; docs/ring.md). A corrupted index pair faults the channel and reads
+ * as false. v6 reloads the counter it waits on only when its cached copy
+ * does not reach the iterator.
  */
 int ioq_iter_owned(struct ioq_iterator *iter);
+
+/*
+ * Bulk calls, one per role, each in two halves (DPDK's zero-copy shape):
+ * *_begin() claims up to @n descriptors from the role's end of the ring
+ * and returns how many (0: full / empty; < 0: -EIO, the channel faulted;
+ * -EINVAL: this side does not play that role) with the first position in
+ * *@pos; the caller fills or reads ioq_desc(ioq, *pos + i); *_end()
+ * publishes @n (at most what begin returned) with one index store, and
+ * signals the peer with IOQ_ITER_AUTOUPDATE in @flags.
+ *   post     north: fill descriptors at the tail, publish the tail
+ *   consume  south: read (and complete) descriptors, publish valid's head
+ *   reap     north: read completions, publish inuse's head
+ * Works on v5 and v6 rings. ioq_push_bulk() copies @n descriptors in,
+ * all or nothing (-ENOSPC); ioq_consume_burst() and ioq_reap_burst() copy
+ * out up to @n and return how many.
+ */
+static inline struct ioq_ring_desc *ioq_desc(struct ioq *ioq, __u32 pos)
+{
+	return &ioq->ring[pos & ioq->mask];
+}
+
+int ioq_post_begin(struct ioq *ioq, unsigned int n, __u32 *pos);
+int ioq_post_end(struct ioq *ioq, unsigned int n, int flags);
+int ioq_consume_begin(struct ioq *ioq, unsigned int n, __u32 *pos);
+int ioq_consume_end(struct ioq *ioq, unsigned int n, int flags);
+int ioq_reap_begin(struct ioq *ioq, unsigned int n, __u32 *pos);
+int ioq_reap_end(struct ioq *ioq, unsigned int n, int flags);
+
+int ioq_push_bulk(struct ioq *ioq, const struct ioq_ring_desc *descs,
+		  unsigned int n, int flags);
+int ioq_consume_burst(struct ioq *ioq, struct ioq_ring_desc *descs,
+		      unsigned int n, int flags);
+int ioq_reap_burst(struct ioq *ioq, struct ioq_ring_desc *descs,
+		   unsigned int n, int flags);
 
 #endif /* VBUS_IOQ_H */

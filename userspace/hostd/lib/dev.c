@@ -145,6 +145,7 @@ void *hostd_desc_buf(struct hostd_dev *dev, const struct ioq_ring_desc *desc,
 int hostd_shm_ioq(struct hostd_shm *shm, struct ioq *ioq,
 		  const struct ioq_ops *ops, __u32 count)
 {
+	__u32 ver = 0;
 	long n;
 
 	if (!shm->signal)
@@ -152,15 +153,16 @@ int hostd_shm_ioq(struct hostd_shm *shm, struct ioq *ioq,
 	/* descriptors hold 64-bit fields we access in place */
 	if ((uintptr_t)shm->ptr & 7)
 		return -EINVAL;
-	n = ioq_ring_check(shm->ptr, shm->len, count);
+	/* the version checked is the one used: the guest may rewrite it */
+	n = ioq_ring_check_ver(shm->ptr, shm->len, count, &ver);
 	if (n < 0)
 		return (int)n;
 	if (shm->sigoff != offsetof(struct ioq_ring_head, signal))
 		return -EINVAL;
 	/* ioq_init takes over this reference; ioq_put drops it */
 	shm_signal_get(shm->signal);
-	if (ioq_init(ioq, ops, ioq_locality_south, shm->ptr, shm->signal,
-		     (__u32)n)) {
+	if (ioq_init_ver(ioq, ops, ioq_locality_south, shm->ptr, shm->signal,
+			 (__u32)n, ver)) {
 		shm_signal_put(shm->signal);
 		return -EINVAL;
 	}

@@ -95,7 +95,7 @@ bool hostd_evq_live(const struct hostd_evq *q)
 /* The guest's ring, checked: its head, or NULL with -errno in *@ret. */
 static struct ioq_ring_head *evq_ring(struct hostd_evq *q,
 				      const struct vbus_pci_eventqreg *r,
-				      long *ret)
+				      long *ret, __u32 *ver)
 {
 	__u64 ringlen = IOQ_HEAD_DESC_SIZE((__u64)r->count);
 	struct ioq_ring_head *head;
@@ -108,7 +108,7 @@ static struct ioq_ring_head *evq_ring(struct hostd_evq *q,
 	head = hostd_mem_gpa(q->mem, r->ring, ringlen);
 	if (!head)
 		return NULL;
-	*ret = ioq_ring_check(head, ringlen, r->count);
+	*ret = ioq_ring_check_ver(head, ringlen, r->count, ver);
 	if (*ret < 0)
 		return NULL;
 	/*
@@ -126,10 +126,11 @@ static struct ioq_ring_head *evq_ring(struct hostd_evq *q,
 int hostd_evq_attach(struct hostd_evq *q, const struct vbus_pci_eventqreg *r)
 {
 	struct ioq_ring_head *head;
+	__u32 ver = 0;
 	long n;
 
 	hostd_evq_detach(q);
-	head = evq_ring(q, r, &n);
+	head = evq_ring(q, r, &n, &ver);
 	if (!head)
 		return (int)n;
 	if (!q->backlog) {
@@ -144,8 +145,8 @@ int hostd_evq_attach(struct hostd_evq *q, const struct vbus_pci_eventqreg *r)
 	vbus_defer_set_kick(&q->signal.deferred_notify, hostd_loop_defer_kick,
 			    q->loop);
 	/* ioq_init takes over the signal's initial reference */
-	if (ioq_init(&q->ioq, NULL, ioq_locality_south, head, &q->signal,
-		     (__u32)n))
+	if (ioq_init_ver(&q->ioq, NULL, ioq_locality_south, head, &q->signal,
+			 (__u32)n, ver))
 		return -EINVAL;
 	q->notifier.signal = evq_notify;
 	q->ioq.notifier = &q->notifier;
@@ -194,7 +195,7 @@ static int deliver_one(struct hostd_evq *q, const struct vbus_pci_event *ev)
 		return -EIO;
 	}
 	memcpy(dst, ev, sizeof(*ev));
-	/* pop publishes: event body -> wmb -> sown -> wmb -> valid.head */
+	/* the pop publishes the event body: [R2] (v5: then [R4]), docs/ring.md */
 	if (ioq_iter_pop(&it, 0) < 0) {
 		evq_fault(q, "pop failed");
 		return -EIO;

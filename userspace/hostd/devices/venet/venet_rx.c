@@ -19,8 +19,9 @@ enum rx_head { RX_BUF, RX_AGAIN, RX_STOP };
 
 /*
  * Is there a guest buffer at the head? Out of buffers we ask the guest
- * to tell us when it posts more, then look once more (enable's barrier
- * orders the two); still none: stop reading the tap until a signal.
+ * to tell us when it posts more, then look once more (enable's [B2]
+ * orders the two, pairing with [B1] in the guest's inject); still none:
+ * stop reading the tap until a signal.
  */
 static enum rx_head rx_head(struct venet *v, struct ioq_iterator *iter)
 {
@@ -119,7 +120,7 @@ static int rx_one(struct venet *v, struct ioq_iterator *iter, __u64 *bytes)
 	}
 	if (rx_finish(v, &rb, &vh, (__u32)n))
 		return 0;
-	/* len before the pop: publish() orders it before sown */
+	/* len before the pop: the pop's [R2] publishes it (docs/ring.md) */
 	VBUS_WRITE(iter->desc->len, (__u64)n);
 	if (ioq_iter_pop(iter, 0) < 0)
 		return -1;

@@ -171,8 +171,8 @@ void venet_tx_work(struct venet *v)
 		/*
 		 * Drained. Unmask, then look again: a post that landed after
 		 * our last look but before the unmask rang no doorbell.
-		 * shm_signal_enable()'s full barrier orders enabled=1 before
-		 * this re-read of the ring.
+		 * shm_signal_enable()'s [B2] orders enabled=1 before this
+		 * re-read of the ring (pairs with [B1] in the guest's inject).
 		 */
 		ioq_notify_enable(ioq, 0);
 		v->txq.notify_on = true;

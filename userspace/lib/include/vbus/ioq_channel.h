@@ -49,6 +49,9 @@ struct ioq_channel_fds {
  */
 int ioq_channel_create(struct ioq_channel **ch, __u32 count,
 		       const char *path);
+/* The same with ring version @ver (5 or 6; ioq_channel_create() lays out 6). */
+int ioq_channel_create_ver(struct ioq_channel **ch, __u32 count,
+			   const char *path, __u32 ver);
 
 /*
  * Attach to an existing channel as @locale, from fds (dup'ed: the caller
