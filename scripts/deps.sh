@@ -11,6 +11,7 @@ pkgs=(
 	linux-headers-amd64 sparse kmod		# make modules, modules-check
 	qemu-system-x86 busybox-static cpio xz-utils	# tests/qemu
 	iproute2 iperf3 ethtool iputils-ping	# guest network tests
+	fio e2fsprogs				# guest disk tests (vbus-blk)
 	python3 gnuplot-nox			# bench: report and plot
 	mandoc					# man pages: mandoc -T lint
 	systemd strace util-linux		# ops: systemd-analyze, strace, unshare/setpriv
