@@ -15,6 +15,7 @@ pkgs=(
 	python3 gnuplot-nox			# bench: report and plot
 	mandoc					# man pages: mandoc -T lint
 	systemd strace util-linux		# ops: systemd-analyze, strace, unshare/setpriv
+	liburing-dev				# vbus-blk: io_uring
 	dkms openssl				# ops: dkms add/build (openssl: its signing key)
 )
 
