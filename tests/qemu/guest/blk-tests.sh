@@ -50,6 +50,7 @@ exec 3<>"$CTL"
 host() {
 	local reply
 	echo "$*" >&3
+	# shellcheck disable=SC3045 # busybox ash has read -t
 	if ! read -r -t 300 reply <&3; then
 		echo "no reply from the host to '$*'"
 		return 1
