@@ -8,12 +8,14 @@
 # both strict=1: a malformed request from our driver faults the device).
 # Then boots the guest (guest/blk-tests.sh): sysfs, data both ways checked
 # against the backing files, fio verify=crc32c (seq 128k QD1/QD32, rand 4k
-# QD32, rand 4k-64k QD1: >= 1 GiB moved with the default sizes), discard
+# QD32, rand 4k-64k QD1: 1.4 GiB moved with the default sizes), discard
 # (the file gets sparse), write-zeroes, ext4 (mkfs, tree, fsck -n,
 # remount, checksums, fstrim), read-only, hot drop + re-add under fio,
-# unbind + bind under fio, load/unload cycles without slab growth, and
-# last the flush check: the host SIGKILLs vbus-hostd as soon as the guest
-# says its fsync returned, then checks the data is in the file.
+# unbind + bind under fio, load/unload cycles without slab growth, the
+# flush check (the host SIGKILLs vbus-hostd as soon as the guest says its
+# fsync returned, then checks the data is in the file) and last, with
+# vbus-hostd dead, the timeout handler (a request times out, the device
+# faults, the next request fails at once).
 #
 # The guest asks the host for things (checksums of file ranges, allocated
 # size, ctl drop/add, the kill) over a second serial port: a FIFO pair
@@ -28,7 +30,8 @@
 #
 #   --cycles N    load/unload cycles of vbus_blk for the slab check (20)
 #   --disk-mb N   size of the rw disk in MiB; each of the 4 fio jobs writes
-#                 and verifies all of it (default 128: 1 GiB of I/O)
+#                 and verifies all of it, the 2 sequential ones twice
+#                 (default 128: 1.4 GiB of I/O)
 #   --mem SIZE    guest RAM, QEMU syntax (default 1G)
 #   --timeout SEC kill the guest after SEC seconds (default 1200)
 #   --no-build    use the .ko files and vbus-hostd already built
@@ -258,7 +261,7 @@ else
 	h_pass hostd-no-device-fault
 fi
 
-tr -d '\r' <"$log" | grep -aoE 'blk-tests: (FIO|DISCARD|CYCLES) .*' |
+tr -d '\r' <"$log" | grep -aoE 'blk-tests: (FIO|DISCARD|CYCLES|TIMEOUT) .*' |
 	sed 's/^/    /' || printf '    (no figures)\n'
 printf 'guest: %s s (accel=%s, %s boot, RAM %s, kernel %s); total %s s; log %s\n' \
 	"$boot_secs" "$(vbus_qemu_accel)" "$VBUS_KBOOT" "$mem" "$VBUS_KVER" \

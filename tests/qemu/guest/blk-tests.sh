@@ -152,12 +152,12 @@ guest_to_host() {
 }
 
 # ---- fio -------------------------------------------------------------------
-# fio_verify NAME DEV RW BS QD: one job over VT_FIO_MB MiB with crc32c
-# verification of everything written; prints its bandwidth and IOPS.
+# fio_verify NAME DEV RW BS QD [LOOPS]: one job over VT_FIO_MB MiB with
+# crc32c verification of everything written (LOOPS times, default 1).
 fio_verify() {
 	local out=/tmp/fio-$1.out
 	if ! /usr/bin/fio --name="$1" --filename="/dev/$2" --rw="$3" --bs="$4" \
-		--iodepth="$5" --ioengine=libaio --direct=1 \
+		--iodepth="$5" --loops="${6:-1}" --ioengine=libaio --direct=1 \
 		--size="${VT_FIO_MB}M" --verify=crc32c --do_verify=1 \
 		--verify_fatal=1 --group_reporting >"$out" 2>&1; then
 		tail -n 20 "$out"
@@ -339,6 +339,35 @@ flush_kill() {
 	host killcheck rw 67108864 4194304 "$sum"
 }
 
+# ---- a host that never answers: the timeout handler faults the device --------
+# After flush_kill vbus-hostd is dead: a request waits io_timeout, is given
+# VBUS_BLK_TIMEOUT_RESETS more, then the device faults, the close
+# hypercall times out (5 s), and the request fails.
+timeout_fault() {
+	local dev=$1 t0 secs
+	echo 1000 >"/sys/block/$dev/queue/io_timeout" || return 1
+	t0=$(date +%s)
+	if dd if="/dev/$dev" of=/dev/null bs=4096 skip=100 count=1 iflag=direct 2>/dev/null; then
+		echo "a read from a dead host succeeded"
+		return 1
+	fi
+	secs=$(($(date +%s) - t0))
+	log "TIMEOUT a read from the dead host failed after $secs s"
+	dmesg | grep -q 'device fault (request timed out)' ||
+		{ echo "no 'device fault (request timed out)' in dmesg"; return 1; }
+	[ "$secs" -le 60 ] || { echo "took $secs s"; return 1; }
+}
+
+# faulted: the next request fails at once
+fails_fast() {
+	local t0=$(date +%s)
+	if dd if="/dev/$1" of=/dev/null bs=4096 skip=200 count=1 iflag=direct 2>/dev/null; then
+		echo "a read from the faulted disk succeeded"
+		return 1
+	fi
+	[ $(($(date +%s) - t0)) -le 2 ] || { echo "took $(($(date +%s) - t0)) s"; return 1; }
+}
+
 # ============================================================================
 log "$(grep -c ^processor /proc/cpuinfo) CPUs, kernel $(uname -r)"
 mkdir -p /etc && ln -sf /proc/mounts /etc/mtab
@@ -362,9 +391,10 @@ vt_check ro-data-matches-host same_as_host "$RO" ro 0 "$VT_RO_BYTES"
 vt_check guest-to-host guest_to_host "$RW" 4194304 4194304
 vt_check host-sees-same same_as_host "$RW" rw 0 16777216
 
-# fio: 4 jobs, each writes VT_FIO_MB MiB and reads it back verified
-vt_check fio-seq-128k-qd1 fio_verify seq1 "$RW" write 128k 1
-vt_check fio-seq-128k-qd32 fio_verify seq32 "$RW" write 128k 32
+# fio: 4 jobs, each writes VT_FIO_MB MiB (the sequential ones twice) and
+# reads it back verified: 1.4 GiB moved with the default 128 MiB
+vt_check fio-seq-128k-qd1 fio_verify seq1 "$RW" write 128k 1 2
+vt_check fio-seq-128k-qd32 fio_verify seq32 "$RW" write 128k 32 2
 vt_check fio-rand-4k-qd32 fio_verify rand32 "$RW" randwrite 4k 32
 vt_check fio-rand-4k-64k-qd1 fio_verify rand1 "$RW" randwrite 4k-64k 1
 for j in seq1 seq32 rand32 rand1; do
@@ -386,9 +416,10 @@ cycles
 
 RW=$(disk "$VT_RW_SERIAL") || RW=
 if [ -n "$RW" ]; then
-	vt_check flush-survives-hostd-kill flush_kill "$RW"
+	vt_check flush-survives-hostd-kill flush_kill "$RW" &&
+		vt_check timeout-faults-device timeout_fault "$RW" &&
+		vt_check faulted-fails-fast fails_fast "$RW"
 else
 	vt_fail flush-survives-hostd-kill "no rw disk"
 fi
-# vbus-hostd is gone: leave the disks alone from here on
 vt_done
