@@ -20,7 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <cmocka.h>
 
 #include <vbus/vbus_blk.h>
@@ -755,6 +760,82 @@ static void create_errors(void **state)
 #undef REFUSED
 }
 
+/*
+ * tmpfs has no FALLOC_FL_ZERO_RANGE: WRITE_ZEROES falls back to a punch
+ * (counted), and still reads back zeros.
+ */
+static void zeroes_on_tmpfs(void **state)
+{
+	struct fx *f = *state;
+	static const unsigned char zero[8192];
+	__u32 len = 8192;
+	__u64 r = buf_new(len, 0x55);
+
+	if (access("/dev/shm", W_OK)) {
+		fprintf(stderr, "[test] no writable /dev/shm: skipped\n");
+		return;
+	}
+	unlink(f->path);
+	snprintf(f->path, sizeof(f->path), "/dev/shm/vbus-blk-test-%d.img",
+		 (int)getpid());
+	make_file(f->path, DISK_SIZE, 0x11);
+	blk_up(f, NULL);
+	assert_int_equal(noseg(f, VBUS_BLK_OP_WRITE_ZEROES, 0, 64, 16),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(rw(f, VBUS_BLK_OP_READ, 0, 64, 1, &r, &len),
+			 VBUS_BLK_S_OK);
+	assert_memory_equal(fgd_ram(r), zero, len);
+	assert_int_equal(fgd_stat(f->dev, "zero_fallbacks"), 1);
+	/* the next one punches at once */
+	assert_int_equal(noseg(f, VBUS_BLK_OP_WRITE_ZEROES, 0, 128, 16),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(fgd_stat(f->dev, "zero_fallbacks"), 1);
+	assert_int_equal(fgd_stat(f->dev, "io_errors"), 0);
+}
+
+/*
+ * io_uring refused (a seccomp filter, as kernel.io_uring_disabled=2
+ * would): the device is refused with a message that says so. In a child,
+ * with a guest of its own: the filter stays there.
+ */
+static void no_io_uring(void **state)
+{
+	struct fx *f = *state;
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sock_filter filter[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+				 offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup,
+				 0, 1),
+			BPF_STMT(BPF_RET | BPF_K,
+				 SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = { 4, filter };
+		char params[600];
+		int err;
+
+		fgd_fini();
+		if (fgd_init() ||
+		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+			_exit(2);
+		snprintf(params, sizeof(params), "file=%s", f->path);
+		if (fgd_dev_create("vbus-blk", params, &err) || err != -EPERM)
+			_exit(3);
+		_exit(strstr(fgd_last_error(), "io_uring unavailable "
+			     "(io_uring_setup: Operation not permitted)") ? 0 : 4);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -782,6 +863,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(create_errors, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(zeroes_on_tmpfs, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(no_io_uring, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
