@@ -241,7 +241,7 @@ static void vblk_close(struct hostd_dev *dev)
 		vblk_queue_detach(&b->q[i]);
 	b->open = false;
 	b->negotiated = false;
-	b->nr_queues = 0;
+	b->nr_queues = b->depth = 0;
 }
 
 static int call_getconfig(struct vblk *b, void *buf)
@@ -352,7 +352,7 @@ static void vblk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(reads); S(writes); S(flushes); S(discards); S(write_zeroes);
 	S(get_ids); S(bytes_read); S(bytes_written); S(fua_writes);
 	S(buffered_ios); S(io_errors); S(bad_requests); S(unsupported);
-	S(notify_in); S(notify_out); S(zero_fallbacks); S(drain_timeouts);
+	S(batches); S(zero_fallbacks); S(drain_timeouts);
 #undef S
 	stats_latency(b, out);
 }

@@ -86,7 +86,7 @@ struct vblk_stats {
 	__u64 io_errors;	/* backend failures (S_IOERR) */
 	__u64 bad_requests;	/* S_BADREQ */
 	__u64 unsupported;	/* S_UNSUPP */
-	__u64 notify_in, notify_out;
+	__u64 batches;		/* hand-backs, one ioq_signal() each */
 	__u64 zero_fallbacks;	/* ZERO_RANGE refused: punched instead */
 	__u64 drain_timeouts;
 	__u64 lat[VBLK_LAT_BUCKETS];	/* completions by 2^n us */

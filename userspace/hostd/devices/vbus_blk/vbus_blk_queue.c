@@ -110,7 +110,7 @@ static void hand_back(struct vblk_queue *q)
 	if (n) {
 		hostd_dev_account(b->dev, n, 0);
 		ioq_signal(&q->ioq, 0);
-		b->st.notify_out++;
+		b->st.batches++;
 	}
 }
 
@@ -229,7 +229,7 @@ static void on_notify(struct ioq_notifier *n)
 	struct vblk_queue *q = hostd_container_of(n, struct vblk_queue,
 						  notifier);
 
-	q->b->st.notify_in++;
+	/* hostd counts the doorbell (notify_in) */
 	vblk_queue_run(q);
 }
 

@@ -19,9 +19,11 @@
 
 #define SECTOR 512u
 
+/* our copy: the header, then its segments (not one struct: req.seg[]
+ * is a flexible array) */
 struct req_copy {
-	struct vbus_blk_req h;
-	struct vbus_blk_seg seg[VBUS_BLK_MAX_SEGS];
+	struct vbus_blk_req *h;
+	struct vbus_blk_seg *seg;
 };
 
 static __u8 bad(const char **why, const char *what)
@@ -59,7 +61,7 @@ static __u8 parse_rw(struct vblk *b, const struct req_copy *r,
 	unsigned int i;
 
 	io->aligned = true;
-	for (i = 0; i < r->h.nr_segs; i++) {
+	for (i = 0; i < r->h->nr_segs; i++) {
 		__u64 addr = r->seg[i].addr;
 		__u32 len = r->seg[i].len;
 		void *p;
@@ -80,21 +82,21 @@ static __u8 parse_rw(struct vblk *b, const struct req_copy *r,
 	}
 	if (total > (__u64)b->max_sectors * SECTOR)
 		return bad(why, "request longer than max_sectors");
-	io->niov = r->h.nr_segs;
-	return check_range(b, r->h.sector, total, io, why);
+	io->niov = r->h->nr_segs;
+	return check_range(b, r->h->sector, total, io, why);
 }
 
 static __u8 parse_segs(struct vblk *b, __u64 req_gpa, __u64 desc_len,
 		       struct req_copy *r, const char **why)
 {
-	__u32 n = r->h.nr_segs;
+	__u32 n = r->h->nr_segs;
 	const void *p;
 
 	if (!n || n > b->max_segs)
 		return bad(why, "segment count out of range");
 	if (desc_len != VBUS_BLK_REQ_SIZE(n))
 		return bad(why, "descriptor length is not the request's size");
-	p = hostd_dev_gpa(b->dev, req_gpa + sizeof(r->h),
+	p = hostd_dev_gpa(b->dev, req_gpa + sizeof(*r->h),
 			  sizeof(r->seg[0]) * (__u64)n);
 	if (!p)
 		return bad(why, "segment list outside guest RAM");
@@ -107,15 +109,15 @@ static __u8 parse_noseg(struct vblk *b, __u64 desc_len,
 			const struct req_copy *r, struct vblk_io *io,
 			const char **why)
 {
-	if (r->h.nr_segs)
+	if (r->h->nr_segs)
 		return bad(why, "segments on an op that takes none");
 	if (desc_len != VBUS_BLK_REQ_SIZE(0))
 		return bad(why, "descriptor length is not the request's size");
 	if (io->op == VBUS_BLK_OP_FLUSH)
 		return VBUS_BLK_S_OK;
-	if (!r->h.nr_sectors || r->h.nr_sectors > VBLK_MAX_DISCARD)
+	if (!r->h->nr_sectors || r->h->nr_sectors > VBLK_MAX_DISCARD)
 		return bad(why, "nr_sectors out of range");
-	return check_range(b, r->h.sector, (__u64)r->h.nr_sectors * SECTOR,
+	return check_range(b, r->h->sector, (__u64)r->h->nr_sectors * SECTOR,
 			   io, why);
 }
 
@@ -132,7 +134,7 @@ static const __u32 op_feature[] = {
 static __u8 check_op(const struct vblk *b, const struct req_copy *r,
 		     const char **why)
 {
-	__u8 op = r->h.op;
+	__u8 op = r->h->op;
 	__u16 allowed = 0;
 
 	if (op >= sizeof(op_feature) / sizeof(op_feature[0]))
@@ -143,9 +145,9 @@ static __u8 check_op(const struct vblk *b, const struct req_copy *r,
 		allowed = VBUS_BLK_REQ_FUA;
 	else if (op == VBUS_BLK_OP_WRITE_ZEROES)
 		allowed = VBUS_BLK_REQ_UNMAP;
-	if (r->h.flags & ~allowed)
+	if (r->h->flags & ~allowed)
 		return bad(why, "flag not valid for the op");
-	if ((r->h.flags & VBUS_BLK_REQ_FUA) && !(b->features & VBUS_BLK_F_FUA))
+	if ((r->h->flags & VBUS_BLK_REQ_FUA) && !(b->features & VBUS_BLK_F_FUA))
 		return unsupp(why, "FUA not negotiated");
 	if (op == VBUS_BLK_OP_WRITE && b->ro) {
 		*why = "write to a read-only device";
@@ -157,19 +159,21 @@ static __u8 check_op(const struct vblk *b, const struct req_copy *r,
 __u8 vblk_req_parse(struct vblk *b, __u64 req_gpa, __u64 desc_len,
 		    struct vblk_io *io, struct iovec *iov, const char **why)
 {
-	struct req_copy r;
+	struct vbus_blk_seg seg[VBUS_BLK_MAX_SEGS];
+	struct vbus_blk_req hdr;
+	struct req_copy r = { &hdr, seg };
 	const void *h;
 	__u8 st;
 
 	*why = NULL;
 	memset(io, 0, sizeof(*io));
-	h = hostd_dev_gpa(b->dev, req_gpa, sizeof(r.h));
+	h = hostd_dev_gpa(b->dev, req_gpa, sizeof(hdr));
 	if (!h)
 		return bad(why, "request header outside guest RAM");
 	/* the one read of the header: everything below uses the copy */
-	memcpy(&r.h, h, sizeof(r.h));
-	io->op = r.h.op;
-	io->flags = r.h.flags;
+	memcpy(&hdr, h, sizeof(hdr));
+	io->op = hdr.op;
+	io->flags = hdr.flags;
 	st = check_op(b, &r, why);
 	if (st != VBUS_BLK_S_OK)
 		return st;
@@ -179,7 +183,7 @@ __u8 vblk_req_parse(struct vblk *b, __u64 req_gpa, __u64 desc_len,
 		st = parse_segs(b, req_gpa, desc_len, &r, why);
 		return st ? st : parse_rw(b, &r, io, iov, why);
 	case VBUS_BLK_OP_GET_ID:
-		if (r.h.nr_segs != 1)
+		if (hdr.nr_segs != 1)
 			return bad(why, "GET_ID takes one segment");
 		st = parse_segs(b, req_gpa, desc_len, &r, why);
 		if (st)
