@@ -19,6 +19,7 @@
 #
 #   bench/blk-vs-virtio.sh [--time SEC] [--rounds N] [--disk-mb N]
 #       [--jobs "LIST"] [--mem SIZE] [--timeout SEC] [--out DIR] [--no-build]
+#       [--demo]
 #
 #   --time SEC     seconds per fio run (default 5, plus 1 s ramp)
 #   --rounds N     rounds (default 3); figures are medians over rounds
@@ -28,7 +29,11 @@
 #   --timeout SEC  kill the guest after SEC seconds (default 1800)
 #   --out DIR      results directory (default $VBUS_BUILD/bench)
 #   --no-build     use the modules and vbus-hostd already built
-# Exit status: 0 when both disks were measured, 1 otherwise, 2 on usage.
+#                  ($VBUS_HOSTD overrides where vbus-hostd is found)
+#   --demo         afterwards, ext4 on the vbus disk: mkfs, mount, files,
+#                  ls, remount, checksums (printed; scripts/main.sh)
+# Exit status: 0 when both disks were measured and the guest's log is
+# clean (with --demo: the demo passed), 1 otherwise, 2 on usage.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -45,7 +50,7 @@ source "$qlib/results.sh"
 # shellcheck source=tests/qemu/lib/hostd.sh
 source "$qlib/hostd.sh"
 
-secs=5 rounds=3 disk_mb=256 mem=1G timeout=1800 out="" build=1
+secs=5 rounds=3 disk_mb=256 mem=1G timeout=1800 out="" build=1 demo=0
 jobs="randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd1 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8"
 while (($#)); do
 	case "$1" in
@@ -57,6 +62,7 @@ while (($#)); do
 	--timeout) timeout=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--no-build) build=0; shift ;;
+	--demo) demo=1; shift ;;
 	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
 	esac
@@ -140,9 +146,15 @@ VB_JOBS="$jobs"
 VB_ROUNDS=$rounds
 VB_SECS=$secs
 VB_SIZE_MB=$disk_mb
+VB_DEMO=$demo
 EOF
 vbus_initramfs_add_kmods "$s" virtio_pci virtio_blk "${kos[@]}" || { vbus_err "staging modules failed"; exit 1; }
 vbus_initramfs_add_binary "$s" "$(command -v fio)" || { vbus_err "staging fio failed"; exit 1; }
+if ((demo)); then
+	vbus_initramfs_add_kmods "$s" crc32c_generic ext4 &&
+		vbus_initramfs_add_binary "$s" "$(PATH=$PATH:/usr/sbin:/sbin command -v mkfs.ext4)" ||
+		{ vbus_err "staging ext4/mkfs.ext4 for --demo failed (e2fsprogs)"; exit 1; }
+fi
 vbus_make_initramfs "$run/bench.cpio.gz" "$s" >/dev/null
 
 # ---- the guest's begin/end marks --------------------------------------------------
@@ -221,5 +233,10 @@ date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 guest_log_ok=$guest_ok
 EOF
 python3 "$here/blk_report.py" "$raw" "$out" || { vbus_err "blk_report.py failed"; exit 1; }
+if ((demo)); then
+	printf '\nvbus disk demo (guest):\n'
+	tr -d '\r' <"$log" | grep -aoE '(demo: .*|VBUS-TEST (PASS|FAIL) demo-ext4.*)' | sed 's/^/    /'
+fi
 bench_log "total $(vbus_elapsed "$t_start") s; serial log $log"
-grep -q '^VBUS-BENCH vbus up' "$raw/status.txt" && grep -q '^VBUS-BENCH virtio up' "$raw/status.txt"
+grep -q '^VBUS-BENCH vbus up' "$raw/status.txt" && grep -q '^VBUS-BENCH virtio up' "$raw/status.txt" &&
+	((guest_ok))

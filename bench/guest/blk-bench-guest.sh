@@ -9,8 +9,11 @@
 #   VBUS-BENCH-JSON-BEGIN DISK JOB ROUND  and  VBUS-BENCH-JSON-END
 # lines. "VBUS-BENCH DISK up NAME | unavailable REASON" says what is there.
 #
+# With VB_DEMO=1, afterwards: ext4 on the vbus disk, mounted, a few files
+# written, listed, checksummed after a remount (scripts/main.sh shows it).
+#
 # Knobs (/test/config.sh): VB_DISKS ("vbus virtio"), VB_VBUS_SERIAL,
-# VB_VIRTIO_SERIAL, VB_JOBS, VB_ROUNDS, VB_SECS, VB_SIZE_MB.
+# VB_VIRTIO_SERIAL, VB_JOBS, VB_ROUNDS, VB_SECS, VB_SIZE_MB, VB_DEMO.
 
 # shellcheck source=tests/qemu/guest/lib.sh
 . /test/lib.sh
@@ -23,6 +26,7 @@
 : "${VB_ROUNDS:=1}"
 : "${VB_SECS:=5}"
 : "${VB_SIZE_MB:=256}"
+: "${VB_DEMO:=0}"
 
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
 exec 3<>/dev/ttyS1
@@ -104,4 +108,34 @@ while [ "$r" -le "$VB_ROUNDS" ]; do
 done
 echo "VBUS-BENCH DONE"
 vt_pass bench-ran
+
+demo() {
+	local d=$1 f
+	vt_kmod_load crc32c_generic && vt_kmod_load ext4 || return 1
+	echo "demo: /dev/$d: $(cat "/sys/block/$d/size") sectors, serial $(cat "/sys/block/$d/serial")," \
+		"$(ls -d "/sys/block/$d/mq/"* | wc -l) queue(s), write cache: $(cat "/sys/block/$d/queue/write_cache")"
+	/usr/sbin/mkfs.ext4 -q -F "/dev/$d" || return 1
+	mkdir -p /mnt/demo && mount -t ext4 "/dev/$d" /mnt/demo || return 1
+	mkdir -p /mnt/demo/docs
+	for f in 1 2 3 4 5; do
+		head -c $((f * 100000)) /dev/urandom >"/mnt/demo/docs/file$f"
+	done
+	uname -a >/mnt/demo/hello.txt
+	(cd /mnt/demo && find . -type f | sort | xargs md5sum) >/tmp/demo.md5
+	sync
+	ls -lR /mnt/demo | sed 's/^/demo: /'
+	df -h /mnt/demo | sed 's/^/demo: /'
+	umount /mnt/demo && mount -t ext4 "/dev/$d" /mnt/demo || return 1
+	(cd /mnt/demo && md5sum -c -s /tmp/demo.md5) || { echo "demo: checksums differ after remount"; return 1; }
+	echo "demo: checksums match after remount"
+	umount /mnt/demo
+}
+if [ "$VB_DEMO" = 1 ]; then
+	if [ -n "${dev_vbus:-}" ]; then
+		vt_check demo-ext4 demo "$dev_vbus"
+		sed 's/^/  /' /tmp/.vt_check.out
+	else
+		vt_fail demo-ext4 "no vbus disk"
+	fi
+fi
 vt_done

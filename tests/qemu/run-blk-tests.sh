@@ -30,7 +30,7 @@
 #
 #   --cycles N    load/unload cycles of vbus_blk for the slab check (20)
 #   --disk-mb N   size of the rw disk in MiB; each of the 4 fio jobs writes
-#                 and verifies all of it, the 2 sequential ones twice
+#                 and verifies all of it, sequential QD32 3 times
 #                 (default 128: 1.4 GiB of I/O)
 #   --mem SIZE    guest RAM, QEMU syntax (default 1G)
 #   --timeout SEC kill the guest after SEC seconds (default 1200)
