@@ -231,12 +231,21 @@ ro_write_fails() {
 
 # ---- hot drop / unbind under fio -------------------------------------------
 FIO_BG=
+# fio_bg_start DEV: fio in the background, returning once DEV has
+# requests in flight (/sys/block/DEV/inflight), so that what follows
+# removes the disk under I/O.
 fio_bg_start() {
+	local n=0 r w
 	/usr/bin/fio --name=bg --filename="/dev/$1" --rw=randrw --bs=4k --iodepth=32 \
 		--ioengine=libaio --direct=1 --time_based --runtime=120 \
 		--size=64M >/tmp/fio-bg.out 2>&1 &
 	FIO_BG=$!
-	sleep 3
+	while [ "$n" -lt 300 ]; do
+		read -r r w <"/sys/block/$1/inflight" 2>/dev/null && [ $((r + w)) -gt 0 ] && return 0
+		n=$((n + 1))
+		usleep 100000
+	done
+	log "no request of the background fio seen in flight on $1"
 }
 
 # fio_bg_ends: the background fio ends (with I/O errors) within 60 s.
@@ -252,8 +261,12 @@ fio_bg_ends() {
 		echo "fio still running 60 s after the disk went"
 		return 1
 	fi
-	wait "$FIO_BG"
-	log "fio after the removal: exit $? ($(grep -c -i 'error' /tmp/fio-bg.out) error lines)"
+	if wait "$FIO_BG"; then
+		tail -n 5 /tmp/fio-bg.out
+		echo "fio saw no error although its disk went away under it"
+		return 1
+	fi
+	log "fio after the removal: $(grep -m 1 -i 'error' /tmp/fio-bg.out)"
 }
 
 hot_drop() {
