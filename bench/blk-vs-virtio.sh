@@ -11,7 +11,7 @@
 # KiB sequential read/write at QD8 (libaio, direct=1, time based).
 # Around each fio run the guest tells the host (second serial port), which
 # reads the CPU time of QEMU and of vbus-hostd (utime+stime from
-# /proc/PID/stat) and, for vbus, `ctl stats` (notifications). Prints a
+# /proc/PID/stat) and, for vbus, `ctl stats` (notify_in/notify_out). Prints a
 # table vbus | virtio | vbus/virtio (IOPS, MB/s, p50/p99 completion
 # latency, host CPU per I/O split QEMU/vbus-hostd, notifications per I/O),
 # medians over the rounds with min..max; writes $OUT/blk-results.json and
@@ -165,10 +165,11 @@ ticks() {
 	st=${st##*) }
 	awk '{ print $12 + $13 }' <<<"$st"
 }
-# notifications so far (vbus-hostd's counters of device 1)
+# notifications so far, guest->host and host->guest (vbus-hostd's
+# counters of device 1)
 notifies() {
 	ctl stats g1 1 2>/dev/null | tr ' ' '\n' |
-		awk -F= '$1 == "notify_in" || $1 == "notify_out" { n += $2 } END { print n + 0 }'
+		awk -F= '$1 == "notify_in" { i = $2 } $1 == "notify_out" { o = $2 } END { print i + 0, o + 0 }'
 }
 responder() {
 	local line what disk job r qemu_pid

@@ -8,7 +8,7 @@ blk-results.json.
 
 RAWDIR holds meta.env, status.txt and DISK/rK/JOB.{json,begin,end} per
 round K: the fio JSON of the run, and the host's marks around it
-("qemu_ticks hostd_ticks notifications wall_s clk_tck"). Figures are the
+("qemu_ticks hostd_ticks notify_in notify_out wall_s clk_tck"). Figures are the
 median over rounds, with min..max. Host CPU per I/O covers the whole run
 (fio's 1 s ramp included) divided by fio's I/O count (ramp excluded), the
 same for both disks. Only the Python standard library. Never judges a
@@ -31,6 +31,8 @@ FIGURES = [
     ("cpu_qemu_us_per_io", "  QEMU", "us"),
     ("cpu_hostd_us_per_io", "  vbus-hostd", "us"),
     ("notify_per_io", "notifications per I/O", ""),
+    ("notify_in_per_io", "  guest->host", ""),
+    ("notify_out_per_io", "  host->guest", ""),
 ]
 
 
@@ -47,8 +49,9 @@ def marks(path):
     if not text:
         return None
     try:
-        q, h, n, t, clk = text.split()[:5]
-        return float(q), float(h), float(n), float(t), float(clk)
+        q, h, ni, no, t, clk = text.split()[:6]
+        return (float(q), float(h), float(ni), float(no), float(t),
+                float(clk))
     except ValueError:
         return None
 
@@ -76,14 +79,17 @@ def one_run(rdir, job, disk):
     }
     b = marks(os.path.join(rdir, job + ".begin"))
     e = marks(os.path.join(rdir, job + ".end"))
-    if b and e and e[4] > 0:
-        q = (e[0] - b[0]) / e[4] * 1e6 / ios
-        h = (e[1] - b[1]) / e[4] * 1e6 / ios
+    if b and e and e[5] > 0:
+        q = (e[0] - b[0]) / e[5] * 1e6 / ios
+        h = (e[1] - b[1]) / e[5] * 1e6 / ios
         fig["cpu_qemu_us_per_io"] = q
         fig["cpu_hostd_us_per_io"] = h
         fig["cpu_us_per_io"] = q + h
         if disk == "vbus":  # vbus-hostd counts only its own device's
-            fig["notify_per_io"] = (e[2] - b[2]) / ios
+            fig["notify_in_per_io"] = (e[2] - b[2]) / ios
+            fig["notify_out_per_io"] = (e[3] - b[3]) / ios
+            fig["notify_per_io"] = (fig["notify_in_per_io"] +
+                                    fig["notify_out_per_io"])
     return fig
 
 
