@@ -21,7 +21,7 @@
 #       [--jobs "LIST"] [--mem SIZE] [--timeout SEC] [--out DIR] [--no-build]
 #       [--demo]
 #
-#   --time SEC     seconds per fio run (default 5, plus 1 s ramp)
+#   --time SEC     seconds per fio run (default 5)
 #   --rounds N     rounds (default 3); figures are medians over rounds
 #   --disk-mb N    size of each backing file (default 256)
 #   --jobs LIST    fio jobs, RW-BS-qdN (default: the six above)

@@ -9,9 +9,10 @@ blk-results.json.
 RAWDIR holds meta.env, status.txt and DISK/rK/JOB.{json,begin,end} per
 round K: the fio JSON of the run, and the host's marks around it
 ("qemu_ticks hostd_ticks notify_in notify_out wall_s clk_tck"). Figures are the
-median over rounds, with min..max. Host CPU per I/O covers the whole run
-(fio's 1 s ramp included) divided by fio's I/O count (ramp excluded), the
-same for both disks. Only the Python standard library. Never judges a
+median over rounds, with min..max. Host CPU and notifications per I/O:
+the host's counters between the guest's begin and end marks (the fio
+process's start-up and exit included; no ramp, so fio's I/O count covers
+the whole run) over fio's I/O count, the same way for both disks. Only the Python standard library. Never judges a
 speed.
 """
 import json
