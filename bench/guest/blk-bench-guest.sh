@@ -93,7 +93,7 @@ while [ "$r" -le "$VB_ROUNDS" ]; do
 			# shellcheck disable=SC2046 # fio_args is a word list
 			/usr/bin/fio --name="$j" --filename="/dev/$dev" $(fio_args "$j") \
 				--ioengine=libaio --direct=1 --size="${VB_SIZE_MB}M" \
-				--time_based --runtime="$VB_SECS" --ramp_time=1 \
+				--time_based --runtime="$VB_SECS" \
 				--randrepeat=0 --norandommap --group_reporting \
 				--output-format=json --output=/tmp/fio.json >/tmp/fio.err 2>&1 ||
 				{ echo "bench: fio $d $j failed: $(tail -n 1 /tmp/fio.err)"; }
