@@ -88,6 +88,7 @@ struct vblk_stats {
 	__u64 unsupported;	/* S_UNSUPP */
 	__u64 batches;		/* hand-backs, one ioq_signal() each */
 	__u64 zero_fallbacks;	/* ZERO_RANGE refused: punched instead */
+	__u64 submit_retries;	/* io_uring_submit EAGAIN/EBUSY: kicked */
 	__u64 drain_timeouts;
 	__u64 lat[VBLK_LAT_BUCKETS];	/* completions by 2^n us */
 };
@@ -120,6 +121,7 @@ struct vblk {
 	unsigned int inflight;		/* all queues, this session */
 	unsigned int stale;		/* SQEs of a closed session (timeout) */
 	bool submit_pending;		/* SQEs queued, not yet submitted */
+	struct hostd_kick kick;		/* submit again: the kernel said EAGAIN */
 
 	/* session (open .. close) */
 	bool open;
@@ -164,6 +166,8 @@ void vblk_queue_detach(struct vblk_queue *q);
 void vblk_queue_run(struct vblk_queue *q);
 void vblk_queues_run(struct vblk *b);
 void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg);
+/* every CQE there is, and the hand-backs it allows */
+void vblk_reap_and_hand_back(struct vblk *b);
 /* close: wait (bounded) until io_uring holds nothing of this session */
 void vblk_queues_drain(struct vblk *b);
 

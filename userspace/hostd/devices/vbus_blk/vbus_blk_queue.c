@@ -213,6 +213,12 @@ void vblk_queue_run(struct vblk_queue *q)
 		q->next++;
 	}
 	vblk_backend_submit(b);
+	/*
+	 * What io_uring finished during the submit (a read from the page
+	 * cache completes inline) goes back now, not one loop turn later
+	 * through the eventfd.
+	 */
+	vblk_reap_and_hand_back(b);
 	hand_back(q);
 }
 
@@ -346,21 +352,25 @@ static void reap(struct vblk *b, bool *touched, bool closing)
 	}
 }
 
-void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+void vblk_reap_and_hand_back(struct vblk *b)
 {
 	bool touched[VBUS_BLK_MAX_QUEUES] = { false };
-	struct vblk *b = arg;
 	unsigned int i;
 
-	(void)dev;
-	(void)events;
-	/* empty it first: a CQE posted after this raises it again */
-	hostd_eventfd_drain(fd);
 	reap(b, touched, false);
 	vblk_backend_submit(b);	/* retries */
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
 		if (touched[i])
 			hand_back(&b->q[i]);
+}
+
+void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+{
+	(void)dev;
+	(void)events;
+	/* empty it first: a CQE posted after this raises it again */
+	hostd_eventfd_drain(fd);
+	vblk_reap_and_hand_back(arg);
 }
 
 void vblk_queues_drain(struct vblk *b)
@@ -374,6 +384,8 @@ void vblk_queues_drain(struct vblk *b)
 		struct __kernel_timespec ts = { .tv_nsec = 50 * 1000000 };
 		struct io_uring_cqe *cqe;
 
+		/* SQEs the kernel refused (EAGAIN) must go, or they stay ours */
+		vblk_backend_submit(b);
 		if (io_uring_wait_cqe_timeout(&b->ring, &cqe, &ts) == 0)
 			reap(b, NULL, true);
 	}
