@@ -25,7 +25,8 @@
 #include <sys/epoll.h>
 #include "vbus_blk_dev.h"
 
-__u32 vblk_features_offered(const struct vblk *b)
+/* The offered feature set (config.features). */
+static __u32 vblk_features_offered(const struct vblk *b)
 {
 	__u32 f = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA;
 

@@ -133,9 +133,6 @@ struct vblk {
 	struct vblk_stats st;
 };
 
-/* The offered feature set (config.features). */
-__u32 vblk_features_offered(const struct vblk *b);
-
 /* vbus_blk_backend.c */
 int vblk_backend_open(struct vblk *b);		/* hostd_dev_fail on error */
 void vblk_backend_close(struct vblk *b);
@@ -163,11 +160,7 @@ void vblk_req_get_id(struct vblk *b, const struct vblk_io *io,
 /* vbus_blk_queue.c */
 int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm);
 void vblk_queue_detach(struct vblk_queue *q);
-void vblk_queue_run(struct vblk_queue *q);
-void vblk_queues_run(struct vblk *b);
 void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg);
-/* every CQE there is, and the hand-backs it allows */
-void vblk_reap_and_hand_back(struct vblk *b);
 /* close: wait (bounded) until io_uring holds nothing of this session */
 void vblk_queues_drain(struct vblk *b);
 

@@ -116,6 +116,8 @@ static void hand_back(struct vblk_queue *q)
 
 /* ---- parse and submit -------------------------------------------------------- */
 
+static void reap_and_hand_back(struct vblk *b);
+
 static void slot_done(struct vblk_slot *s, __u8 status)
 {
 	s->status = status;
@@ -189,7 +191,7 @@ static bool start_one(struct vblk_queue *q, struct ioq_iterator *it)
 	return true;
 }
 
-void vblk_queue_run(struct vblk_queue *q)
+static void queue_run(struct vblk_queue *q)
 {
 	struct vblk *b = q->b;
 	struct ioq_iterator it;
@@ -218,16 +220,8 @@ void vblk_queue_run(struct vblk_queue *q)
 	 * cache completes inline) goes back now, not one loop turn later
 	 * through the eventfd.
 	 */
-	vblk_reap_and_hand_back(b);
+	reap_and_hand_back(b);
 	hand_back(q);
-}
-
-void vblk_queues_run(struct vblk *b)
-{
-	unsigned int i;
-
-	for (i = 0; i < b->nr_queues; i++)
-		vblk_queue_run(&b->q[i]);
 }
 
 static void on_notify(struct ioq_notifier *n)
@@ -236,7 +230,7 @@ static void on_notify(struct ioq_notifier *n)
 						  notifier);
 
 	/* hostd counts the doorbell (notify_in) */
-	vblk_queue_run(q);
+	queue_run(q);
 }
 
 /* ---- completions -------------------------------------------------------------- */
@@ -352,7 +346,7 @@ static void reap(struct vblk *b, bool *touched, bool closing)
 	}
 }
 
-void vblk_reap_and_hand_back(struct vblk *b)
+static void reap_and_hand_back(struct vblk *b)
 {
 	bool touched[VBUS_BLK_MAX_QUEUES] = { false };
 	unsigned int i;
@@ -370,7 +364,7 @@ void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 	(void)events;
 	/* empty it first: a CQE posted after this raises it again */
 	hostd_eventfd_drain(fd);
-	vblk_reap_and_hand_back(arg);
+	reap_and_hand_back(arg);
 }
 
 void vblk_queues_drain(struct vblk *b)
@@ -443,7 +437,7 @@ int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm)
 	shm->priv = q;
 	ioq_notify_enable(&q->ioq, 0);
 	/* anything posted before the registration */
-	vblk_queue_run(q);
+	queue_run(q);
 	return 0;
 }
 
