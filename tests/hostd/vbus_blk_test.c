@@ -676,6 +676,7 @@ static void close_inflight(void **state)
 	fgd_dev_close(f->dev);
 	assert_int_equal(fgd_stat(f->dev, "inflight"), 0);
 	assert_int_equal(fgd_stat(f->dev, "drain_timeouts"), 0);
+	assert_int_equal(fgd_stat(f->dev, "io_errors"), 0);	/* cancelled */
 	fgd_run_for(20);	/* late CQEs of the old session: dropped */
 	assert_int_equal(fgd_dev_open(f->dev, VBUS_BLK_VERSION), 0);
 	blk_negotiate(f, f->cfg.features, 1, 16);

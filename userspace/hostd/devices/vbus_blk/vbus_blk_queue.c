@@ -321,12 +321,15 @@ static struct vblk_queue *cqe_done(struct vblk *b, __u64 tag, int res,
 	if (!closing && res < 0 && zeroes_retry(b, qi, slot, s, res))
 		return NULL;
 	s->status = result_status(s, res);
-	if (s->status == VBUS_BLK_S_IOERR && res < 0)
-		hostd_dev_log(b->dev, "vbus-blk: op %u at %llu: %s", s->op,
-			      (unsigned long long)s->io.offset, strerror(-res));
 	s->state = VBLK_SLOT_DONE;
 	q->inflight--;
 	b->inflight--;
+	/* at close nobody hears the answer: cancelled is not an error */
+	if (closing)
+		return q;
+	if (s->status == VBUS_BLK_S_IOERR && res < 0)
+		hostd_dev_log(b->dev, "vbus-blk: op %u at %llu: %s", s->op,
+			      (unsigned long long)s->io.offset, strerror(-res));
 	count_done(b, s);
 	return q;
 }
