@@ -6,11 +6,11 @@
  *   vbus_blk_dev.c      the ops (create .. stats), params, GETCONFIG and
  *                       NEGOTIATE, attaching the queue rings
  *   vbus_blk_queue.c    a queue: parse descriptors, submit, hand back in
- *                       order; io_uring's completions
+ *                       order; io_uring's completions; the drain at close
  *   vbus_blk_req.c      one request: read it once from guest memory,
  *                       check it, build its iovecs (no io_uring in it)
  *   vbus_blk_backend.c  the backing file and the io_uring: open, probe
- *                       O_DIRECT, submit an op, drain at close
+ *                       O_DIRECT, queue an op, submit, cancel
  *
  * Everything runs on the guest's loop thread (device.h): io_uring's
  * completions arrive through an eventfd registered with hostd_fd_add, so
