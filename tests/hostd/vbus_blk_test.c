@@ -36,6 +36,7 @@
 #define SEC		512u
 
 struct fx {
+	char loop[64];		/* a loop device the test attached, or "" */
 	char path[512];
 	char path2[512];
 	struct hostd_dev *dev;
@@ -111,6 +112,13 @@ static int teardown(void **state)
 	if (f->dev)
 		fgd_dev_destroy(f->dev);
 	fgd_fini();
+	if (f->loop[0]) {
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "losetup -d %s", f->loop);
+		if (system(cmd))
+			fprintf(stderr, "[test] %s failed\n", cmd);
+	}
 	unlink(f->path);
 	unlink(f->path2);
 	free(f);
@@ -676,6 +684,7 @@ static void close_inflight(void **state)
 	fgd_dev_close(f->dev);
 	assert_int_equal(fgd_stat(f->dev, "inflight"), 0);
 	assert_int_equal(fgd_stat(f->dev, "drain_timeouts"), 0);
+	assert_int_equal(fgd_stat(f->dev, "io_errors"), 0);	/* cancelled */
 	fgd_run_for(20);	/* late CQEs of the old session: dropped */
 	assert_int_equal(fgd_dev_open(f->dev, VBUS_BLK_VERSION), 0);
 	blk_negotiate(f, f->cfg.features, 1, 16);
@@ -836,6 +845,78 @@ static void no_io_uring(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* A loop device over @f->path2 in @f->loop; false when none can be made */
+static bool loop_attach(struct fx *f)
+{
+	char cmd[640];
+	FILE *p;
+
+	if (geteuid() != 0)
+		return false;
+	snprintf(cmd, sizeof(cmd), "losetup -f --show %s 2>/dev/null",
+		 f->path2);
+	p = popen(cmd, "r");
+	if (!p)
+		return false;
+	if (!fgets(f->loop, sizeof(f->loop), p))
+		f->loop[0] = '\0';
+	pclose(p);
+	f->loop[strcspn(f->loop, "\n")] = '\0';
+	return f->loop[0] == '/';
+}
+
+/* A block device as the backing store: its size, I/O, discard, zeroes */
+static void block_device(void **state)
+{
+	struct fx *f = *state;
+	static const unsigned char zero[4096];
+	unsigned char dev[4096];
+	__u32 len = 4096;
+	__u64 w = buf_new(len, 0x6b), r = buf_new(len, 0);
+
+	make_file(f->path2, 4u << 20, 0x22);
+	if (!loop_attach(f)) {
+		fprintf(stderr, "[test] no loop device (not root, or no "
+			"losetup): block device backend not tested\n");
+		return;
+	}
+	unlink(f->path);
+	snprintf(f->path, sizeof(f->path), "%s", f->loop);
+	blk_up(f, NULL);
+	assert_int_equal(f->cfg.capacity, (4u << 20) / SEC);
+	assert_int_equal(f->cfg.logical_block_size % 512, 0);
+	assert_int_equal(rw(f, VBUS_BLK_OP_WRITE, VBUS_BLK_REQ_FUA, 16, 1, &w,
+			    &len), VBUS_BLK_S_OK);
+	assert_int_equal(noseg(f, VBUS_BLK_OP_FLUSH, 0, 0, 0), VBUS_BLK_S_OK);
+	file_read(f->loop, 16 * SEC, dev, sizeof(dev));
+	assert_memory_equal(dev, fgd_ram(w), len);
+	assert_int_equal(rw(f, VBUS_BLK_OP_READ, 0, 16, 1, &r, &len),
+			 VBUS_BLK_S_OK);
+	assert_memory_equal(fgd_ram(r), fgd_ram(w), len);
+	/* zeroes (the kernel's zero-out on a block device) read back zero */
+	assert_int_equal(noseg(f, VBUS_BLK_OP_WRITE_ZEROES, 0, 16, 8),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(rw(f, VBUS_BLK_OP_READ, 0, 16, 1, &r, &len),
+			 VBUS_BLK_S_OK);
+	assert_memory_equal(fgd_ram(r), zero, len);
+	/* discard: loop passes it on as a punch in its file */
+	assert_int_equal(noseg(f, VBUS_BLK_OP_DISCARD, 0, 2048, 2048),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(fgd_stat(f->dev, "io_errors"), 0);
+	/* a block device is claimed like a file */
+	{
+		char params[600];
+		int err;
+
+		snprintf(params, sizeof(params), "file=%s", f->loop);
+		assert_null(fgd_dev_create("vbus-blk", params, &err));
+		assert_non_null(strstr(fgd_last_error(), "already used"));
+	}
+	fgd_dev_destroy(f->dev);
+	f->dev = NULL;
+	f->path[0] = '\0';
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -866,6 +947,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(zeroes_on_tmpfs, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(no_io_uring, setup, teardown),
+		cmocka_unit_test_setup_teardown(block_device, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

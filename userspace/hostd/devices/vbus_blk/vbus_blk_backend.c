@@ -296,14 +296,18 @@ void vblk_backend_submit(struct vblk *b)
 	if (!b->submit_pending)
 		return;
 	ret = io_uring_submit(&b->ring);
-	/*
-	 * -EAGAIN/-EBUSY: the kernel is short of memory or the CQ is full;
-	 * the SQEs stay queued and go with the next submit (the next
-	 * completion or doorbell).
-	 */
-	if (ret >= 0 || (ret != -EAGAIN && ret != -EBUSY && ret != -EINTR))
-		b->submit_pending = false;
-	if (ret < 0 && ret != -EAGAIN && ret != -EBUSY && ret != -EINTR)
+	if (ret == -EAGAIN || ret == -EBUSY || ret == -EINTR) {
+		/*
+		 * The kernel is short of memory or its CQ overflowed: the
+		 * SQEs stay queued; try again after the loop's other fds
+		 * (completions among them), not in a loop here.
+		 */
+		b->st.submit_retries++;
+		hostd_kick(&b->kick);
+		return;
+	}
+	b->submit_pending = false;
+	if (ret < 0)
 		hostd_dev_log(b->dev, "vbus-blk: io_uring_submit: %s",
 			      strerror(-ret));
 }

@@ -25,7 +25,8 @@
 #include <sys/epoll.h>
 #include "vbus_blk_dev.h"
 
-__u32 vblk_features_offered(const struct vblk *b)
+/* The offered feature set (config.features). */
+static __u32 vblk_features_offered(const struct vblk *b)
 {
 	__u32 f = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA;
 
@@ -174,10 +175,18 @@ static int vblk_params(struct vblk *b, const struct hostd_params *p)
 
 /* ---- ops ----------------------------------------------------------------- */
 
+static void on_kick(struct hostd_dev *dev, void *arg)
+{
+	(void)dev;
+	vblk_backend_submit(arg);
+}
+
 static void vblk_free(struct vblk *b)
 {
 	if (b->efd_watched)
 		hostd_fd_del(b->dev, b->efd);
+	if (b->kick.dev)
+		hostd_kick_fini(&b->kick);
 	vblk_backend_close(b);
 	free(b);
 }
@@ -194,6 +203,8 @@ static int vblk_create(struct hostd_dev *dev, const struct hostd_params *p)
 	ret = vblk_params(b, p);
 	if (!ret)
 		ret = vblk_backend_open(b);
+	if (!ret)
+		ret = hostd_kick_init(dev, &b->kick, on_kick, b);
 	if (!ret)
 		ret = hostd_fd_add(dev, b->efd, EPOLLIN, vblk_completions, b);
 	if (ret < 0) {
@@ -237,6 +248,7 @@ static void vblk_close(struct hostd_dev *dev)
 	 * touched here (no status, no pop).
 	 */
 	vblk_queues_drain(b);
+	hostd_kick_cancel(&b->kick);
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
 		vblk_queue_detach(&b->q[i]);
 	b->open = false;
@@ -352,7 +364,7 @@ static void vblk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(reads); S(writes); S(flushes); S(discards); S(write_zeroes);
 	S(get_ids); S(bytes_read); S(bytes_written); S(fua_writes);
 	S(buffered_ios); S(io_errors); S(bad_requests); S(unsupported);
-	S(batches); S(zero_fallbacks); S(drain_timeouts);
+	S(batches); S(zero_fallbacks); S(submit_retries); S(drain_timeouts);
 #undef S
 	stats_latency(b, out);
 }

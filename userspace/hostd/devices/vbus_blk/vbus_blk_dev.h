@@ -6,11 +6,11 @@
  *   vbus_blk_dev.c      the ops (create .. stats), params, GETCONFIG and
  *                       NEGOTIATE, attaching the queue rings
  *   vbus_blk_queue.c    a queue: parse descriptors, submit, hand back in
- *                       order; io_uring's completions
+ *                       order; io_uring's completions; the drain at close
  *   vbus_blk_req.c      one request: read it once from guest memory,
  *                       check it, build its iovecs (no io_uring in it)
  *   vbus_blk_backend.c  the backing file and the io_uring: open, probe
- *                       O_DIRECT, submit an op, drain at close
+ *                       O_DIRECT, queue an op, submit, cancel
  *
  * Everything runs on the guest's loop thread (device.h): io_uring's
  * completions arrive through an eventfd registered with hostd_fd_add, so
@@ -88,6 +88,7 @@ struct vblk_stats {
 	__u64 unsupported;	/* S_UNSUPP */
 	__u64 batches;		/* hand-backs, one ioq_signal() each */
 	__u64 zero_fallbacks;	/* ZERO_RANGE refused: punched instead */
+	__u64 submit_retries;	/* io_uring_submit EAGAIN/EBUSY: kicked */
 	__u64 drain_timeouts;
 	__u64 lat[VBLK_LAT_BUCKETS];	/* completions by 2^n us */
 };
@@ -120,6 +121,7 @@ struct vblk {
 	unsigned int inflight;		/* all queues, this session */
 	unsigned int stale;		/* SQEs of a closed session (timeout) */
 	bool submit_pending;		/* SQEs queued, not yet submitted */
+	struct hostd_kick kick;		/* submit again: the kernel said EAGAIN */
 
 	/* session (open .. close) */
 	bool open;
@@ -130,9 +132,6 @@ struct vblk {
 
 	struct vblk_stats st;
 };
-
-/* The offered feature set (config.features). */
-__u32 vblk_features_offered(const struct vblk *b);
 
 /* vbus_blk_backend.c */
 int vblk_backend_open(struct vblk *b);		/* hostd_dev_fail on error */
@@ -161,8 +160,6 @@ void vblk_req_get_id(struct vblk *b, const struct vblk_io *io,
 /* vbus_blk_queue.c */
 int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm);
 void vblk_queue_detach(struct vblk_queue *q);
-void vblk_queue_run(struct vblk_queue *q);
-void vblk_queues_run(struct vblk *b);
 void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg);
 /* close: wait (bounded) until io_uring holds nothing of this session */
 void vblk_queues_drain(struct vblk *b);

@@ -116,6 +116,8 @@ static void hand_back(struct vblk_queue *q)
 
 /* ---- parse and submit -------------------------------------------------------- */
 
+static void reap_and_hand_back(struct vblk *b);
+
 static void slot_done(struct vblk_slot *s, __u8 status)
 {
 	s->status = status;
@@ -179,7 +181,7 @@ static bool start_one(struct vblk_queue *q, struct ioq_iterator *it)
 	}
 	s->t0_ns = now_ns();
 	if (vblk_backend_queue(b, q->idx, slot, s) < 0) {
-		count_status(b, VBUS_BLK_S_IOERR, NULL);
+		b->st.io_errors++;
 		slot_done(s, VBUS_BLK_S_IOERR);
 		return true;
 	}
@@ -189,7 +191,7 @@ static bool start_one(struct vblk_queue *q, struct ioq_iterator *it)
 	return true;
 }
 
-void vblk_queue_run(struct vblk_queue *q)
+static void queue_run(struct vblk_queue *q)
 {
 	struct vblk *b = q->b;
 	struct ioq_iterator it;
@@ -213,15 +215,13 @@ void vblk_queue_run(struct vblk_queue *q)
 		q->next++;
 	}
 	vblk_backend_submit(b);
+	/*
+	 * What io_uring finished during the submit (a read from the page
+	 * cache completes inline) goes back now, not one loop turn later
+	 * through the eventfd.
+	 */
+	reap_and_hand_back(b);
 	hand_back(q);
-}
-
-void vblk_queues_run(struct vblk *b)
-{
-	unsigned int i;
-
-	for (i = 0; i < b->nr_queues; i++)
-		vblk_queue_run(&b->q[i]);
 }
 
 static void on_notify(struct ioq_notifier *n)
@@ -230,7 +230,7 @@ static void on_notify(struct ioq_notifier *n)
 						  notifier);
 
 	/* hostd counts the doorbell (notify_in) */
-	vblk_queue_run(q);
+	queue_run(q);
 }
 
 /* ---- completions -------------------------------------------------------------- */
@@ -279,7 +279,7 @@ static __u8 result_status(const struct vblk_slot *s, int res)
 static void count_done(struct vblk *b, const struct vblk_slot *s)
 {
 	if (s->status != VBUS_BLK_S_OK) {
-		count_status(b, s->status, NULL);
+		b->st.io_errors++;	/* the backend's: the only kind here */
 		return;
 	}
 	if (s->op == VBUS_BLK_OP_READ)
@@ -321,12 +321,15 @@ static struct vblk_queue *cqe_done(struct vblk *b, __u64 tag, int res,
 	if (!closing && res < 0 && zeroes_retry(b, qi, slot, s, res))
 		return NULL;
 	s->status = result_status(s, res);
-	if (s->status == VBUS_BLK_S_IOERR && res < 0)
-		hostd_dev_log(b->dev, "vbus-blk: op %u at %llu: %s", s->op,
-			      (unsigned long long)s->io.offset, strerror(-res));
 	s->state = VBLK_SLOT_DONE;
 	q->inflight--;
 	b->inflight--;
+	/* at close nobody hears the answer: cancelled is not an error */
+	if (closing)
+		return q;
+	if (s->status == VBUS_BLK_S_IOERR && res < 0)
+		hostd_dev_log(b->dev, "vbus-blk: op %u at %llu: %s", s->op,
+			      (unsigned long long)s->io.offset, strerror(-res));
 	count_done(b, s);
 	return q;
 }
@@ -346,21 +349,25 @@ static void reap(struct vblk *b, bool *touched, bool closing)
 	}
 }
 
-void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+static void reap_and_hand_back(struct vblk *b)
 {
 	bool touched[VBUS_BLK_MAX_QUEUES] = { false };
-	struct vblk *b = arg;
 	unsigned int i;
 
-	(void)dev;
-	(void)events;
-	/* empty it first: a CQE posted after this raises it again */
-	hostd_eventfd_drain(fd);
 	reap(b, touched, false);
 	vblk_backend_submit(b);	/* retries */
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
 		if (touched[i])
 			hand_back(&b->q[i]);
+}
+
+void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+{
+	(void)dev;
+	(void)events;
+	/* empty it first: a CQE posted after this raises it again */
+	hostd_eventfd_drain(fd);
+	reap_and_hand_back(arg);
 }
 
 void vblk_queues_drain(struct vblk *b)
@@ -374,6 +381,8 @@ void vblk_queues_drain(struct vblk *b)
 		struct __kernel_timespec ts = { .tv_nsec = 50 * 1000000 };
 		struct io_uring_cqe *cqe;
 
+		/* SQEs the kernel refused (EAGAIN) must go, or they stay ours */
+		vblk_backend_submit(b);
 		if (io_uring_wait_cqe_timeout(&b->ring, &cqe, &ts) == 0)
 			reap(b, NULL, true);
 	}
@@ -431,7 +440,7 @@ int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm)
 	shm->priv = q;
 	ioq_notify_enable(&q->ioq, 0);
 	/* anything posted before the registration */
-	vblk_queue_run(q);
+	queue_run(q);
 	return 0;
 }
 
