@@ -9,9 +9,11 @@
 # random, QD1 and QD32, direct I/O); ext4 (mkfs, files, fsck -n, remount,
 # checksums); discard makes the backing file sparse; the read-only disk
 # rejects writes and keeps its data; hot drop under fio and re-add; driver
-# unbind under fio; load/unload cycles without slab growth; last, flush:
-# data fsynced in the guest is in the backing file after the host kills
-# vbus-hostd (SIGKILL) right after the fsync returned.
+# unbind under fio; load/unload cycles (every 4th with a hot drop + add of
+# the rw disk) without slab growth; flush: data fsynced in the guest is in
+# the backing file after the host kills vbus-hostd (SIGKILL) right after
+# the fsync returned; last, with the host dead, a request times out, the
+# device faults and fails what comes next at once.
 #
 # Host requests go over a second serial port (/dev/ttyS1, a FIFO pair on
 # the host, no kernel messages on it): one line "<cmd> <args>", one reply
@@ -302,6 +304,8 @@ unbind_under_io() {
 }
 
 # ---- load/unload cycles ----------------------------------------------------
+# cycle [drop]: load, I/O on both disks, unload; with "drop", the host also
+# drops the rw disk and adds it back in between (the DEVDROP remove path).
 cycle() {
 	local d
 	vt_kmod_load vbus_blk || return 1
@@ -309,19 +313,25 @@ cycle() {
 	disk "$VT_RO_SERIAL" >/dev/null || { rmmod vbus_blk; return 1; }
 	sha_dev "$d" 0 1048576 >/dev/null || { rmmod vbus_blk; return 1; }
 	write_pattern "$d" 2097152 1048576 >/dev/null || { rmmod vbus_blk; return 1; }
+	if [ "${1:-}" = drop ]; then
+		host drop rw >/dev/null && gone "$d" >/dev/null &&
+			host add rw >/dev/null && d=$(disk "$VT_RW_SERIAL") &&
+			sha_dev "$d" 0 1048576 >/dev/null || { rmmod vbus_blk; return 1; }
+	fi
 	rmmod vbus_blk
 }
 
 cycles() {
 	local i=0 bad=0
 	rmmod vbus_blk || { vt_fail cycles-rmmod "rmmod vbus_blk failed"; return; }
-	if ! cycle; then
-		vt_fail cycles-warmup "first load/I/O/unload round failed"
+	if ! cycle drop; then
+		vt_fail cycles-warmup "first load/I/O/drop/add/unload round failed"
 		return
 	fi
 	vt_slab_snapshot /tmp/slab0
+	# every 4th cycle with a hot drop + add of the rw disk
 	while [ "$i" -lt "$VT_CYCLES" ]; do
-		cycle || { bad=1; break; }
+		if [ $((i % 4)) = 0 ]; then cycle drop; else cycle; fi || { bad=1; break; }
 		i=$((i + 1))
 	done
 	if [ "$bad" = 0 ]; then
