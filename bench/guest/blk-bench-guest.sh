@@ -88,6 +88,7 @@ while [ "$r" -le "$VB_ROUNDS" ]; do
 	[ $((r % 2)) = 0 ] && order=$(echo "$devs" | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }')
 	for j in $VB_JOBS; do
 		for d in $order; do
+			dev=
 			eval "dev=\$dev_$d"
 			host begin "$d" "$j" "$r" || echo "bench: host did not answer begin"
 			# shellcheck disable=SC2046 # fio_args is a word list

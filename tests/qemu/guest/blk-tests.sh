@@ -383,7 +383,8 @@ timeout_fault() {
 
 # faulted: the next request fails at once
 fails_fast() {
-	local t0=$(date +%s)
+	local t0
+	t0=$(date +%s)
 	if dd if="/dev/$1" of=/dev/null bs=4096 skip=200 count=1 iflag=direct 2>/dev/null; then
 		echo "a read from the faulted disk succeeded"
 		return 1
