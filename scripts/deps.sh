@@ -11,10 +11,12 @@ pkgs=(
 	linux-headers-amd64 sparse kmod		# make modules, modules-check
 	qemu-system-x86 busybox-static cpio xz-utils	# tests/qemu
 	iproute2 iperf3 ethtool iputils-ping	# guest network tests
+	fio e2fsprogs				# guest disk tests (vbus-blk)
 	python3 gnuplot-nox			# bench: report and plot
 	libdpdk-dev				# ioq-bench --poll: the rte_ring baseline
 	mandoc					# man pages: mandoc -T lint
 	systemd strace util-linux		# ops: systemd-analyze, strace, unshare/setpriv
+	liburing-dev				# vbus-blk: io_uring
 	dkms openssl				# ops: dkms add/build (openssl: its signing key)
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients	# ops: libvirt (virsh, session libvirtd)
 )

@@ -12,14 +12,20 @@
 #                both ways for a few seconds; prints throughput, latency,
 #                QEMU/vbus-hostd CPU per GB and vbus-hostd's device counters
 #                (`vbus-hostd ctl ... stats`)
-#   5. --bench   bench/venet-vs-virtio.sh: venet against virtio-net in the
-#                same guest, table + build/bench/results.{json,png}
-# Without --bench it takes about 1-3 minutes once the packages are there.
+#   5. vbus-blk  boots one guest with a vbus-blk disk (vbus-hostd, io_uring
+#                on a backing file) next to a virtio-blk disk: short fio
+#                runs on both (IOPS, MB/s, latency, host CPU per I/O), then
+#                ext4 on the vbus disk: mkfs, mount, files, remount,
+#                checksums (bench/blk-vs-virtio.sh --demo)
+#   6. --bench   bench/venet-vs-virtio.sh: venet against virtio-net in the
+#                same guest, table + build/bench/results.{json,png}; then
+#                bench/blk-vs-virtio.sh: build/bench/blk-results.json
+# Without --bench it takes about 3-6 minutes once the packages are there.
 #
 #   scripts/main.sh [--bench] [--no-deps] [-- BENCH-ARGS...]
 #
-#   --bench      also run the full benchmark (BENCH-ARGS go to it; default
-#                --rounds 3)
+#   --bench      also run the full benchmarks (BENCH-ARGS go to the venet
+#                one; default --rounds 3)
 #   --no-deps    do not run scripts/deps.sh
 # Exit status: non-zero when a step failed (venet that does not carry
 # traffic, or a kernel problem in the guest's log, is a failure).
@@ -67,7 +73,7 @@ else
 	done_step deps skip "$(elapsed "$t0")"
 fi
 missing=()
-for t in cmake make gcc qemu-system-x86_64 busybox cpio ip iperf3 python3; do
+for t in cmake make gcc qemu-system-x86_64 busybox cpio ip iperf3 python3 fio; do
 	command -v "$t" >/dev/null || missing+=("$t")
 done
 ((${#missing[@]} == 0)) || fail deps "$(elapsed "$t0")" "missing tools: ${missing[*]}"
@@ -111,14 +117,30 @@ VBUS_HOSTD="$hostd" bash "$top/bench/venet-vs-virtio.sh" --no-build --nics venet
 ((rc == 0)) || fail venet "$(elapsed "$t0")" "venet did not carry the traffic (exit $rc; logs in $VBUS_BUILD/main/venet)"
 done_step venet ok "$(elapsed "$t0")" "$VBUS_BUILD/main/venet/results.json"
 
-# ---- 5. benchmark ---------------------------------------------------------------------------------
+# ---- 5. vbus-blk: a disk through vbus-hostd --------------------------------------------------
+step "5. vbus-blk: a disk on vbus next to virtio-blk (short fio), ext4 on it"
+t0=$(date +%s.%N)
+rc=0
+VBUS_HOSTD="$hostd" bash "$top/bench/blk-vs-virtio.sh" --no-build --rounds 1 --time 2 --disk-mb 128 \
+	--jobs "randread-4k-qd32 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8" --demo \
+	--timeout 600 --out "$VBUS_BUILD/main/blk" || rc=$?
+((rc == 0)) || fail vbus-blk "$(elapsed "$t0")" "the vbus-blk disk did not work (exit $rc; logs in $VBUS_BUILD/main/blk)"
+done_step vbus-blk ok "$(elapsed "$t0")" "$VBUS_BUILD/main/blk/blk-results.json"
+
+# ---- 6. benchmark ---------------------------------------------------------------------------------
 if ((bench)); then
-	step "5. benchmark: venet vs virtio-net (${bench_args[*]})"
+	step "6. benchmark: venet vs virtio-net (${bench_args[*]})"
 	t0=$(date +%s.%N)
 	rc=0
 	VBUS_HOSTD="$hostd" bash "$top/bench/venet-vs-virtio.sh" --no-build "${bench_args[@]}" || rc=$?
 	((rc == 0)) || fail bench "$(elapsed "$t0")" "exit $rc"
 	done_step bench ok "$(elapsed "$t0")" "$VBUS_BUILD/bench/results.{json,png}"
+	step "6. benchmark: vbus-blk vs virtio-blk"
+	t0=$(date +%s.%N)
+	rc=0
+	VBUS_HOSTD="$hostd" bash "$top/bench/blk-vs-virtio.sh" --no-build || rc=$?
+	((rc == 0)) || fail bench-blk "$(elapsed "$t0")" "exit $rc"
+	done_step bench-blk ok "$(elapsed "$t0")" "$VBUS_BUILD/bench/blk-results.json"
 fi
 
 printf '\n== summary\n'

@@ -14,6 +14,7 @@
 #include <vbus/ioq.h>
 #include <vbus/vbus_pci.h>
 #include <vbus/venet.h>
+#include <vbus/vbus_blk.h>
 
 #define S(type) \
 	printf("%-34s size %3zu\n", #type, sizeof(type))
@@ -189,5 +190,43 @@ int main(void)
 	F(struct venet_sg, reserved);
 	F(struct venet_sg, count);
 	FA(struct venet_sg, iov);
+
+	S(struct vbus_blk_config);
+	F(struct vbus_blk_config, capacity);
+	F(struct vbus_blk_config, logical_block_size);
+	F(struct vbus_blk_config, physical_block_size);
+	F(struct vbus_blk_config, max_segments);
+	F(struct vbus_blk_config, max_segment_size);
+	F(struct vbus_blk_config, max_sectors);
+	F(struct vbus_blk_config, max_queues);
+	F(struct vbus_blk_config, max_queue_depth);
+	F(struct vbus_blk_config, features);
+	F(struct vbus_blk_config, max_discard_sectors);
+	F(struct vbus_blk_config, max_write_zeroes_sectors);
+	F(struct vbus_blk_config, discard_granularity);
+	F(struct vbus_blk_config, reserved);
+	F(struct vbus_blk_config, serial);
+	F(struct vbus_blk_config, reserved2);
+
+	S(struct vbus_blk_negotiate);
+	F(struct vbus_blk_negotiate, features);
+	F(struct vbus_blk_negotiate, nr_queues);
+	F(struct vbus_blk_negotiate, queue_depth);
+	F(struct vbus_blk_negotiate, reserved);
+
+	S(struct vbus_blk_seg);
+	F(struct vbus_blk_seg, addr);
+	F(struct vbus_blk_seg, len);
+	F(struct vbus_blk_seg, reserved);
+
+	S(struct vbus_blk_req);
+	F(struct vbus_blk_req, sector);
+	F(struct vbus_blk_req, nr_sectors);
+	F(struct vbus_blk_req, op);
+	F(struct vbus_blk_req, status);
+	F(struct vbus_blk_req, flags);
+	F(struct vbus_blk_req, nr_segs);
+	F(struct vbus_blk_req, reserved);
+	FA(struct vbus_blk_req, seg);
 	return 0;
 }

@@ -3,7 +3,10 @@
  * libFuzzer target over vbus-hostd's guest-facing entry points: hypercall
  * dispatch (the BAR2 mailbox and structs in a fuzzed guest memory image),
  * ring consumption (vbus-test rings and the eventq, with descriptors and
- * indexes the fuzzer writes) and sigpending processing.
+ * indexes the fuzzer writes), sigpending processing, and the vbus-blk
+ * device (device 3, over a small temporary backing file and a real
+ * io_uring): its calls and its request parsing, with requests, segment
+ * lists and descriptors the fuzzer writes.
  *
  * The input is a program for a hostile guest: a sequence of operations,
  * each an opcode byte and its operands. Raw operations write anything
@@ -20,8 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <vbus/vbus_blk.h>
 #include "daemon.h"
 
 #define RAM_LOW		(64u << 10)
@@ -76,6 +81,10 @@ static uint64_t gpa(struct in *in)
 
 static struct hostd_guest G;
 static bool ready;
+/* vbus-blk's backing file: 64 KiB, 128 sectors */
+#define DISK_SIZE	(64u << 10)
+static char disk_path[256];
+static char disk_spec[400];
 static struct {
 	uint64_t gpa;
 	uint32_t count;
@@ -127,12 +136,36 @@ static void add_dev(const char *spec)
 	}
 }
 
+static void disk_unlink(void)
+{
+	unlink(disk_path);
+}
+
+static void disk_create(void)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd;
+
+	snprintf(disk_path, sizeof(disk_path), "%s/vbus-fuzz-disk-%d.img",
+		 dir && *dir ? dir : "/tmp", (int)getpid());
+	fd = open(disk_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, DISK_SIZE) < 0)
+		abort();
+	close(fd);
+	atexit(disk_unlink);
+	/* buffered: the fuzzer wants iterations, not the disk's latency */
+	snprintf(disk_spec, sizeof(disk_spec),
+		 "type=vbus-blk,id=3,file=%s,queues=2,depth=64,segs=4,"
+		 "max_sectors=32,direct=0", disk_path);
+}
+
 static void setup_once(void)
 {
 	struct hostd_guest_cfg cfg = { .name = "fuzz", .size = RAM_LOW + RAM_HIGH };
 	int fd = memfd_create("fuzz-ram", MFD_CLOEXEC);
 	char err[256];
 
+	disk_create();
 	if (fd < 0 || hostd_guest_init(&G, &cfg, fd, err, sizeof(err)))
 		abort();
 	hostd_mem_layout(&G.mem, cfg.size, RAM_LOW);
@@ -152,6 +185,7 @@ static void reset(void)
 		abort();
 	add_dev("type=vbus-test,id=1");
 	add_dev("type=vbus-test,id=2");
+	add_dev(disk_spec);
 	memset(rings, 0, sizeof(rings));
 	memset(handles, 0, sizeof(handles));
 	seq = 0;
@@ -432,6 +466,104 @@ static void op_ctl(struct in *in)
 	pump();
 }
 
+/* vbus-blk (device 3): well-formed calls and requests to corrupt from */
+static void blk_call(struct in *in, uint8_t sub, uint32_t func, void *buf,
+		     uint32_t len)
+{
+	struct vbus_pci_devicecall c = { .devh = handles[u8(in) % 4] };
+	void *p = ptr(0x4000, len);
+
+	if (p)
+		memcpy(p, buf, len);
+	c.func = func;
+	c.len = (sub & 8) ? u8(in) : len;
+	c.datap = 0x4000;
+	hc_struct(in, VBUS_PCI_HC_DEVCALL, &c, sizeof(c));
+}
+
+/* A request at a low address and its descriptor on ring k. */
+static void blk_post(struct in *in, uint8_t sub)
+{
+	unsigned int k = u8(in) % NRINGS;
+	uint64_t at = (sub & 8) ? gpa(in) : 0x6000 + (uint64_t)(u8(in) % 16) * 256;
+	struct vbus_blk_req r = { 0 };
+	struct vbus_blk_seg seg[6];
+	struct ioq_ring_head *h;
+	struct ioq_ring_desc *d;
+	uint32_t i, tail;
+	uint8_t *p;
+
+	r.op = u8(in) % 7;
+	r.flags = u8(in) % 4;
+	r.sector = (sub & 16) ? u64(in) : u8(in);
+	r.nr_sectors = u8(in) % 32;
+	r.nr_segs = u8(in) % 6;
+	r.status = VBUS_BLK_S_PENDING;
+	for (i = 0; i < r.nr_segs; i++) {
+		uint8_t sel = u8(in);
+
+		seg[i].addr = (sel & 1) ? gpa(in) : (uint64_t)(u8(in) % 128) * 512;
+		seg[i].len = (sel & 2) ? u32(in) : (1u + u8(in) % 8) * 512;
+		seg[i].reserved = 0;
+	}
+	p = ptr(at, VBUS_BLK_REQ_SIZE(r.nr_segs));
+	if (p) {
+		memcpy(p, &r, sizeof(r));
+		memcpy(p + sizeof(r), seg, sizeof(seg[0]) * r.nr_segs);
+	}
+	if (!rings[k].count)
+		return;
+	h = ptr(rings[k].gpa, IOQ_HEAD_DESC_SIZE(rings[k].count));
+	if (!h)
+		return;
+	tail = h->idx[ioq_idxtype_valid].tail;
+	d = &h->ring[tail & (rings[k].count - 1)];
+	d->cookie = tail;
+	d->ptr = at;
+	d->len = (sub & 32) ? u64(in) : VBUS_BLK_REQ_SIZE(r.nr_segs);
+	d->valid = 1;
+	d->sown = 1;
+	h->idx[ioq_idxtype_valid].tail = tail + 1;
+	h->idx[ioq_idxtype_inuse].tail = tail + 1;
+	h->signal.irq[shm_locality_south].dirty = 1;
+}
+
+static void op_blk(struct in *in)
+{
+	uint8_t sub = u8(in);
+
+	switch (sub % 4) {
+	case 0: {
+		struct vbus_blk_negotiate n = { 0 };
+		unsigned int k = u8(in) % NRINGS;
+
+		n.features = u8(in);
+		n.nr_queues = 1 + u8(in) % 2;
+		n.queue_depth = (sub & 16) ? u32(in) : rings[k].count;
+		blk_call(in, sub, VBUS_BLK_FUNC_NEGOTIATE, &n, sizeof(n));
+		break;
+	}
+	case 1: {
+		struct vbus_blk_config c = { 0 };
+
+		blk_call(in, sub, VBUS_BLK_FUNC_GETCONFIG, &c, sizeof(c));
+		break;
+	}
+	case 2:
+		blk_post(in, sub);
+		break;
+	default:
+		/*
+		 * let io_uring's completions come in (buffered I/O on a
+		 * cached 64 KiB file completes at submission; never sleep:
+		 * the fuzzer wants iterations, close drains the rest)
+		 */
+		hostd_loop_poll(&G.loop, 0);
+		pump();
+		break;
+	}
+}
+
 /* For replay -v: what the last input did. */
 void fuzz_hostd_report(FILE *f)
 {
@@ -451,7 +583,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		setup_once();
 	reset();
 	while (in.n && ops++ < 256) {
-		switch (u8(&in) % 11) {
+		switch (u8(&in) % 12) {
 		case 0: op_write(&in); break;
 		case 1: op_format_ring(&in); break;
 		case 2: op_post(&in); break;
@@ -466,6 +598,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			seq = 0;
 			break;
+		case 11: op_blk(&in); break;
 		default: op_hc(&in); break;
 		}
 	}

@@ -61,17 +61,25 @@ __u64 fgd_alloc(size_t len, size_t align)
 
 /* ---- the device ------------------------------------------------------------ */
 
+static char last_error[512];
+
+const char *fgd_last_error(void)
+{
+	return last_error;
+}
+
 struct hostd_dev *fgd_dev_create(const char *type, const char *params,
 				 int *err)
 {
-	char spec[512], why[512];
+	char spec[4200];
 	__u32 id = next_id++;
 
 	snprintf(spec, sizeof(spec), "type=%s,id=%u%s%s", type, id,
 		 params && *params ? "," : "", params ? params : "");
-	*err = fg_add_dev(fg, spec, why, sizeof(why));
+	last_error[0] = '\0';
+	*err = fg_add_dev(fg, spec, last_error, sizeof(last_error));
 	if (*err) {
-		fprintf(stderr, "[fgd] %s\n", why);
+		fprintf(stderr, "[fgd] %s\n", last_error);
 		return NULL;
 	}
 	return hostd_bus_find(&fg->g.bus, id);

@@ -29,6 +29,8 @@ __u64 fgd_alloc(size_t len, size_t align);
 /* A device of @type with "k=v,..." @params (ctl add), or NULL and *@err. */
 struct hostd_dev *fgd_dev_create(const char *type, const char *params,
 				 int *err);
+/* why the last fgd_dev_create() failed, as `ctl add` prints it */
+const char *fgd_last_error(void);
 void fgd_dev_destroy(struct hostd_dev *dev);	/* ctl drop */
 int fgd_dev_open(struct hostd_dev *dev, __u32 version);	/* DEVOPEN */
 void fgd_dev_close(struct hostd_dev *dev);	/* DEVCLOSE, rings let go */

@@ -20,9 +20,16 @@ guests() {	# the two guests, with files of their own per daemon
 	echo "--guest g2:sock=$T/$1-g2.sock,mem=$T/$1-g2.ram,size=8M"
 }
 
-# ---- the daemon for ctl add: g1 has device 1, a venet on $TAP ----
+# vbus-blk backing files: a disk, one too small for a sector
+head -c 1048576 /dev/zero >"$T/disk.img"
+head -c 100 /dev/zero >"$T/tiny.img"
+DISK="g1:type=vbus-blk,id=2,file=$T/disk.img"
+
+# ---- the daemon for ctl add: g1 has device 1, a venet on $TAP, and
+# device 2, a vbus-blk on $T/disk.img ----
 ready=$("${NS[@]}" "$HOSTD" $C $(guests ctl) \
-	--device "g1:type=venet,id=1,tap=$TAP" 2>>"$T/daemon.err")
+	--device "g1:type=venet,id=1,tap=$TAP" --device "$DISK" \
+	2>>"$T/daemon.err")
 pid=$(echo "$ready" | sed -n 's/.*ready pid \([0-9]*\).*/\1/p')
 [ -n "$pid" ] || { fail "daemon start: $ready $(cat "$T/daemon.err")"; finish; }
 pids+=("$pid")
@@ -33,8 +40,8 @@ echo "ok: daemon started${NS:+ in a network namespace}: $ready"
 same() {
 	local guest=$1 spec=$2 re=$3 cli ctl
 	"${NS[@]}" "$HOSTD" --ctl "$T/cli.sock" $(guests cli) \
-		--device "g1:type=venet,id=1,tap=$TAP" --device "$guest:$spec" \
-		--foreground >/dev/null 2>"$T/cli.err"
+		--device "g1:type=venet,id=1,tap=$TAP" --device "$DISK" \
+		--device "$guest:$spec" --foreground >/dev/null 2>"$T/cli.err"
 	cli=$(sed -n '1s/^vbus-hostd: //p' "$T/cli.err")
 	"$HOSTD" ctl $C add "$guest" "$spec" >/dev/null 2>"$T/ctl.err"
 	ctl=$(sed -n '1s/^vbus-hostd ctl: //p' "$T/ctl.err")
@@ -78,11 +85,32 @@ same g1 "type=venet,id=5,tap=$TAP" \
 same g2 "type=venet,id=5,tap=$TAP" \
 	"^guest g2: device 5 \\(venet\\): tap $TAP is already used by device 1 of guest g1$"
 
+# vbus-blk: its backing file is checked and claimed at create
+B='^guest g1: device 5 \(vbus-blk\): '
+same g1 "type=vbus-blk,id=5" \
+	"${B}vbus-blk needs file=PATH \\(a regular file or a block device\\)\$"
+same g1 "type=vbus-blk,id=5,file=$T/missing.img" \
+	"${B}backing file $T/missing.img: No such file or directory\$"
+same g1 "type=virtual-block,id=5,file=$T" \
+	"${B}backing file $T is not a regular file or a block device\$"
+same g1 "type=vbus-blk,id=5,file=$T/tiny.img" \
+	"${B}backing file $T/tiny.img is smaller than one logical block \\(100 < [0-9]+ bytes\\)\$"
+same g1 "type=vbus-blk,id=5,file=$T/disk.img,depth=3" \
+	"${B}depth=3: want a power of two in 1..1024\$"
+same g1 "type=vbus-blk,id=5,file=$T/disk.img" \
+	"${B}backing file $T/disk.img is already used by device 2 of guest g1\$"
+same g2 "type=vbus-blk,id=5,file=$T/../${T##*/}/disk.img" \
+	"^guest g2: device 5 \\(vbus-blk\\): backing file $T/disk.img is already used by device 2 of guest g1\$"
+
 # none of the refused adds left a device behind, and the tap is free
 # again once its device is dropped
 expect_fail "g1 got no device 5" "guest g1 has no device 5" ctl $C stats g1 5
 expect_fail "g2 got no device 5" "guest g2 has no device 5" ctl $C stats g2 5
 expect_ok "drop the tap's device" "dropped device 1 from g1" drop g1 1
 expect_ok "its tap is free again" "added venet device 6 to g2" add g2 "type=venet,id=6,tap=$TAP"
+expect_ok "the disk's stats" "direct=[01] .*capacity=2048 " stats g1 2
+expect_ok "the disk's stats, json" '"capacity": ?2048' stats --json g1 2
+expect_ok "drop the disk's device" "dropped device 2 from g1" drop g1 2
+expect_ok "its file is free again" "added virtual-block device 7 to g2" add g2 "type=virtual-block,id=7,file=$T/disk.img"
 stop_daemon
 finish

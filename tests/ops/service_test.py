@@ -539,8 +539,9 @@ def unit_syscall_filter(unit):
 
 def syscalls(hostd, unit, T):
     """Run the daemon under strace through start-up, a QEMU connection and
-    its doorbells, ctl add/drop/stats, a venet device on a tap and
-    SIGTERM; every system call it makes must pass the unit's
+    its doorbells, ctl add/drop/stats, a venet device on a tap, a
+    vbus-blk device (its io_uring) and SIGTERM; every system call it
+    makes must pass the unit's
     SystemCallFilter=, and none may map memory writable and executable
     (MemoryDenyWriteExecute=)."""
     if not check(shutil.which("strace") is not None, "strace installed (scripts/deps.sh)"):
@@ -553,7 +554,10 @@ def syscalls(hostd, unit, T):
     write_conf(T + "/sc.conf",
                ["g1:sock=%s/s1.sock,mem=%s,size=16M" % (T, ram),
                 "g2:sock=%s/s2.sock,mem=%s-2,size=16M,machine=pc" % (T, ram)],
-               ["g1:type=vbus-test,id=1", "g1:type=venet,id=2,tap=vbsc0"])
+               ["g1:type=vbus-test,id=1", "g1:type=venet,id=2,tap=vbsc0",
+                "g1:type=vbus-blk,id=4,file=%s/sc-disk.img" % T])
+    with open(T + "/sc-disk.img", "wb") as f:
+        f.truncate(1 << 20)
     trace = T + "/strace.out"
     wrap = ["unshare", "--net", "--", "sh", "-c",
             'ip tuntap add dev vbsc0 mode tap vnet_hdr && exec "$@"', "sc",
@@ -571,7 +575,10 @@ def syscalls(hostd, unit, T):
         for fd in fds[1:3]:		# the host doorbells: hypercall, signal
             os.write(fd, (1).to_bytes(8, sys.byteorder))
         for args in (["add", "g1", "type=vbus-test,id=3"], ["stats", "g1"],
-                     ["stats", "g1", "2", "--json"], ["drop", "g1", "3"], ["list"]):
+                     ["stats", "g1", "2", "--json"], ["drop", "g1", "3"],
+                     ["stats", "g1", "4"], ["drop", "g1", "4"],
+                     ["add", "g1", "type=vbus-blk,id=5,file=%s/sc-disk.img" % T],
+                     ["list"]):
             ctl(hostd, T + "/sctl.sock", *args)
         q.close()		# QEMU goes away: the bus is torn down
         wait_for(lambda: guest_state(hostd, T + "/sctl.sock", "g1") == "waiting", 5)
@@ -598,6 +605,10 @@ def syscalls(hostd, unit, T):
                (" mprotect(" in line or "PROT_WRITE" in line):
                 wx.append(line.strip())
     check(len(used) > 20, "strace saw the daemon's system calls (%d distinct)" % len(used))
+    uring = {"io_uring_setup", "io_uring_register", "io_uring_enter"}
+    check("io_uring_setup" in used, "strace saw vbus-blk set up its io_uring")
+    check(uring <= allowed, "io_uring calls (vbus-blk) pass SystemCallFilter=",
+          " ".join(sorted(uring - allowed)))
     bad = sorted(used - allowed)
     check(not bad, "every system call passes SystemCallFilter=", " ".join(bad))
     check(not wx, "no writable+executable mapping, no mprotect(PROT_EXEC)", "; ".join(wx[:3]))

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every QEMU test, one after the other (each guest wants both cores under
 # TCG): the harness's own fail-path checks, the kernel selftests, the bus
-# (bridge + vbus-hostd), venet end to end, the modules as DKMS builds
-# them, and a guest on vbus started by libvirt. Prints each suite's summary and, last, the totals as "N passed, N
+# (bridge + vbus-hostd), venet and vbus-blk end to end, the modules as DKMS
+# builds them, and a guest on vbus started by libvirt. Prints each suite's
+# summary and, last, the totals as "N passed, N
 # failed"; exits non-zero on any failure. Extra arguments are not passed
 # on; set VBUS_QEMU_SUITES to run a subset, e.g. VBUS_QEMU_SUITES="kernel
 # bus". Not in the default list, the soaks (scripts/test.sh stages
@@ -12,7 +13,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-suites=${VBUS_QEMU_SUITES:-harness kernel bus venet dkms libvirt}
+suites=${VBUS_QEMU_SUITES:-harness kernel bus venet blk dkms libvirt}
 passed=0
 failed=0
 lines=()
@@ -49,6 +50,7 @@ for s in $suites; do
 	kernel) run_suite kernel "$here/run-kernel-tests.sh" --msgs 300000 ;;
 	bus) run_suite bus "$here/run-bus-tests.sh" ;;
 	venet) run_suite venet "$here/run-venet-tests.sh" ;;
+	blk) run_suite blk "$here/run-blk-tests.sh" ;;
 	dkms) run_suite dkms "$here/run-dkms-tests.sh" ;;
 	libvirt) run_suite libvirt "$here/run-libvirt-tests.sh" ;;
 	bus-soak)

@@ -7,9 +7,11 @@
 # installed or loaded on this machine), checks that DKMS built and kept
 # exactly dkms.conf's modules with the headers' vermagic, and boots the
 # guest with the modules DKMS built (guest/dkms-tests.sh): each has the
-# guest kernel's vermagic and loads, the selftest passes, a vbus-test and a
-# venet device served by vbus-hostd are bound (ring traffic, a ping over a
-# tap in a private network namespace), everything unloads without a WARN.
+# guest kernel's vermagic and loads, the selftest passes, a vbus-test, a
+# venet and a vbus-blk device served by vbus-hostd are bound (ring traffic,
+# a ping over a tap in a private network namespace, the disk reads the
+# data the host put in its backing file), everything unloads without a
+# WARN.
 # Ends with `dkms remove --all`. Prints PASS/FAIL lines and "N passed, N
 # failed"; exits non-zero on failure. Needs root (namespace, tap).
 #
@@ -132,7 +134,9 @@ for ko in "${kos[@]}"; do
 done
 if [[ -z "$bad" ]]; then h_pass host-vermagic-matches-headers; else h_fail host-vermagic "$bad"; fi
 
-# ---- vbus-hostd: a vbus-test device and a venet device on a tap ------------
+# ---- vbus-hostd: a vbus-test device, a venet device on a tap, a disk ------------
+head -c 1048576 /dev/urandom >"$run/disk.img"
+disk_sha=$(sha256sum "$run/disk.img" | cut -d' ' -f1)
 if ! hostd=$(vbus_build_hostd "$cbuild" "$out/build-userspace.log"); then
 	tail -n 20 "$out/build-userspace.log" | sed 's/^/    /'
 	h_fail build-userspace "(log $out/build-userspace.log)"
@@ -145,6 +149,7 @@ unshare --net -- sh -c "ip link set lo up && ip tuntap add dev $tap mode tap vne
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/vbus-dkms-$$,size=512M" \
 	--device g1:type=vbus-test,id=1 \
 	--device "g1:type=venet,id=2,tap=$tap" \
+	--device "g1:type=vbus-blk,id=3,file=$run/disk.img" \
 	>"$out/hostd.log" 2>&1 &
 hostd_pid=$!
 for _ in $(seq 100); do
@@ -166,7 +171,8 @@ mkdir -p "$s/test"
 cp "$here/guest/lib.sh" "$s/test/lib.sh"
 cp "$here/guest/dkms-tests.sh" "$s/test/run.sh"
 cat >"$s/test/config.sh" <<EOF
-VDK_NDEVS=2
+VDK_NDEVS=3
+VDK_DISK_SHA=$disk_sha
 VDK_HOST_IP=$host_ip
 VDK_GUEST_IP=$guest_ip
 VDK_PREFIX=24

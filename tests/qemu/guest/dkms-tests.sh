@@ -4,10 +4,11 @@
 # names: every one must carry this kernel's vermagic and load (after its
 # dependencies, in the staged order); then the selftest's verdict, every
 # device the host announced bound to a driver (a vbus-test ring, a venet
-# ping), and every module unloads.
+# ping, a vbus-blk disk's content), and every module unloads.
 #
 # Knobs from /test/config.sh (written by the host script):
 #   VDK_NDEVS      devices the host announces
+#   VDK_DISK_SHA   sha256 of the vbus-blk disk's (1 MiB) backing file
 #   VDK_HOST_IP VDK_GUEST_IP VDK_PREFIX   the venet link (host end: a tap)
 #   VDK_PARAMS_<module>   parameters for that module's insmod
 
@@ -42,6 +43,15 @@ load() {
 }
 
 # every announced device is there and bound (up to 20 s)
+# disk_ok NAME: /dev/NAME holds what the host put in the backing file
+disk_ok() {
+	local got
+	got=$(dd if="/dev/$1" bs=1M count=1 iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)
+	[ "$got" = "${VDK_DISK_SHA:-}" ] && return 0
+	echo "/dev/$1 reads sha256 $got, the host's file has ${VDK_DISK_SHA:-?}"
+	return 1
+}
+
 all_bound() {
 	local n=0 d have unbound
 	while [ "$n" -lt 100 ]; do
@@ -108,6 +118,9 @@ for d in "$BUS"/*; do
 	[ -e "$d/run_ring" ] && vt_check "dev${d##*/}-ring" ring_ok "$d"
 	for n in "$d"/net/*; do
 		[ -e "$n" ] && vt_check "dev${d##*/}-ping-host" ping_host "${n##*/}"
+	done
+	for b in "$d"/block/*; do
+		[ -e "$b" ] && vt_check "dev${d##*/}-disk-data" disk_ok "${b##*/}"
 	done
 done
 

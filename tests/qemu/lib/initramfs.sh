@@ -90,13 +90,10 @@ _vbus_kmod_find() {
 		vbus_err "VBUS_KMODDIR unset: call vbus_fetch_kernel first"
 		return 1
 	fi
-	while IFS= read -r -d '' f; do
-		if [[ "$(_vbus_kmod_name "$f")" == "$name" ]]; then
-			printf '%s\n' "$f"
-			return 0
-		fi
-	done < <(find "$VBUS_KMODDIR" -name '*.ko*' -print0)
-	return 1
+	# one find, no process per file: "_" in a name may be "-" in the file's
+	f=$(find "$VBUS_KMODDIR" -name "${name//_/[_-]}.ko*" -print -quit)
+	[[ -n "$f" ]] || return 1
+	printf '%s\n' "$f"
 }
 
 # Decompress/copy module SRC to DST (.ko).

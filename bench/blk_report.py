@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+"""Report of bench/blk-vs-virtio.sh: reads the raw measurements, prints
+the vbus | virtio | vbus/virtio table per fio job and writes
+blk-results.json.
+
+    blk_report.py RAWDIR OUTDIR
+
+RAWDIR holds meta.env, status.txt and DISK/rK/JOB.{json,begin,end} per
+round K: the fio JSON of the run, and the host's marks around it
+("qemu_ticks hostd_ticks notify_in notify_out wall_s clk_tck"). Figures are the
+median over rounds, with min..max. Host CPU and notifications per I/O:
+the host's counters between the guest's begin and end marks (the fio
+process's start-up and exit included; no ramp, so fio's I/O count covers
+the whole run) over fio's I/O count, the same way for both disks. Only the Python standard library. Never judges a
+speed.
+"""
+import json
+import os
+import statistics
+import sys
+
+DISKS = ("vbus", "virtio")
+
+# key, label, unit
+FIGURES = [
+    ("iops", "IOPS", ""),
+    ("mb_s", "MB/s", ""),
+    ("p50_us", "latency p50", "us"),
+    ("p99_us", "latency p99", "us"),
+    ("cpu_us_per_io", "host CPU per I/O", "us"),
+    ("cpu_qemu_us_per_io", "  QEMU", "us"),
+    ("cpu_hostd_us_per_io", "  vbus-hostd", "us"),
+    ("notify_per_io", "notifications per I/O", ""),
+    ("notify_in_per_io", "  guest->host", ""),
+    ("notify_out_per_io", "  host->guest", ""),
+]
+
+
+def read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def marks(path):
+    text = read(path)
+    if not text:
+        return None
+    try:
+        q, h, ni, no, t, clk = text.split()[:6]
+        return (float(q), float(h), float(ni), float(no), float(t),
+                float(clk))
+    except ValueError:
+        return None
+
+
+def one_run(rdir, job, disk):
+    """the figures of one fio run, or None"""
+    text = read(os.path.join(rdir, job + ".json"))
+    if not text:
+        return None
+    try:
+        fio = json.loads(text[text.index("{"):])
+        j = fio["jobs"][0]
+    except (ValueError, KeyError, IndexError):
+        return None
+    side = j["read"] if "read" in job.split("-")[0] else j["write"]
+    ios = side.get("total_ios", 0)
+    if not ios:
+        return None
+    pct = side.get("clat_ns", {}).get("percentile", {})
+    fig = {
+        "iops": side.get("iops"),
+        "mb_s": side.get("bw_bytes", 0) / 1e6,
+        "p50_us": pct.get("50.000000", 0) / 1e3 if pct else None,
+        "p99_us": pct.get("99.000000", 0) / 1e3 if pct else None,
+    }
+    b = marks(os.path.join(rdir, job + ".begin"))
+    e = marks(os.path.join(rdir, job + ".end"))
+    if b and e and e[5] > 0:
+        q = (e[0] - b[0]) / e[5] * 1e6 / ios
+        h = (e[1] - b[1]) / e[5] * 1e6 / ios
+        fig["cpu_qemu_us_per_io"] = q
+        fig["cpu_hostd_us_per_io"] = h
+        fig["cpu_us_per_io"] = q + h
+        if disk == "vbus":  # vbus-hostd counts only its own device's
+            fig["notify_in_per_io"] = (e[2] - b[2]) / ios
+            fig["notify_out_per_io"] = (e[3] - b[3]) / ios
+            fig["notify_per_io"] = (fig["notify_in_per_io"] +
+                                    fig["notify_out_per_io"])
+    return fig
+
+
+def summary(values):
+    v = [x for x in values if x is not None]
+    if not v:
+        return None
+    return {"median": statistics.median(v), "min": min(v), "max": max(v),
+            "n": len(v)}
+
+
+def fmt(s):
+    if not s:
+        return "-"
+    m = s["median"]
+    p = "%.0f" if abs(m) >= 100 else "%.2f"
+    if s["n"] > 1:
+        return (p + " (" + p + ".." + p + ")") % (m, s["min"], s["max"])
+    return p % m
+
+
+def main():
+    raw, out = sys.argv[1], sys.argv[2]
+    meta = {}
+    for line in (read(os.path.join(raw, "meta.env")) or "").splitlines():
+        k, _, v = line.partition("=")
+        meta[k] = v
+    jobs = meta.get("jobs", "").split()
+    rounds = int(meta.get("rounds", "1"))
+    result = {"meta": meta, "jobs": {}}
+    print("\nvbus-blk vs virtio-blk (%s, %s vCPUs, %s s per run, %d round(s);"
+          " median (min..max))" % (meta.get("accel"), meta.get("smp"),
+                                   meta.get("time_s"), rounds))
+    for job in jobs:
+        per = {}
+        for d in DISKS:
+            runs = [one_run(os.path.join(raw, d, "r%d" % r), job, d)
+                    for r in range(1, rounds + 1)]
+            runs = [x for x in runs if x]
+            per[d] = {k: summary([x.get(k) for x in runs])
+                      for k, _, _ in FIGURES}
+        ratio = {}
+        for k, _, _ in FIGURES:
+            a, b = per["vbus"].get(k), per["virtio"].get(k)
+            if a and b and b["median"]:
+                ratio[k] = a["median"] / b["median"]
+        result["jobs"][job] = {"vbus": per["vbus"], "virtio": per["virtio"],
+                               "ratio_vbus_over_virtio": ratio}
+        print("\n%-24s %24s %24s %12s" % (job, "vbus", "virtio",
+                                          "vbus/virtio"))
+        for k, label, unit in FIGURES:
+            lab = label + (" (%s)" % unit if unit else "")
+            r = ratio.get(k)
+            print("%-24s %24s %24s %12s" % (lab, fmt(per["vbus"].get(k)),
+                                            fmt(per["virtio"].get(k)),
+                                            "%.2f" % r if r else "-"))
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "blk-results.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+    print("\n(virtio notifications are not counted: '-'; JSON: %s)" % path)
+
+
+if __name__ == "__main__":
+    main()

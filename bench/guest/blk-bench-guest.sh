@@ -1,0 +1,142 @@
+# shellcheck shell=dash
+# Guest side of bench/blk-vs-virtio.sh; runs as /test/run.sh under busybox
+# sh. Finds the two disks by serial (vbus-blk: $VB_VBUS_SERIAL, virtio-blk:
+# $VB_VIRTIO_SERIAL), then for each round (disk order alternating) runs
+# every fio job on each disk. Around each run it tells the host (second
+# serial port, /dev/ttyS1: "begin DISK JOB ROUND" / "end DISK JOB ROUND",
+# one "ok" reply each) so that the host reads its CPU counters right at
+# the edges; the fio JSON goes to the console between
+#   VBUS-BENCH-JSON-BEGIN DISK JOB ROUND  and  VBUS-BENCH-JSON-END
+# lines. "VBUS-BENCH DISK up NAME | unavailable REASON" says what is there.
+#
+# With VB_DEMO=1, afterwards: ext4 on the vbus disk, mounted, a few files
+# written, listed, checksummed after a remount (scripts/main.sh shows it).
+#
+# Knobs (/test/config.sh): VB_DISKS ("vbus virtio"), VB_VBUS_SERIAL,
+# VB_VIRTIO_SERIAL, VB_JOBS, VB_ROUNDS, VB_SECS, VB_SIZE_MB, VB_DEMO.
+
+# shellcheck source=tests/qemu/guest/lib.sh
+. /test/lib.sh
+# shellcheck disable=SC1091
+[ -f /test/config.sh ] && . /test/config.sh
+: "${VB_DISKS:=vbus virtio}"
+: "${VB_VBUS_SERIAL:=bench-vbus}"
+: "${VB_VIRTIO_SERIAL:=bench-virtio}"
+: "${VB_JOBS:=randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd1 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8}"
+: "${VB_ROUNDS:=1}"
+: "${VB_SECS:=5}"
+: "${VB_SIZE_MB:=256}"
+: "${VB_DEMO:=0}"
+
+stty -F /dev/ttyS1 raw -echo 2>/dev/null
+exec 3<>/dev/ttyS1
+
+host() {
+	local reply
+	echo "$*" >&3
+	# shellcheck disable=SC3045 # busybox ash has read -t
+	read -r -t 60 reply <&3 || return 1
+	case "$reply" in ok*) return 0 ;; *) return 1 ;; esac
+}
+
+# disk_by_serial SERIAL: the block device whose serial is SERIAL.
+disk_by_serial() {
+	local n=0 d
+	while [ "$n" -lt 100 ]; do
+		for d in /sys/block/*; do
+			[ -r "$d/serial" ] || continue
+			[ "$(cat "$d/serial")" = "$1" ] && { echo "${d##*/}"; return 0; }
+		done
+		n=$((n + 1))
+		usleep 200000
+	done
+	return 1
+}
+
+for m in virtio_pci virtio_blk vbus_core vbus_proxy vbus_pcibridge vbus_blk; do
+	[ -f "$VT_KMOD_DIR/$m.ko" ] && vt_kmod_load "$m" 2>/dev/null
+done
+
+devs=""
+for d in $VB_DISKS; do
+	case "$d" in
+	vbus) s=$VB_VBUS_SERIAL ;;
+	*) s=$VB_VIRTIO_SERIAL ;;
+	esac
+	if name=$(disk_by_serial "$s"); then
+		echo "VBUS-BENCH $d up $name"
+		eval "dev_$d=$name"
+		devs="$devs $d"
+	else
+		echo "VBUS-BENCH $d unavailable no disk with serial $s"
+	fi
+done
+
+# fio_job JOB DEV: the job's fio options
+fio_args() {
+	local rw bs qd
+	rw=${1%%-*}
+	bs=${1#*-}
+	bs=${bs%%-*}
+	qd=${1##*-qd}
+	echo "--rw=$rw --bs=$bs --iodepth=$qd"
+}
+
+r=1
+while [ "$r" -le "$VB_ROUNDS" ]; do
+	order=$devs
+	[ $((r % 2)) = 0 ] && order=$(echo "$devs" | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }')
+	for j in $VB_JOBS; do
+		for d in $order; do
+			dev=
+			eval "dev=\$dev_$d"
+			host begin "$d" "$j" "$r" || echo "bench: host did not answer begin"
+			# shellcheck disable=SC2046 # fio_args is a word list
+			/usr/bin/fio --name="$j" --filename="/dev/$dev" $(fio_args "$j") \
+				--ioengine=libaio --direct=1 --size="${VB_SIZE_MB}M" \
+				--time_based --runtime="$VB_SECS" \
+				--randrepeat=0 --norandommap --group_reporting \
+				--output-format=json --output=/tmp/fio.json >/tmp/fio.err 2>&1 ||
+				{ echo "bench: fio $d $j failed: $(tail -n 1 /tmp/fio.err)"; }
+			host end "$d" "$j" "$r" || echo "bench: host did not answer end"
+			echo "VBUS-BENCH-JSON-BEGIN $d $j $r"
+			tr -d '\n' </tmp/fio.json
+			echo
+			echo "VBUS-BENCH-JSON-END"
+		done
+	done
+	r=$((r + 1))
+done
+echo "VBUS-BENCH DONE"
+vt_pass bench-ran
+
+demo() {
+	local d=$1 f
+	vt_kmod_load crc32c_generic && vt_kmod_load ext4 || return 1
+	echo "demo: /dev/$d: $(cat "/sys/block/$d/size") sectors, serial $(cat "/sys/block/$d/serial")," \
+		"$(ls -d "/sys/block/$d/mq/"* | wc -l) queue(s), write cache: $(cat "/sys/block/$d/queue/write_cache")"
+	/usr/sbin/mkfs.ext4 -q -F "/dev/$d" || return 1
+	mkdir -p /mnt/demo && mount -t ext4 "/dev/$d" /mnt/demo || return 1
+	mkdir -p /mnt/demo/docs
+	for f in 1 2 3 4 5; do
+		head -c $((f * 100000)) /dev/urandom >"/mnt/demo/docs/file$f"
+	done
+	uname -a >/mnt/demo/hello.txt
+	(cd /mnt/demo && find . -type f | sort | xargs md5sum) >/tmp/demo.md5
+	sync
+	ls -lR /mnt/demo | sed 's/^/demo: /'
+	df -h /mnt/demo | sed 's/^/demo: /'
+	umount /mnt/demo && mount -t ext4 "/dev/$d" /mnt/demo || return 1
+	(cd /mnt/demo && md5sum -c -s /tmp/demo.md5) || { echo "demo: checksums differ after remount"; return 1; }
+	echo "demo: checksums match after remount"
+	umount /mnt/demo
+}
+if [ "$VB_DEMO" = 1 ]; then
+	if [ -n "${dev_vbus:-}" ]; then
+		vt_check demo-ext4 demo "$dev_vbus"
+		sed 's/^/  /' /tmp/.vt_check.out
+	else
+		vt_fail demo-ext4 "no vbus disk"
+	fi
+fi
+vt_done

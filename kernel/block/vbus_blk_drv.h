@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * vbus_blk: private definitions shared by the driver's files.
+ *
+ * The wire contract with the host is docs/transport.md, section
+ * "vbus-blk device"; the ABI structures are in <vbus/vbus_blk.h>.
+ */
+#ifndef VBUS_BLK_DRV_H
+#define VBUS_BLK_DRV_H
+
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/workqueue.h>
+#include <linux/scatterlist.h>
+#include <linux/spinlock.h>
+#include <vbus/ioq.h>
+#include <vbus/vbus_blk.h>
+#include <vbus/vbus_driver.h>
+
+#define VBUS_BLK_DRV_NAME	"vbus_blk"
+#define VBUS_BLK_DISK_NAME	"vbd"
+#define VBUS_BLK_MINORS		16	/* per disk: the disk + 15 partitions */
+
+/*
+ * One request ring (DEVSHM id = index). @lock serialises the posting side
+ * (tail of "both"), the reaper (head of "inuse") and @slots, which maps a
+ * ring slot (position & mask) to the request posted there: completions are
+ * found by the slot we posted to, never by the host-writable cookie.
+ */
+struct vbus_blk_queue {
+	struct vbus_blk *vblk;
+	struct ioq *ioq;
+	struct ioq_notifier notifier;
+	spinlock_t lock;
+	struct request **slots;	/* queue_depth entries */
+	unsigned int index;
+};
+
+/*
+ * Per-request driver data (the request's pdu, tag_set.cmd_size). @req and
+ * its segment list are what the descriptor points at: the host reads them
+ * and writes req.status. The pdu lives in the tag set's pages, physically
+ * contiguous per request, so one guest-physical pointer covers it.
+ */
+struct vbus_blk_cmd {
+	struct list_head node;	/* on a local completion list */
+	blk_status_t status;	/* decided by the reaper or the fault path */
+	unsigned int timeouts;	/* timer resets so far */
+	u32 slot;		/* ring slot it was posted to */
+	u32 nr_segs;		/* our copy of req.nr_segs */
+	struct scatterlist *sg;	/* max_segments entries, after req */
+	/* last: followed by max_segments struct vbus_blk_seg, then sg[] */
+	struct vbus_blk_req req __aligned(8);
+};
+
+struct vbus_blk {
+	struct vbus_device_proxy *vdev;
+	struct gendisk *disk;
+	struct blk_mq_tag_set tag_set;
+	struct vbus_blk_queue *queues;
+	unsigned int nr_queues;
+	unsigned int queue_depth;
+	unsigned int max_segs;	/* segments per request we use */
+	int index;		/* the N of vbdN */
+
+	struct vbus_blk_config config;	/* checked copy of the host's */
+	u32 features;		/* VBUS_BLK_F_* granted */
+	char serial[VBUS_BLK_SERIAL_LEN + 1];	/* printable, terminated */
+
+	unsigned long faulted;	/* bit 0: the device is unusable */
+	struct work_struct fail_work;	/* shutdown after a fault */
+	struct mutex close_lock;	/* close_state */
+	enum {
+		VBUS_BLK_OPEN,
+		VBUS_BLK_CLOSED,	/* the host answered DEVCLOSE */
+		VBUS_BLK_CLOSE_TIMEDOUT,	/* it may still use our memory */
+	} close_state;
+};
+
+/* The one check of vbus_blk_fault()'s verdict. */
+static inline bool vbus_blk_faulted(struct vbus_blk *vblk)
+{
+	return test_bit(0, &vblk->faulted);
+}
+
+/* io */
+extern const struct blk_mq_ops vbus_blk_mq_ops;
+size_t vbus_blk_cmd_size(unsigned int max_segs);
+void vbus_blk_io_init(struct vbus_blk *vblk);
+void vbus_blk_fault(struct vbus_blk *vblk, const char *why);
+void vbus_blk_shutdown(struct vbus_blk *vblk);
+void vbus_blk_notify(struct ioq_notifier *n);
+
+#endif /* VBUS_BLK_DRV_H */

@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vbus_blk I/O path: blk-mq requests to ring descriptors and back.
+ *
+ * One request = one descriptor (docs/transport.md, "vbus-blk device"):
+ * desc.ptr is the guest-physical address of the request's struct
+ * vbus_blk_req (in the request's pdu), followed by its segments, which
+ * are the guest-physical addresses of the bio pages (blk_rq_map_sg). The
+ * host reads guest RAM directly, so there is no DMA mapping.
+ *
+ * queue_rq posts without ringing; the doorbell goes once per batch (the
+ * last request of a dispatch, or commit_rqs when blk-mq stops early).
+ * Completions: the host writes req.status and pops; the ring's notifier
+ * (the bridge's eventq tasklet) reaps the inuse head while it is ours
+ * again, finds the request by the ring slot it was posted to, and
+ * completes it.
+ *
+ * A fault (a ring the host corrupted, a status we do not know, a request
+ * the host sits on for too long) makes the device unusable: new requests
+ * fail at once, the host device is closed (it lets go of the rings and
+ * our pages), then every request still in flight ends with BLK_STS_IOERR.
+ */
+#include <linux/blk-mq.h>
+#include <linux/io.h>
+#include <linux/slab.h>
+
+#include "vbus_blk_drv.h"
+
+/* Timer resets (of blk-mq's timeout) a request gets before the fault. */
+#define VBUS_BLK_TIMEOUT_RESETS	4
+
+size_t vbus_blk_cmd_size(unsigned int max_segs)
+{
+	return sizeof(struct vbus_blk_cmd) +
+	       max_segs * sizeof(struct vbus_blk_seg) +
+	       max_segs * sizeof(struct scatterlist);
+}
+
+static void vbus_blk_fail_work(struct work_struct *work)
+{
+	vbus_blk_shutdown(container_of(work, struct vbus_blk, fail_work));
+}
+
+void vbus_blk_io_init(struct vbus_blk *vblk)
+{
+	INIT_WORK(&vblk->fail_work, vbus_blk_fail_work);
+	mutex_init(&vblk->close_lock);
+}
+
+/*
+ * The host broke the protocol or stopped answering: stop using the
+ * device. Any context; the close and the failing of requests in flight
+ * happen in process context (fail_work, or the caller's shutdown).
+ */
+void vbus_blk_fault(struct vbus_blk *vblk, const char *why)
+{
+	if (test_and_set_bit(0, &vblk->faulted))
+		return;
+	dev_err_ratelimited(&vblk->vdev->dev,
+			    "device fault (%s): failing all I/O until removed\n",
+			    why);
+	schedule_work(&vblk->fail_work);
+}
+
+/* Complete what the reaper or the fault path took off the slots. */
+static void vbus_blk_complete_list(struct list_head *done)
+{
+	struct vbus_blk_cmd *cmd, *next;
+
+	list_for_each_entry_safe(cmd, next, done, node) {
+		list_del(&cmd->node);
+		blk_mq_complete_request(blk_mq_rq_from_pdu(cmd));
+	}
+}
+
+/* Every request still in a slot of @vq ends with an I/O error. */
+static void vbus_blk_fail_queue(struct vbus_blk_queue *vq)
+{
+	unsigned int depth = vq->vblk->queue_depth;
+	struct vbus_blk_cmd *cmd;
+	unsigned long flags;
+	LIST_HEAD(done);
+	unsigned int i;
+
+	if (!vq->slots)		/* probe failed before this ring */
+		return;
+	spin_lock_irqsave(&vq->lock, flags);
+	for (i = 0; i < depth; i++) {
+		if (!vq->slots[i])
+			continue;
+		cmd = blk_mq_rq_to_pdu(vq->slots[i]);
+		vq->slots[i] = NULL;
+		cmd->status = BLK_STS_IOERR;
+		list_add_tail(&cmd->node, &done);
+	}
+	spin_unlock_irqrestore(&vq->lock, flags);
+
+	vbus_blk_complete_list(&done);
+}
+
+/*
+ * Close the host device once (the host stops touching the rings and the
+ * pages our requests point to when it answers), then fail every request
+ * in flight. Process context. Called with the device faulted, so nothing
+ * is posted any more: queue_rq checks the fault under the queue lock.
+ */
+void vbus_blk_shutdown(struct vbus_blk *vblk)
+{
+	unsigned int q;
+	int ret;
+
+	mutex_lock(&vblk->close_lock);
+	if (vblk->close_state == VBUS_BLK_OPEN) {
+		ret = vblk->vdev->ops->close(vblk->vdev, 0);
+		if (ret < 0)
+			dev_warn(&vblk->vdev->dev, "DEVCLOSE failed: %d\n", ret);
+		/*
+		 * Only a timeout leaves the host possibly still running; any
+		 * answer (even -ENODEV after a DEVDROP) means it let go.
+		 */
+		vblk->close_state = ret == -ETIMEDOUT ? VBUS_BLK_CLOSE_TIMEDOUT :
+							VBUS_BLK_CLOSED;
+		if (ret == -ETIMEDOUT)
+			dev_err(&vblk->vdev->dev,
+				"host did not close the device: failing its requests anyway, the host may still write their pages\n");
+	}
+	mutex_unlock(&vblk->close_lock);
+
+	for (q = 0; vblk->queues && q < vblk->nr_queues; q++)
+		vbus_blk_fail_queue(&vblk->queues[q]);
+}
+
+/* The data segments of @rq into @cmd: their count, or -errno. */
+static int vbus_blk_map_segs(struct vbus_blk *vblk, struct request *rq,
+			     struct vbus_blk_cmd *cmd)
+{
+	unsigned short nr = blk_rq_nr_phys_segments(rq);
+	struct scatterlist *sg;
+	int count, i;
+
+	if (!nr || nr > vblk->max_segs)
+		return -EINVAL;
+	sg_init_table(cmd->sg, nr);
+	count = blk_rq_map_sg(rq->q, rq, cmd->sg);
+	if (count <= 0 || count > nr)
+		return -EINVAL;
+
+	for_each_sg(cmd->sg, sg, count, i) {
+		struct vbus_blk_seg *seg = &cmd->req.seg[i];
+
+		/* guest RAM is the shared memory: its physical address */
+		seg->addr = (u64)sg_phys(sg);
+		seg->len = sg->length;
+		seg->reserved = 0;
+	}
+	return count;
+}
+
+/* Fill the request header (and segments) for @rq. */
+static blk_status_t vbus_blk_setup_cmd(struct vbus_blk *vblk,
+				       struct request *rq,
+				       struct vbus_blk_cmd *cmd)
+{
+	struct vbus_blk_req *req = &cmd->req;
+	int count = 0;
+
+	memset(req, 0, sizeof(*req));
+	req->sector = blk_rq_pos(rq);
+	req->status = VBUS_BLK_S_PENDING;
+	cmd->timeouts = 0;
+
+	switch (req_op(rq)) {
+	case REQ_OP_READ:
+		req->op = VBUS_BLK_OP_READ;
+		count = vbus_blk_map_segs(vblk, rq, cmd);
+		break;
+	case REQ_OP_WRITE:
+		req->op = VBUS_BLK_OP_WRITE;
+		if ((rq->cmd_flags & REQ_FUA) &&
+		    (vblk->features & VBUS_BLK_F_FUA))
+			req->flags = VBUS_BLK_REQ_FUA;
+		count = vbus_blk_map_segs(vblk, rq, cmd);
+		break;
+	case REQ_OP_FLUSH:
+		req->op = VBUS_BLK_OP_FLUSH;
+		req->sector = 0;
+		break;
+	case REQ_OP_DISCARD:
+		req->op = VBUS_BLK_OP_DISCARD;
+		req->nr_sectors = blk_rq_sectors(rq);
+		break;
+	case REQ_OP_WRITE_ZEROES:
+		req->op = VBUS_BLK_OP_WRITE_ZEROES;
+		req->nr_sectors = blk_rq_sectors(rq);
+		if (!(rq->cmd_flags & REQ_NOUNMAP))
+			req->flags = VBUS_BLK_REQ_UNMAP;
+		break;
+	default:
+		return BLK_STS_NOTSUPP;
+	}
+	if (count < 0) {
+		/* our own limits produced it: a driver bug, not host input */
+		dev_err_ratelimited(&vblk->vdev->dev,
+				    "request with %u segments not mapped\n",
+				    blk_rq_nr_phys_segments(rq));
+		return BLK_STS_IOERR;
+	}
+	req->nr_segs = count;
+	cmd->nr_segs = count;
+	return BLK_STS_OK;
+}
+
+/*
+ * Post @rq at the tail of @vq's ring. Under vq->lock. -ENOSPC: the ring
+ * is full (try later); -EIO: the device is faulted (or just became so).
+ */
+static int vbus_blk_post(struct vbus_blk_queue *vq, struct request *rq,
+			 struct vbus_blk_cmd *cmd)
+{
+	struct vbus_blk *vblk = vq->vblk;
+	struct ioq_ring_desc *desc;
+	struct ioq_iterator iter;
+	u32 slot;
+	int ret;
+
+	if (vbus_blk_faulted(vblk))
+		return -EIO;
+	/* full first: the descriptor at the tail is then still in flight */
+	ret = ioq_full(vq->ioq, ioq_idxtype_inuse);
+	if (ret > 0)
+		return -ENOSPC;
+	if (!ret)
+		ret = ioq_iter_init(vq->ioq, &iter, ioq_idxtype_both, 0);
+	if (!ret)
+		ret = ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
+	if (ret) {
+		vbus_blk_fault(vblk, "ring index");
+		return -EIO;
+	}
+
+	slot = iter.pos & (vblk->queue_depth - 1);
+	/* inuse has room, so the tail slot is free: our bookkeeping */
+	if (WARN_ON_ONCE(vq->slots[slot]))
+		return -EIO;
+
+	desc = iter.desc;
+	WRITE_ONCE(desc->ptr, (u64)virt_to_phys(&cmd->req));
+	WRITE_ONCE(desc->len, (u64)VBUS_BLK_REQ_SIZE(cmd->nr_segs));
+	WRITE_ONCE(desc->cookie, (u64)slot);	/* the host never reads it */
+	WRITE_ONCE(desc->valid, 1);
+	vq->slots[slot] = rq;
+	cmd->slot = slot;
+
+	/*
+	 * The push's release store on sown publishes the descriptor, the
+	 * request header and its segments; it pairs with the host's
+	 * acquire in ioq_iter_owned() on the valid index.
+	 */
+	ret = ioq_iter_push(&iter, 0);
+	if (ret) {
+		vq->slots[slot] = NULL;
+		vbus_blk_fault(vblk, "ring push");
+		return -EIO;
+	}
+	return 0;
+}
+
+static blk_status_t vbus_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
+				      const struct blk_mq_queue_data *bd)
+{
+	struct vbus_blk_queue *vq = hctx->driver_data;
+	struct vbus_blk *vblk = vq->vblk;
+	struct request *rq = bd->rq;
+	struct vbus_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	unsigned long flags;
+	blk_status_t status;
+	int ret;
+
+	if (vbus_blk_faulted(vblk))
+		return BLK_STS_IOERR;
+
+	status = vbus_blk_setup_cmd(vblk, rq, cmd);
+	if (status)
+		return status;
+
+	blk_mq_start_request(rq);
+
+	spin_lock_irqsave(&vq->lock, flags);
+	ret = vbus_blk_post(vq, rq, cmd);
+	spin_unlock_irqrestore(&vq->lock, flags);
+
+	if (ret == -ENOSPC) {
+		/* a reaped slot frees a tag too: blk-mq reruns us then */
+		ioq_signal(vq->ioq, 0);
+		return BLK_STS_DEV_RESOURCE;
+	}
+	if (ret)
+		return BLK_STS_IOERR;
+
+	if (bd->last)
+		ioq_signal(vq->ioq, 0);
+	return BLK_STS_OK;
+}
+
+/* blk-mq stopped a batch before its last request: ring for what we posted. */
+static void vbus_blk_commit_rqs(struct blk_mq_hw_ctx *hctx)
+{
+	struct vbus_blk_queue *vq = hctx->driver_data;
+
+	if (!vbus_blk_faulted(vq->vblk))
+		ioq_signal(vq->ioq, 0);
+}
+
+/* Our status for the host's; false for one the protocol does not have. */
+static bool vbus_blk_status(u8 wire, blk_status_t *status)
+{
+	switch (wire) {
+	case VBUS_BLK_S_OK:
+		*status = BLK_STS_OK;
+		return true;
+	case VBUS_BLK_S_IOERR:
+	case VBUS_BLK_S_BADREQ:
+		*status = BLK_STS_IOERR;
+		return true;
+	case VBUS_BLK_S_UNSUPP:
+		*status = BLK_STS_NOTSUPP;
+		return true;
+	default:	/* includes PENDING: popped without an answer */
+		*status = BLK_STS_IOERR;
+		return false;
+	}
+}
+
+/*
+ * Take the descriptor at the inuse head off the ring if the host has
+ * handed it back: its request onto @done. False when there is none or
+ * the device faulted. Under vq->lock.
+ */
+static bool vbus_blk_reap_one(struct vbus_blk_queue *vq,
+			      struct ioq_iterator *iter, struct list_head *done)
+{
+	struct vbus_blk *vblk = vq->vblk;
+	struct vbus_blk_cmd *cmd;
+	struct request *rq;
+	u32 slot;
+	u8 wire;
+
+	/*
+	 * ioq_iter_owned()'s acquire on sown pairs with the release on
+	 * sown in the host's pop (core/ioq.c, "pop"), which comes after
+	 * its store of req.status: the status load below sees it.
+	 */
+	if (ioq_count(vq->ioq, ioq_idxtype_inuse) <= 0 ||
+	    !ioq_iter_owned(iter))
+		return false;
+
+	slot = iter->pos & (vblk->queue_depth - 1);
+	rq = vq->slots[slot];
+	if (!rq) {
+		vbus_blk_fault(vblk, "completion for a slot not in flight");
+		return false;
+	}
+	if (ioq_iter_pop(iter, 0)) {
+		vbus_blk_fault(vblk, "ring pop");
+		return false;
+	}
+	vq->slots[slot] = NULL;
+
+	cmd = blk_mq_rq_to_pdu(rq);
+	wire = READ_ONCE(cmd->req.status);
+	if (wire == VBUS_BLK_S_BADREQ)
+		dev_err_ratelimited(&vblk->vdev->dev,
+				    "host rejected request (op %u sector %llu)\n",
+				    cmd->req.op, cmd->req.sector);
+	list_add_tail(&cmd->node, done);
+	if (!vbus_blk_status(wire, &cmd->status)) {
+		vbus_blk_fault(vblk, "unknown request status");
+		return false;
+	}
+	return true;
+}
+
+/* Reap every descriptor the host has handed back. Under vq->lock. */
+static void vbus_blk_reap(struct vbus_blk_queue *vq, struct list_head *done)
+{
+	struct ioq_iterator iter;
+	unsigned int n = 0;
+	int ret;
+
+	ret = ioq_iter_init(vq->ioq, &iter, ioq_idxtype_inuse,
+			    IOQ_ITER_NOFLIPOWNER);
+	if (!ret)
+		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
+	if (ret) {
+		vbus_blk_fault(vq->vblk, "ring iterator");
+		return;
+	}
+	/* at most one pass over the ring: the inuse count bounds it too */
+	while (n < vq->vblk->queue_depth && vbus_blk_reap_one(vq, &iter, done))
+		n++;
+}
+
+/*
+ * The host signalled the ring: from the bridge's eventq tasklet (via
+ * _shm_signal_wakeup, which loops while the host keeps signalling, so a
+ * completion that races the end of this reap brings us back).
+ */
+void vbus_blk_notify(struct ioq_notifier *n)
+{
+	struct vbus_blk_queue *vq =
+		container_of(n, struct vbus_blk_queue, notifier);
+	struct vbus_blk *vblk = vq->vblk;
+	unsigned long flags;
+	LIST_HEAD(done);
+
+	if (vbus_blk_faulted(vblk))
+		return;
+	/* the ring layer faults a signal whose indexes the host corrupted */
+	if (shm_signal_faulted(vq->ioq->signal)) {
+		vbus_blk_fault(vblk, "ring index out of range");
+		return;
+	}
+
+	spin_lock_irqsave(&vq->lock, flags);
+	vbus_blk_reap(vq, &done);
+	spin_unlock_irqrestore(&vq->lock, flags);
+
+	vbus_blk_complete_list(&done);
+}
+
+static void vbus_blk_complete_rq(struct request *rq)
+{
+	struct vbus_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	blk_mq_end_request(rq, cmd->status);
+}
+
+/*
+ * blk-mq's timer ran out on @rq (process context, the timeout work). The
+ * host may be slow (TCG, a busy backing store): remind it and wait, a
+ * bounded number of times; then give up on the device.
+ */
+static enum blk_eh_timer_return vbus_blk_timeout(struct request *rq)
+{
+	struct vbus_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct vbus_blk_queue *vq = rq->mq_hctx->driver_data;
+	struct vbus_blk *vblk = vq->vblk;
+	unsigned long flags;
+	bool in_flight;
+
+	if (!vbus_blk_faulted(vblk)) {
+		spin_lock_irqsave(&vq->lock, flags);
+		in_flight = vq->slots[cmd->slot] == rq;
+		spin_unlock_irqrestore(&vq->lock, flags);
+		if (!in_flight)		/* reaped meanwhile: being completed */
+			return BLK_EH_DONE;
+
+		if (++cmd->timeouts <= VBUS_BLK_TIMEOUT_RESETS) {
+			dev_warn_ratelimited(&vblk->vdev->dev,
+					     "request timed out (%u of %u), queue %u: still waiting\n",
+					     cmd->timeouts,
+					     VBUS_BLK_TIMEOUT_RESETS,
+					     vq->index);
+			ioq_signal(vq->ioq, 0);
+			return BLK_EH_RESET_TIMER;
+		}
+		vbus_blk_fault(vblk, "request timed out");
+	}
+	/* fails this request too (it is still in its slot, or done) */
+	vbus_blk_shutdown(vblk);
+	return BLK_EH_DONE;
+}
+
+static int vbus_blk_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
+			      unsigned int hctx_idx)
+{
+	struct vbus_blk *vblk = data;
+
+	hctx->driver_data = &vblk->queues[hctx_idx];
+	return 0;
+}
+
+static int vbus_blk_init_request(struct blk_mq_tag_set *set,
+				 struct request *rq, unsigned int hctx_idx,
+				 unsigned int numa_node)
+{
+	struct vbus_blk *vblk = set->driver_data;
+	struct vbus_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	cmd->sg = (struct scatterlist *)&cmd->req.seg[vblk->max_segs];
+	INIT_LIST_HEAD(&cmd->node);
+	return 0;
+}
+
+const struct blk_mq_ops vbus_blk_mq_ops = {
+	.queue_rq	= vbus_blk_queue_rq,
+	.commit_rqs	= vbus_blk_commit_rqs,
+	.complete	= vbus_blk_complete_rq,
+	.timeout	= vbus_blk_timeout,
+	.init_hctx	= vbus_blk_init_hctx,
+	.init_request	= vbus_blk_init_request,
+};

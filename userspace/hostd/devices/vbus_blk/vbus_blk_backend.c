@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * vbus-blk: the backing file and the io_uring (see vbus_blk_dev.h).
+ *
+ * The file is opened with O_DIRECT when the file system takes it (data
+ * then moves between the disk and guest RAM with no page cache in
+ * between); a file system that refuses O_DIRECT (open or the first
+ * aligned read fails with EINVAL) gets buffered I/O, and `ctl stats`
+ * says direct=0. direct=1 makes the refusal an error, direct=0 never
+ * tries. With O_DIRECT a second, buffered descriptor of the same file
+ * serves requests whose guest buffers are not aligned to the logical
+ * block size (Linux keeps the two coherent: direct I/O writes back and
+ * invalidates the page cache over its range).
+ *
+ * The io_uring is the device's, shared by its queues; its completions
+ * raise an eventfd the guest's loop watches (vblk_completions).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include "vbus_blk_dev.h"
+
+#define WHAT "backing file"
+
+static bool pow2(__u64 v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* Size and block sizes of the file or block device behind @fd. */
+static int probe_size(struct vblk *b, int fd, const struct stat *st,
+		      __u64 *size)
+{
+	int lbs = 512, pbs = 512;
+
+	if (!b->blkdev) {
+		*size = (__u64)st->st_size;
+		b->lbs = 512;
+		b->pbs = pow2((__u64)st->st_blksize) && st->st_blksize >= 512 &&
+			 st->st_blksize <= 65536 ? (__u32)st->st_blksize : 512;
+		return 0;
+	}
+	if (ioctl(fd, BLKGETSIZE64, size) < 0)
+		return -errno;
+	if (ioctl(fd, BLKSSZGET, &lbs) < 0 || lbs < 512 || !pow2((__u64)lbs))
+		lbs = 512;
+	if (ioctl(fd, BLKPBSZGET, &pbs) < 0 || pbs < lbs || !pow2((__u64)pbs))
+		pbs = lbs;
+	b->lbs = (__u32)lbs;
+	b->pbs = (__u32)pbs;
+	return 0;
+}
+
+/*
+ * The smallest block O_DIRECT takes on @fd, tried with one read at offset
+ * 0 (a file system may open with O_DIRECT and refuse the I/O). 0 when
+ * none up to 4096 works.
+ */
+static __u32 probe_direct(int fd, __u32 from)
+{
+	__u32 bs;
+
+	for (bs = from; bs <= 4096; bs <<= 1) {
+		void *buf;
+		ssize_t r;
+
+		if (posix_memalign(&buf, 4096, bs))
+			return 0;
+		r = pread(fd, buf, bs, 0);
+		free(buf);
+		if (r >= 0)
+			return bs;
+		if (errno != EINVAL)
+			return 0;
+	}
+	return 0;
+}
+
+/* O_DIRECT if wanted and possible; b->fd_buffered is open already. */
+static int open_direct(struct vblk *b, int flags)
+{
+	__u32 bs;
+	int fd;
+
+	b->fd = b->fd_buffered;
+	b->direct = false;
+	if (!b->direct_want)
+		return 0;
+	fd = open(b->path, flags | O_DIRECT);
+	bs = fd >= 0 ? probe_direct(fd, b->lbs) : 0;
+	if (!bs) {
+		int err = fd >= 0 ? EINVAL : errno;
+
+		if (fd >= 0)
+			close(fd);
+		if (b->direct_want > 0)
+			return hostd_dev_fail(b->dev, -err,
+					      WHAT " %s: O_DIRECT refused: %s",
+					      b->path, strerror(err));
+		return 0;	/* auto: buffered */
+	}
+	b->fd = fd;
+	b->direct = true;
+	b->lbs = bs;
+	if (b->pbs < bs)
+		b->pbs = bs;
+	return 0;
+}
+
+static int ring_up(struct vblk *b)
+{
+	struct io_uring_params p;
+	int ret;
+
+	/*
+	 * Room in the CQ for every request the guest can have in flight:
+	 * the kernel keeps overflowing CQEs (IORING_FEAT_NODROP) but that is
+	 * its slow path.
+	 */
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_CQSIZE;
+	p.cq_entries = b->max_queues * b->max_depth;
+	if (p.cq_entries < 2 * VBLK_URING_ENTRIES)
+		p.cq_entries = 2 * VBLK_URING_ENTRIES;
+	ret = io_uring_queue_init_params(VBLK_URING_ENTRIES, &b->ring, &p);
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret,
+				      "io_uring unavailable (io_uring_setup: %s): "
+				      "vbus-blk needs it (kernel.io_uring_disabled? "
+				      "a seccomp filter?)", strerror(-ret));
+	b->ring_up = true;
+	b->efd = hostd_eventfd_new();
+	if (b->efd < 0)
+		return b->efd;
+	ret = io_uring_register_eventfd(&b->ring, b->efd);
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret,
+				      "io_uring_register_eventfd: %s",
+				      strerror(-ret));
+	return 0;
+}
+
+/*
+ * Open @b->path (as given: the caller canonicalized it), check it, claim
+ * it, probe it, set up the ring. Every refusal says why.
+ */
+int vblk_backend_open(struct vblk *b)
+{
+	int flags = (b->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+	struct stat st;
+	__u64 size = 0;
+	int ret;
+
+	if (stat(b->path, &st) < 0)
+		return hostd_dev_fail(b->dev, -errno, WHAT " %s: %s", b->path,
+				      strerror(errno));
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      WHAT " %s is not a regular file or a block device",
+				      b->path);
+	b->blkdev = S_ISBLK(st.st_mode);
+	/* one disk, one device: two would corrupt each other's file system */
+	ret = hostd_dev_claim(b->dev, WHAT, b->path);
+	if (ret < 0)
+		return ret;
+	b->fd_buffered = open(b->path, flags);
+	if (b->fd_buffered < 0)
+		return hostd_dev_fail(b->dev, -errno, WHAT " %s: %s", b->path,
+				      strerror(errno));
+	ret = probe_size(b, b->fd_buffered, &st, &size);
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret, WHAT " %s: size: %s",
+				      b->path, strerror(-ret));
+	ret = open_direct(b, flags);
+	if (ret < 0)
+		return ret;
+	if (size < b->lbs)
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      WHAT " %s is smaller than one logical block "
+				      "(%llu < %u bytes)", b->path,
+				      (unsigned long long)size, b->lbs);
+	b->capacity = size / b->lbs * (b->lbs / 512);
+	b->zero_range_ok = true;
+	return ring_up(b);
+}
+
+void vblk_backend_close(struct vblk *b)
+{
+	if (b->ring_up)
+		io_uring_queue_exit(&b->ring);
+	b->ring_up = false;
+	if (b->efd >= 0)
+		close(b->efd);
+	if (b->fd >= 0 && b->fd != b->fd_buffered)
+		close(b->fd);
+	if (b->fd_buffered >= 0)
+		close(b->fd_buffered);
+	b->efd = b->fd = b->fd_buffered = -1;
+}
+
+/* ---- io_uring ------------------------------------------------------------ */
+
+__u64 vblk_tag(const struct vblk *b, unsigned int qi, unsigned int slot)
+{
+	return (b->session & 0xffffffffull) << 32 | (__u64)qi << 16 | slot;
+}
+
+/* true when @tag is of the current session; the queue and slot of it */
+bool vblk_untag(const struct vblk *b, __u64 tag, unsigned int *qi,
+		unsigned int *slot)
+{
+	*qi = (unsigned int)(tag >> 16 & 0xffff);
+	*slot = (unsigned int)(tag & 0xffff);
+	return tag >> 32 == (b->session & 0xffffffffull);
+}
+
+static struct io_uring_sqe *get_sqe(struct vblk *b)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+
+	if (!sqe) {
+		/* SQ full: hand what we have to the kernel, take a fresh one */
+		io_uring_submit(&b->ring);
+		sqe = io_uring_get_sqe(&b->ring);
+	}
+	return sqe;
+}
+
+/* WRITE_ZEROES: ZERO_RANGE keeps the blocks, a punch frees them */
+static int zeroes_mode(const struct vblk *b, const struct vblk_slot *s)
+{
+	if (s->zmode)
+		return s->zmode;	/* a retry: the other mode */
+	if ((s->io.flags & VBUS_BLK_REQ_UNMAP) || !b->zero_range_ok)
+		return FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+	return FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
+}
+
+int vblk_backend_queue(struct vblk *b, unsigned int qi, unsigned int slot,
+		       struct vblk_slot *s)
+{
+	struct io_uring_sqe *sqe = get_sqe(b);
+	int fd = b->fd;
+
+	if (!sqe)
+		return -EBUSY;
+	if (b->direct && !s->io.aligned) {
+		fd = b->fd_buffered;
+		b->st.buffered_ios++;
+	}
+	switch (s->io.op) {
+	case VBUS_BLK_OP_READ:
+		io_uring_prep_readv(sqe, fd, s->iov, s->io.niov, s->io.offset);
+		break;
+	case VBUS_BLK_OP_WRITE:
+		io_uring_prep_writev(sqe, fd, s->iov, s->io.niov, s->io.offset);
+		if (s->io.flags & VBUS_BLK_REQ_FUA) {
+			/* durable when the CQE comes: data and what finds it */
+			sqe->rw_flags = RWF_DSYNC;
+			b->st.fua_writes++;
+		}
+		break;
+	case VBUS_BLK_OP_FLUSH:
+		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+		break;
+	case VBUS_BLK_OP_DISCARD:
+		io_uring_prep_fallocate(sqe, fd, FALLOC_FL_PUNCH_HOLE |
+					FALLOC_FL_KEEP_SIZE, s->io.offset,
+					s->io.len);
+		break;
+	case VBUS_BLK_OP_WRITE_ZEROES:
+		s->zmode = zeroes_mode(b, s);
+		io_uring_prep_fallocate(sqe, fd, s->zmode, s->io.offset,
+					s->io.len);
+		break;
+	default:
+		return -EINVAL;
+	}
+	io_uring_sqe_set_data64(sqe, vblk_tag(b, qi, slot));
+	b->submit_pending = true;
+	return 0;
+}
+
+void vblk_backend_submit(struct vblk *b)
+{
+	int ret;
+
+	if (!b->submit_pending)
+		return;
+	ret = io_uring_submit(&b->ring);
+	if (ret == -EAGAIN || ret == -EBUSY || ret == -EINTR) {
+		/*
+		 * The kernel is short of memory or its CQ overflowed: the
+		 * SQEs stay queued; try again after the loop's other fds
+		 * (completions among them), not in a loop here.
+		 */
+		b->st.submit_retries++;
+		hostd_kick(&b->kick);
+		return;
+	}
+	b->submit_pending = false;
+	if (ret < 0)
+		hostd_dev_log(b->dev, "vbus-blk: io_uring_submit: %s",
+			      strerror(-ret));
+}
+
+/* Ask the kernel to cancel everything of ours it has not finished. */
+void vblk_backend_cancel_all(struct vblk *b)
+{
+	struct io_uring_sqe *sqe = get_sqe(b);
+
+	if (!sqe)
+		return;
+	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+	io_uring_sqe_set_data64(sqe, VBLK_TAG_CANCEL);
+	b->submit_pending = true;
+	vblk_backend_submit(b);
+}

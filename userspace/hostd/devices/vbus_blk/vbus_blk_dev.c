@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The "vbus-blk" device type (alias "virtual-block"): a disk backed by a
+ * regular file or a block device, I/O through io_uring. Protocol: the
+ * vbus-blk section of docs/transport.md; ABI: <vbus/vbus_blk.h>.
+ *
+ * Params: file=PATH (required; claimed: no other device of the daemon may
+ * use it), ro=0|1, serial=STR (<= 20 bytes; default "vbus-" and a hash of
+ * the canonical path), queues=N (max queues offered, 1..16, default
+ * min(4, CPUs)), depth=N (max descriptors per queue ring, a power of two
+ * up to 1024, default 128), segs=N (max segments per request, 1..256,
+ * default 128), max_sectors=N (per request, default 2048), discard=0|1
+ * (offer DISCARD and WRITE_ZEROES, default 1 unless ro), direct=auto|0|1
+ * (O_DIRECT, see vbus_blk_backend.c), strict=0|1 (1: a malformed request
+ * faults the device instead of being answered S_BADREQ).
+ *
+ * Everything runs on the guest's loop thread (device.h): no locks.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include "vbus_blk_dev.h"
+
+/* The offered feature set (config.features). */
+static __u32 vblk_features_offered(const struct vblk *b)
+{
+	__u32 f = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA;
+
+	if (b->ro)
+		return f | VBUS_BLK_F_RO;
+	if (b->discard)
+		f |= VBUS_BLK_F_DISCARD | VBUS_BLK_F_WRITE_ZEROES;
+	return f;
+}
+
+/* ---- params ---------------------------------------------------------------- */
+
+static int param_bool(struct vblk *b, const struct hostd_params *p,
+		      const char *key, bool def, bool *out)
+{
+	const char *s = hostd_param_get(p, key);
+
+	if (!s) {
+		*out = def;
+		return 0;
+	}
+	if (strcmp(s, "0") && strcmp(s, "1"))
+		return hostd_dev_fail(b->dev, -EINVAL, "%s=%s: want 0 or 1",
+				      key, s);
+	*out = s[0] == '1';
+	return 0;
+}
+
+static int param_u32(struct vblk *b, const struct hostd_params *p,
+		     const char *key, __u32 def, __u32 min, __u32 max,
+		     bool power_of_two, __u32 *out)
+{
+	const char *s = hostd_param_get(p, key);
+	unsigned long v;
+	char *end;
+
+	*out = def;
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max ||
+	    (power_of_two && (v & (v - 1))))
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "%s=%s: want %s in %u..%u", key, s,
+				      power_of_two ? "a power of two" : "a number",
+				      min, max);
+	*out = (__u32)v;
+	return 0;
+}
+
+/* "vbus-" and 15 hex digits of a hash of the path: stable, <= 20 bytes */
+static void default_serial(struct vblk *b)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+	const char *c;
+	char s[32];
+
+	for (c = b->path; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+	snprintf(s, sizeof(s), "vbus-%015llx",
+		 (unsigned long long)(h >> 4));
+	memcpy(b->serial, s, VBUS_BLK_SERIAL_LEN);
+}
+
+static int params_file(struct vblk *b, const struct hostd_params *p)
+{
+	const char *s = hostd_param_get(p, "file");
+	char real[PATH_MAX];
+
+	if (!s || !*s)
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "vbus-blk needs file=PATH (a regular file "
+				      "or a block device)");
+	/* one name per file, for the claim: the canonical one when it exists */
+	if (!realpath(s, real))
+		snprintf(real, sizeof(real), "%s", s);
+	if (strlen(real) >= sizeof(b->path))
+		return hostd_dev_fail(b->dev, -ENAMETOOLONG,
+				      "file=%s: path too long", s);
+	snprintf(b->path, sizeof(b->path), "%s", real);
+	return 0;
+}
+
+static int params_misc(struct vblk *b, const struct hostd_params *p)
+{
+	const char *s;
+	bool flag = true;
+	int ret;
+
+	s = hostd_param_get(p, "serial");
+	if (s && strlen(s) > VBUS_BLK_SERIAL_LEN)
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "serial=%s: at most %d bytes", s,
+				      VBUS_BLK_SERIAL_LEN);
+	if (s)
+		strncpy(b->serial, s, VBUS_BLK_SERIAL_LEN);
+	else
+		default_serial(b);
+	s = hostd_param_get(p, "direct");
+	if (!s || !strcmp(s, "auto"))
+		b->direct_want = -1;
+	else if (!strcmp(s, "0") || !strcmp(s, "1"))
+		b->direct_want = s[0] - '0';
+	else
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "direct=%s: want auto, 0 or 1", s);
+	ret = param_bool(b, p, "strict", false, &b->strict);
+	if (!ret)
+		ret = param_bool(b, p, "discard", true, &flag);
+	b->discard = flag;
+	return ret;
+}
+
+static int vblk_params(struct vblk *b, const struct hostd_params *p)
+{
+	static const char *const known[] = {
+		"file", "ro", "serial", "queues", "depth", "segs",
+		"max_sectors", "discard", "direct", "strict", NULL
+	};
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	__u32 defq = ncpu > 0 && ncpu < 4 ? (__u32)ncpu : 4;
+	int ret;
+
+	ret = hostd_params_check(b->dev, p, known);
+	if (!ret)
+		ret = params_file(b, p);
+	if (!ret)
+		ret = param_bool(b, p, "ro", false, &b->ro);
+	if (!ret)
+		ret = param_u32(b, p, "queues", defq, 1, VBUS_BLK_MAX_QUEUES,
+				false, &b->max_queues);
+	if (!ret)
+		ret = param_u32(b, p, "depth", VBLK_DEF_DEPTH, 1,
+				VBUS_BLK_MAX_DEPTH, true, &b->max_depth);
+	if (!ret)
+		ret = param_u32(b, p, "segs", VBLK_DEF_SEGS, 1,
+				VBUS_BLK_MAX_SEGS, false, &b->max_segs);
+	if (!ret)
+		ret = param_u32(b, p, "max_sectors", VBLK_DEF_MAX_SECTORS, 8,
+				1u << 16, false, &b->max_sectors);
+	if (!ret)
+		ret = params_misc(b, p);
+	return ret;
+}
+
+/* ---- ops ----------------------------------------------------------------- */
+
+static void on_kick(struct hostd_dev *dev, void *arg)
+{
+	(void)dev;
+	vblk_backend_submit(arg);
+}
+
+static void vblk_free(struct vblk *b)
+{
+	if (b->efd_watched)
+		hostd_fd_del(b->dev, b->efd);
+	if (b->kick.dev)
+		hostd_kick_fini(&b->kick);
+	vblk_backend_close(b);
+	free(b);
+}
+
+static int vblk_create(struct hostd_dev *dev, const struct hostd_params *p)
+{
+	struct vblk *b = calloc(1, sizeof(*b));
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	b->dev = dev;
+	b->fd = b->fd_buffered = b->efd = -1;
+	ret = vblk_params(b, p);
+	if (!ret)
+		ret = vblk_backend_open(b);
+	if (!ret)
+		ret = hostd_kick_init(dev, &b->kick, on_kick, b);
+	if (!ret)
+		ret = hostd_fd_add(dev, b->efd, EPOLLIN, vblk_completions, b);
+	if (ret < 0) {
+		vblk_free(b);
+		return ret;
+	}
+	b->efd_watched = true;
+	hostd_dev_set_priv(dev, b);
+	return 0;
+}
+
+static void vblk_destroy(struct hostd_dev *dev)
+{
+	vblk_free(hostd_dev_priv(dev));
+	hostd_dev_set_priv(dev, NULL);
+}
+
+static int vblk_open(struct hostd_dev *dev, __u32 version)
+{
+	struct vblk *b = hostd_dev_priv(dev);
+
+	if (version != VBUS_BLK_VERSION)
+		return -EPROTO;
+	b->open = true;
+	b->negotiated = false;
+	b->features = 0;
+	b->nr_queues = b->depth = 0;
+	/* completions of an earlier session are recognized as stale */
+	b->session++;
+	return 0;
+}
+
+static void vblk_close(struct hostd_dev *dev)
+{
+	struct vblk *b = hostd_dev_priv(dev);
+	unsigned int i;
+
+	/*
+	 * Nothing of io_uring may write guest memory after we let go of it:
+	 * cancel, wait (bounded), then drop the rings. No guest memory is
+	 * touched here (no status, no pop).
+	 */
+	vblk_queues_drain(b);
+	hostd_kick_cancel(&b->kick);
+	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
+		vblk_queue_detach(&b->q[i]);
+	b->open = false;
+	b->negotiated = false;
+	b->nr_queues = b->depth = 0;
+}
+
+static int call_getconfig(struct vblk *b, void *buf)
+{
+	struct vbus_blk_config c;
+	__u32 f = vblk_features_offered(b);
+
+	memset(&c, 0, sizeof(c));
+	c.capacity = b->capacity;
+	c.logical_block_size = b->lbs;
+	c.physical_block_size = b->pbs;
+	c.max_segments = b->max_segs;
+	c.max_segment_size = VBLK_MAX_SEG_SIZE;
+	c.max_sectors = b->max_sectors;
+	c.max_queues = b->max_queues;
+	c.max_queue_depth = b->max_depth;
+	c.features = f;
+	c.max_discard_sectors = f & VBUS_BLK_F_DISCARD ? VBLK_MAX_DISCARD : 0;
+	c.max_write_zeroes_sectors =
+		f & VBUS_BLK_F_WRITE_ZEROES ? VBLK_MAX_DISCARD : 0;
+	c.discard_granularity = b->pbs;
+	memcpy(c.serial, b->serial, sizeof(c.serial));
+	memcpy(buf, &c, sizeof(c));
+	return 0;
+}
+
+static int call_negotiate(struct vblk *b, void *buf)
+{
+	struct vbus_blk_negotiate n;
+
+	memcpy(&n, buf, sizeof(n));
+	/* the queues' ring size and formats follow: once per open */
+	if (b->negotiated)
+		return -EBUSY;
+	if (n.reserved || !n.nr_queues || !n.queue_depth ||
+	    n.queue_depth > b->max_depth ||
+	    (n.queue_depth & (n.queue_depth - 1)))
+		return -EINVAL;
+	n.features &= vblk_features_offered(b);
+	if (n.nr_queues > b->max_queues)
+		n.nr_queues = b->max_queues;
+	b->features = n.features;
+	b->nr_queues = n.nr_queues;
+	b->depth = n.queue_depth;
+	b->negotiated = true;
+	memcpy(buf, &n, sizeof(n));
+	return 0;
+}
+
+static int vblk_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
+{
+	struct vblk *b = hostd_dev_priv(dev);
+
+	switch (func) {
+	case VBUS_BLK_FUNC_GETCONFIG:
+		if (len != sizeof(struct vbus_blk_config))
+			return -EINVAL;
+		return call_getconfig(b, buf);
+	case VBUS_BLK_FUNC_NEGOTIATE:
+		if (len != sizeof(struct vbus_blk_negotiate))
+			return -EINVAL;
+		return call_negotiate(b, buf);
+	default:
+		return -EINVAL;
+	}
+}
+
+static int vblk_shm(struct hostd_dev *dev, struct hostd_shm *shm)
+{
+	return vblk_queue_attach(hostd_dev_priv(dev), shm);
+}
+
+static void stats_latency(const struct vblk *b, struct hostd_stats_out *out)
+{
+	char key[32];
+	unsigned int i;
+
+	/* bucket i: latency < 2^i us (the last: everything slower) */
+	for (i = 0; i < VBLK_LAT_BUCKETS; i++) {
+		if (i == VBLK_LAT_BUCKETS - 1)
+			snprintf(key, sizeof(key), "lat_ge_%lluus",
+				 1ull << (i - 1));
+		else
+			snprintf(key, sizeof(key), "lat_lt_%lluus", 1ull << i);
+		hostd_stat_u64(out, key, b->st.lat[i]);
+	}
+}
+
+static void vblk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
+{
+	struct vblk *b = hostd_dev_priv(dev);
+	const struct vblk_stats *s = &b->st;
+	char serial[VBUS_BLK_SERIAL_LEN + 1];
+
+	hostd_stat_str(out, "file", b->path);
+	memcpy(serial, b->serial, VBUS_BLK_SERIAL_LEN);
+	serial[VBUS_BLK_SERIAL_LEN] = '\0';
+	hostd_stat_str(out, "serial", serial);
+	hostd_stat_u64(out, "direct", b->direct);
+	hostd_stat_u64(out, "ro", b->ro);
+	hostd_stat_u64(out, "capacity", b->capacity);
+	hostd_stat_u64(out, "logical_block_size", b->lbs);
+	hostd_stat_u64(out, "features", b->features);
+	hostd_stat_u64(out, "queues", b->nr_queues);
+	hostd_stat_u64(out, "queue_depth", b->depth);
+	hostd_stat_u64(out, "inflight", b->inflight);
+#define S(name) hostd_stat_u64(out, #name, s->name)
+	S(reads); S(writes); S(flushes); S(discards); S(write_zeroes);
+	S(get_ids); S(bytes_read); S(bytes_written); S(fua_writes);
+	S(buffered_ios); S(io_errors); S(bad_requests); S(unsupported);
+	S(batches); S(zero_fallbacks); S(submit_retries); S(drain_timeouts);
+#undef S
+	stats_latency(b, out);
+}
+
+static const struct hostd_dev_type vbus_blk_type = {
+	.name = VBUS_BLK_TYPE,
+	.alias = VBUS_BLK_TYPE_ALIAS,
+	.create = vblk_create,
+	.destroy = vblk_destroy,
+	.open = vblk_open,
+	.close = vblk_close,
+	.call = vblk_call,
+	.shm = vblk_shm,
+	.stats = vblk_stats,
+};
+
+HOSTD_DEV_TYPE(vbus_blk_type);

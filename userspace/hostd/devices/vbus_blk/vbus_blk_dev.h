@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * vbus-blk, the host side: the device's state, shared by its files, in the
+ * order they use each other (none calls up):
+ *
+ *   vbus_blk_dev.c      the ops (create .. stats), params, GETCONFIG and
+ *                       NEGOTIATE, attaching the queue rings
+ *   vbus_blk_queue.c    a queue: parse descriptors, submit, hand back in
+ *                       order; io_uring's completions; the drain at close
+ *   vbus_blk_req.c      one request: read it once from guest memory,
+ *                       check it, build its iovecs (no io_uring in it)
+ *   vbus_blk_backend.c  the backing file and the io_uring: open, probe
+ *                       O_DIRECT, queue an op, submit, cancel
+ *
+ * Everything runs on the guest's loop thread (device.h): io_uring's
+ * completions arrive through an eventfd registered with hostd_fd_add, so
+ * the device has no thread and no lock.
+ */
+#ifndef VBUS_HOSTD_VBUS_BLK_DEV_H
+#define VBUS_HOSTD_VBUS_BLK_DEV_H
+
+#include <stdbool.h>
+#include <sys/uio.h>
+#include <liburing.h>
+#include <vbus/vbus_blk.h>
+#include "device.h"
+
+#define VBLK_DEF_DEPTH		128
+#define VBLK_DEF_SEGS		128
+#define VBLK_DEF_MAX_SECTORS	2048		/* 1 MiB per request */
+#define VBLK_MAX_SEG_SIZE	(1u << 20)
+#define VBLK_MAX_DISCARD	(1u << 22)	/* 2 GiB per request */
+#define VBLK_URING_ENTRIES	256		/* SQ size; CQ is twice */
+#define VBLK_DRAIN_MS		10000		/* close: wait this long */
+#define VBLK_LAT_BUCKETS	24		/* < 1us .. >= 2^22 us */
+
+/* A slot of a queue: the request the ring descriptor of that slot holds. */
+enum vblk_slot_state {
+	VBLK_SLOT_FREE,		/* not parsed (not posted, or handed back) */
+	VBLK_SLOT_INFLIGHT,	/* an SQE of ours is in io_uring */
+	VBLK_SLOT_DONE,		/* status known, waiting for the head */
+};
+
+/* What a request asks of the backend, after the checks (vbus_blk_req.c). */
+struct vblk_io {
+	__u8 op;		/* VBUS_BLK_OP_* */
+	__u16 flags;		/* VBUS_BLK_REQ_*, checked */
+	__u64 offset;		/* bytes into the backing file */
+	__u64 len;		/* bytes moved / discarded / zeroed */
+	unsigned int niov;
+	bool aligned;		/* usable with O_DIRECT */
+};
+
+struct vblk_slot {
+	enum vblk_slot_state state;
+	__u8 status;		/* VBUS_BLK_S_* once DONE */
+	__u8 op;
+	bool retried;		/* WRITE_ZEROES: tried the other mode */
+	int zmode;		/* WRITE_ZEROES: fallocate mode, 0 = pick */
+	__u64 req_gpa;		/* where req.status goes (re-translated) */
+	struct vblk_io io;
+	__u64 t0_ns;		/* submitted */
+	struct iovec *iov;	/* max_segments, until the CQE */
+};
+
+struct vblk;
+
+struct vblk_queue {
+	struct vblk *b;
+	unsigned int idx;
+	bool attached;
+	struct ioq ioq;
+	struct ioq_notifier notifier;
+	__u32 depth;
+	__u32 next;		/* free-running: next valid position to parse */
+	__u32 head;		/* free-running: our copy of valid.head */
+	unsigned int inflight;	/* slots INFLIGHT */
+	struct vblk_slot *slots;	/* depth of them */
+};
+
+struct vblk_stats {
+	__u64 reads, writes, flushes, discards, write_zeroes, get_ids;
+	__u64 bytes_read, bytes_written;
+	__u64 fua_writes;
+	__u64 buffered_ios;	/* unaligned for O_DIRECT: the buffered fd */
+	__u64 io_errors;	/* backend failures (S_IOERR) */
+	__u64 bad_requests;	/* S_BADREQ */
+	__u64 unsupported;	/* S_UNSUPP */
+	__u64 batches;		/* hand-backs, one ioq_signal() each */
+	__u64 zero_fallbacks;	/* ZERO_RANGE refused: punched instead */
+	__u64 submit_retries;	/* io_uring_submit EAGAIN/EBUSY: kicked */
+	__u64 drain_timeouts;
+	__u64 lat[VBLK_LAT_BUCKETS];	/* completions by 2^n us */
+};
+
+struct vblk {
+	struct hostd_dev *dev;
+
+	/* params */
+	char path[4096];		/* canonical (realpath) */
+	bool ro;
+	bool strict;
+	int direct_want;		/* -1 auto, 0 no, 1 must */
+	char serial[VBUS_BLK_SERIAL_LEN];
+	__u32 max_queues, max_depth, max_segs, max_sectors;
+	bool discard;
+
+	/* backend (vbus_blk_backend.c) */
+	int fd;				/* O_DIRECT when direct, else buffered */
+	int fd_buffered;		/* = fd when !direct */
+	bool direct;
+	bool blkdev;
+	__u32 lbs, pbs;			/* bytes */
+	__u64 capacity;			/* 512-byte sectors */
+	bool zero_range_ok;
+	struct io_uring ring;
+	bool ring_up;
+	int efd;			/* io_uring's completion eventfd */
+	bool efd_watched;
+	__u64 session;			/* open count: tags user_data */
+	unsigned int inflight;		/* all queues, this session */
+	unsigned int stale;		/* SQEs of a closed session (timeout) */
+	bool submit_pending;		/* SQEs queued, not yet submitted */
+	struct hostd_kick kick;		/* submit again: the kernel said EAGAIN */
+
+	/* session (open .. close) */
+	bool open;
+	bool negotiated;
+	__u32 features;			/* granted */
+	__u32 nr_queues, depth;		/* granted */
+	struct vblk_queue q[VBUS_BLK_MAX_QUEUES];
+
+	struct vblk_stats st;
+};
+
+/* vbus_blk_backend.c */
+int vblk_backend_open(struct vblk *b);		/* hostd_dev_fail on error */
+void vblk_backend_close(struct vblk *b);
+/* Queue the op of @s (slot @slot of queue @qi) on the ring; 0 or -errno */
+int vblk_backend_queue(struct vblk *b, unsigned int qi, unsigned int slot,
+		       struct vblk_slot *s);
+void vblk_backend_submit(struct vblk *b);
+/* Ask io_uring to cancel everything of ours (close) */
+void vblk_backend_cancel_all(struct vblk *b);
+/* user_data <-> (session, queue, slot) */
+__u64 vblk_tag(const struct vblk *b, unsigned int qi, unsigned int slot);
+bool vblk_untag(const struct vblk *b, __u64 tag, unsigned int *qi,
+		unsigned int *slot);
+#define VBLK_TAG_CANCEL (~0ull)
+
+/* vbus_blk_req.c: read one request and check it. Returns VBUS_BLK_S_OK
+ * (then @io/@iov describe it) or the status to complete it with; @why
+ * says what was wrong. Never faults: the caller decides. */
+__u8 vblk_req_parse(struct vblk *b, __u64 req_gpa, __u64 desc_len,
+		    struct vblk_io *io, struct iovec *iov, const char **why);
+/* GET_ID: copy the serial into the request's segment */
+void vblk_req_get_id(struct vblk *b, const struct vblk_io *io,
+		     struct iovec *iov);
+
+/* vbus_blk_queue.c */
+int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm);
+void vblk_queue_detach(struct vblk_queue *q);
+void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg);
+/* close: wait (bounded) until io_uring holds nothing of this session */
+void vblk_queues_drain(struct vblk *b);
+
+#endif /* VBUS_HOSTD_VBUS_BLK_DEV_H */

@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * vbus-blk: a queue (one IOQ ring, DEVSHM id = queue index) and io_uring's
+ * completions (see vbus_blk_dev.h).
+ *
+ * Parse ahead, hand back in order. The ring hands descriptors back only
+ * at the valid head (ioq_iter_pop), but io_uring completes out of order.
+ * So the queue keeps two positions: `next`, the first descriptor not yet
+ * parsed, and `head`, the first not yet handed back; every descriptor in
+ * [head, next) has a slot (slot = position & (depth - 1)) that is
+ * INFLIGHT or DONE. A pass parses from `next` while the guest owns
+ * nothing there any more (ioq_iter_owned), submits all it parsed with one
+ * io_uring_submit, and then hands back from `head` while the head slot is
+ * DONE. The cost: a request that completes early waits for the ones
+ * posted before it (head-of-line), typically a few microseconds on a
+ * file in the page cache, up to the slowest request in flight on a disk.
+ * A guest that wants independent latencies uses more queues.
+ *
+ * The hand-back writes req.status through a fresh translation of the
+ * request's address (never a pointer kept from the parse) and pops; one
+ * ioq_signal() per batch, which the shm-signal suppresses while the
+ * guest has its side masked or an event pending.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <linux/falloc.h>
+#include "vbus_blk_dev.h"
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+static void count_status(struct vblk *b, __u8 st, const char *why)
+{
+	if (st == VBUS_BLK_S_BADREQ) {
+		b->st.bad_requests++;
+		/* strict=1: the first malformed request stops the device */
+		if (b->strict)
+			hostd_dev_fault(b->dev, "vbus-blk: bad request: %s", why);
+		else
+			hostd_dev_log(b->dev, "vbus-blk: bad request: %s", why);
+	} else if (st == VBUS_BLK_S_UNSUPP) {
+		b->st.unsupported++;
+	} else if (st == VBUS_BLK_S_IOERR) {
+		b->st.io_errors++;
+	}
+}
+
+/* ---- hand-back ------------------------------------------------------------- */
+
+/* req.status of @s into guest memory; false: faulted */
+static bool put_status(struct vblk *b, const struct vblk_slot *s)
+{
+	__u8 *p = hostd_dev_gpa(b->dev, s->req_gpa +
+				VBUS_OFFSETOF(struct vbus_blk_req, status), 1);
+
+	if (!p) {
+		hostd_dev_fault(b->dev, "vbus-blk: request 0x%llx left guest RAM",
+				(unsigned long long)s->req_gpa);
+		return false;
+	}
+	/*
+	 * Ordered before the hand-back by the release store of valid.head in
+	 * ioq_iter_pop(); pairs with the acquire in the guest's
+	 * ioq_iter_owned() on inuse, after which it reads the status.
+	 */
+	VBUS_WRITE(*p, s->status);
+	return true;
+}
+
+/* Hand back from the head every request that is DONE, in ring order. */
+static void hand_back(struct vblk_queue *q)
+{
+	struct vblk *b = q->b;
+	struct ioq_iterator it;
+	unsigned int n = 0;
+
+	if (!q->attached || hostd_dev_faulted(b->dev))
+		return;
+	if (ioq_iter_init(&q->ioq, &it, ioq_idxtype_valid, 0) ||
+	    ioq_iter_seek(&it, ioq_seek_head, 0, 0))
+		return;
+	if (it.pos != q->head) {
+		/* valid.head is ours alone: the guest wrote it */
+		hostd_dev_fault(b->dev, "vbus-blk: queue %u: valid head moved",
+				q->idx);
+		return;
+	}
+	while (q->head != q->next) {
+		struct vblk_slot *s = &q->slots[q->head & (q->depth - 1)];
+
+		if (s->state != VBLK_SLOT_DONE || !put_status(b, s))
+			break;
+		if (ioq_iter_pop(&it, 0) < 0) {
+			/* the guest took the descriptor back, or the indexes */
+			hostd_dev_fault(b->dev, "vbus-blk: queue %u: pop failed",
+					q->idx);
+			break;
+		}
+		s->state = VBLK_SLOT_FREE;
+		q->head++;
+		n++;
+	}
+	if (n) {
+		hostd_dev_account(b->dev, n, 0);
+		ioq_signal(&q->ioq, 0);
+		b->st.batches++;
+	}
+}
+
+/* ---- parse and submit -------------------------------------------------------- */
+
+static void reap_and_hand_back(struct vblk *b);
+
+static void slot_done(struct vblk_slot *s, __u8 status)
+{
+	s->status = status;
+	s->state = VBLK_SLOT_DONE;
+}
+
+static void count_op(struct vblk *b, __u8 op)
+{
+	switch (op) {
+	case VBUS_BLK_OP_READ: b->st.reads++; break;
+	case VBUS_BLK_OP_WRITE: b->st.writes++; break;
+	case VBUS_BLK_OP_FLUSH: b->st.flushes++; break;
+	case VBUS_BLK_OP_DISCARD: b->st.discards++; break;
+	case VBUS_BLK_OP_WRITE_ZEROES: b->st.write_zeroes++; break;
+	case VBUS_BLK_OP_GET_ID: b->st.get_ids++; break;
+	default: break;
+	}
+}
+
+/*
+ * The descriptor at `next`: parse it into its slot and either finish it
+ * (a refusal, GET_ID) or queue it on io_uring. false: the device is
+ * faulted (a descriptor we could not even answer).
+ */
+static bool start_one(struct vblk_queue *q, struct ioq_iterator *it)
+{
+	struct vblk *b = q->b;
+	unsigned int slot = q->next & (q->depth - 1);
+	struct vblk_slot *s = &q->slots[slot];
+	/* ptr and len once each: the guest may rewrite them meanwhile */
+	__u64 ptr = VBUS_READ(it->desc->ptr);
+	__u64 len = VBUS_READ(it->desc->len);
+	const char *why;
+	__u8 st;
+
+	/*
+	 * Without a header we can write the status into, there is no way to
+	 * answer: ring-level garbage faults the device.
+	 */
+	if ((ptr & 7) || !hostd_dev_gpa(b->dev, ptr,
+					sizeof(struct vbus_blk_req))) {
+		hostd_dev_fault(b->dev, "vbus-blk: queue %u: request 0x%llx "
+				"not an aligned request in guest RAM", q->idx,
+				(unsigned long long)ptr);
+		return false;
+	}
+	memset(s, 0, VBUS_OFFSETOF(struct vblk_slot, iov));
+	s->req_gpa = ptr;
+	st = vblk_req_parse(b, ptr, len, &s->io, s->iov, &why);
+	s->op = s->io.op;
+	if (st != VBUS_BLK_S_OK) {
+		count_status(b, st, why);
+		slot_done(s, st);
+		return !hostd_dev_faulted(b->dev);
+	}
+	count_op(b, s->op);
+	if (s->op == VBUS_BLK_OP_GET_ID) {
+		vblk_req_get_id(b, &s->io, s->iov);
+		slot_done(s, VBUS_BLK_S_OK);
+		return true;
+	}
+	s->t0_ns = now_ns();
+	if (vblk_backend_queue(b, q->idx, slot, s) < 0) {
+		b->st.io_errors++;
+		slot_done(s, VBUS_BLK_S_IOERR);
+		return true;
+	}
+	s->state = VBLK_SLOT_INFLIGHT;
+	q->inflight++;
+	b->inflight++;
+	return true;
+}
+
+static void queue_run(struct vblk_queue *q)
+{
+	struct vblk *b = q->b;
+	struct ioq_iterator it;
+
+	if (!q->attached || hostd_dev_faulted(b->dev))
+		return;
+	if (ioq_iter_init(&q->ioq, &it, ioq_idxtype_valid, 0))
+		return;
+	/* at most depth slots between head and next: a bounded pass */
+	while (q->next - q->head < q->depth) {
+		if (ioq_iter_seek(&it, ioq_seek_set,
+				  (long)(q->next & (q->depth - 1)), 0))
+			break;
+		if (it.pos != q->next) {
+			hostd_dev_fault(b->dev, "vbus-blk: queue %u: valid head "
+					"moved", q->idx);
+			break;
+		}
+		if (!ioq_iter_owned(&it) || !start_one(q, &it))
+			break;
+		q->next++;
+	}
+	vblk_backend_submit(b);
+	/*
+	 * What io_uring finished during the submit (a read from the page
+	 * cache completes inline) goes back now, not one loop turn later
+	 * through the eventfd.
+	 */
+	reap_and_hand_back(b);
+	hand_back(q);
+}
+
+static void on_notify(struct ioq_notifier *n)
+{
+	struct vblk_queue *q = hostd_container_of(n, struct vblk_queue,
+						  notifier);
+
+	/* hostd counts the doorbell (notify_in) */
+	queue_run(q);
+}
+
+/* ---- completions -------------------------------------------------------------- */
+
+static void count_latency(struct vblk *b, const struct vblk_slot *s)
+{
+	__u64 us = (now_ns() - s->t0_ns) / 1000;
+	unsigned int i = 0;
+
+	while (us && i < VBLK_LAT_BUCKETS - 1) {
+		us >>= 1;
+		i++;
+	}
+	b->st.lat[i]++;
+}
+
+/* WRITE_ZEROES the file system refused one way: try the other once */
+static bool zeroes_retry(struct vblk *b, unsigned int qi, unsigned int slot,
+			 struct vblk_slot *s, int res)
+{
+	if (s->op != VBUS_BLK_OP_WRITE_ZEROES || s->retried ||
+	    (res != -EOPNOTSUPP && res != -EINVAL))
+		return false;
+	if (s->zmode & FALLOC_FL_ZERO_RANGE) {
+		b->zero_range_ok = false;	/* e.g. tmpfs: punch from now */
+		b->st.zero_fallbacks++;
+		s->zmode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+	} else {
+		s->zmode = FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
+	}
+	s->retried = true;
+	return vblk_backend_queue(b, qi, slot, s) == 0;
+}
+
+static __u8 result_status(const struct vblk_slot *s, int res)
+{
+	if (res < 0)
+		return VBUS_BLK_S_IOERR;
+	/* a short transfer: the file shrank under us */
+	if ((s->op == VBUS_BLK_OP_READ || s->op == VBUS_BLK_OP_WRITE) &&
+	    (__u64)res != s->io.len)
+		return VBUS_BLK_S_IOERR;
+	return VBUS_BLK_S_OK;
+}
+
+static void count_done(struct vblk *b, const struct vblk_slot *s)
+{
+	if (s->status != VBUS_BLK_S_OK) {
+		b->st.io_errors++;	/* the backend's: the only kind here */
+		return;
+	}
+	if (s->op == VBUS_BLK_OP_READ)
+		b->st.bytes_read += s->io.len;
+	else if (s->op == VBUS_BLK_OP_WRITE)
+		b->st.bytes_written += s->io.len;
+	if (s->op == VBUS_BLK_OP_READ || s->op == VBUS_BLK_OP_WRITE)
+		hostd_dev_account(b->dev, 0, s->io.len);
+	count_latency(b, s);
+}
+
+/*
+ * One CQE. Returns the queue it finished a request of, or NULL. With
+ * @closing no retry is queued: close waits for the ring to empty.
+ */
+static struct vblk_queue *cqe_done(struct vblk *b, __u64 tag, int res,
+				   bool closing)
+{
+	unsigned int qi, slot;
+	struct vblk_queue *q;
+	struct vblk_slot *s;
+
+	if (tag == VBLK_TAG_CANCEL)
+		return NULL;
+	if (!vblk_untag(b, tag, &qi, &slot)) {
+		/* a request of a session whose close timed out waiting */
+		if (b->stale)
+			b->stale--;
+		return NULL;
+	}
+	if (qi >= VBUS_BLK_MAX_QUEUES)
+		return NULL;
+	q = &b->q[qi];
+	if (!q->attached || slot >= q->depth)
+		return NULL;
+	s = &q->slots[slot];
+	if (s->state != VBLK_SLOT_INFLIGHT)
+		return NULL;
+	if (!closing && res < 0 && zeroes_retry(b, qi, slot, s, res))
+		return NULL;
+	s->status = result_status(s, res);
+	s->state = VBLK_SLOT_DONE;
+	q->inflight--;
+	b->inflight--;
+	/* at close nobody hears the answer: cancelled is not an error */
+	if (closing)
+		return q;
+	if (s->status == VBUS_BLK_S_IOERR && res < 0)
+		hostd_dev_log(b->dev, "vbus-blk: op %u at %llu: %s", s->op,
+			      (unsigned long long)s->io.offset, strerror(-res));
+	count_done(b, s);
+	return q;
+}
+
+/* Take every CQE there is; mark the queues that finished something. */
+static void reap(struct vblk *b, bool *touched, bool closing)
+{
+	struct io_uring_cqe *cqe;
+
+	while (io_uring_peek_cqe(&b->ring, &cqe) == 0) {
+		struct vblk_queue *q = cqe_done(b, cqe->user_data, cqe->res,
+						closing);
+
+		io_uring_cqe_seen(&b->ring, cqe);
+		if (q && touched)
+			touched[q->idx] = true;
+	}
+}
+
+static void reap_and_hand_back(struct vblk *b)
+{
+	bool touched[VBUS_BLK_MAX_QUEUES] = { false };
+	unsigned int i;
+
+	reap(b, touched, false);
+	vblk_backend_submit(b);	/* retries */
+	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
+		if (touched[i])
+			hand_back(&b->q[i]);
+}
+
+void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+{
+	(void)dev;
+	(void)events;
+	/* empty it first: a CQE posted after this raises it again */
+	hostd_eventfd_drain(fd);
+	reap_and_hand_back(arg);
+}
+
+void vblk_queues_drain(struct vblk *b)
+{
+	__u64 deadline = now_ns() + VBLK_DRAIN_MS * 1000000ull;
+
+	if (!b->ring_up || !b->inflight)
+		return;
+	vblk_backend_cancel_all(b);
+	while (b->inflight && now_ns() < deadline) {
+		struct __kernel_timespec ts = { .tv_nsec = 50 * 1000000 };
+		struct io_uring_cqe *cqe;
+
+		/* SQEs the kernel refused (EAGAIN) must go, or they stay ours */
+		vblk_backend_submit(b);
+		if (io_uring_wait_cqe_timeout(&b->ring, &cqe, &ts) == 0)
+			reap(b, NULL, true);
+	}
+	if (b->inflight) {
+		/*
+		 * Not cancellable and not finishing (a hung disk). Their
+		 * completions are recognized as stale and dropped; the data
+		 * may still land in guest RAM, which stays mapped.
+		 */
+		hostd_dev_log(b->dev, "vbus-blk: %u requests still in flight "
+			      "after %u ms at close", b->inflight,
+			      VBLK_DRAIN_MS);
+		b->st.drain_timeouts++;
+		b->stale += b->inflight;
+		b->inflight = 0;
+	}
+}
+
+/* ---- attach / detach --------------------------------------------------------- */
+
+int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm)
+{
+	struct vblk_queue *q;
+	unsigned int i;
+	int ret;
+
+	if (!b->negotiated || shm->id >= b->nr_queues || !shm->signal)
+		return -EINVAL;
+	q = &b->q[shm->id];
+	if (q->attached)
+		return -EBUSY;
+	/* the ring must be exactly the negotiated depth */
+	ret = hostd_shm_ioq(shm, &q->ioq, NULL, b->depth);
+	if (ret < 0)
+		return ret;
+	q->slots = calloc(b->depth, sizeof(*q->slots));
+	q->slots[0].iov = q->slots ? calloc((size_t)b->depth * b->max_segs,
+					    sizeof(struct iovec)) : NULL;
+	if (!q->slots || !q->slots[0].iov) {
+		free(q->slots);
+		q->slots = NULL;
+		ioq_put(&q->ioq);
+		return -ENOMEM;
+	}
+	for (i = 1; i < b->depth; i++)
+		q->slots[i].iov = q->slots[0].iov + (size_t)i * b->max_segs;
+	q->b = b;
+	q->idx = shm->id;
+	q->depth = b->depth;
+	q->next = q->head = 0;
+	q->inflight = 0;
+	q->notifier.signal = on_notify;
+	q->ioq.notifier = &q->notifier;
+	q->attached = true;
+	shm->priv = q;
+	ioq_notify_enable(&q->ioq, 0);
+	/* anything posted before the registration */
+	queue_run(q);
+	return 0;
+}
+
+/* close, after the drain: nothing of io_uring points into the slots */
+void vblk_queue_detach(struct vblk_queue *q)
+{
+	if (!q->attached)
+		return;
+	q->attached = false;
+	q->ioq.notifier = NULL;
+	ioq_put(&q->ioq);
+	free(q->slots[0].iov);
+	free(q->slots);
+	q->slots = NULL;
+}
