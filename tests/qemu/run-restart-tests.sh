@@ -232,7 +232,7 @@ while kill -0 "$boot_pid" 2>/dev/null; do
 		vbus_log "restart $kind: SIG$sig to vbus-hostd pid $pid"
 		kill -"$sig" "$pid"
 		restarts=$((restarts + 1))
-	done < <(tr -d '\r' <"$log" 2>/dev/null |
+	done < <([[ -f "$log" ]] && tr -d '\r' <"$log" |
 		grep -aoE 'VBUS-HOSTREQ [0-9]+ restart (term|kill)' || true)
 	sleep 0.1
 done
