@@ -112,6 +112,9 @@ static void vbus_pci_reattach_work(struct work_struct *work)
 	}
 	WRITE_ONCE(b->reattach_next, jiffies + VBUS_PCI_REATTACH_INTERVAL);
 	vbus_pci_reattach(b, epoch);
+	/* changed while we worked: its interrupt may have come and gone */
+	if (READ_ONCE(b->shm->host_epoch) != epoch)
+		vbus_pci_epoch_check(b);
 }
 
 /* From either MSI-X vector: has the host changed? */

@@ -14,7 +14,10 @@
 # the right md5 at both ends, the venet netdev kept its name and address,
 # the carrier came back, vbus-test's ring carries verified traffic, and
 # prints the measured link-down time, the longest rx stall and the TCP
-# retransmissions. No kernel warning may appear. Prints PASS/FAIL lines
+# retransmissions. Last, a hostile host (lib/bar2-flap.py) flips
+# host_epoch every millisecond for 3 s under traffic: the guest re-attaches
+# at most about once a second and is in service afterwards. No kernel
+# warning may appear. Prints PASS/FAIL lines
 # and "N passed, N failed"; exits non-zero on failure. Needs root.
 #
 #   tests/qemu/run-restart-tests.sh [--kinds "term kill"] [--data-mb N]
@@ -223,6 +226,16 @@ while kill -0 "$boot_pid" 2>/dev/null; do
 		[[ -n "${done_req[$seq]:-}" ]] && continue
 		done_req[$seq]=1
 		pid=$(daemon_pid)
+		if [[ "$cmd" == flap && -n "$pid" ]]; then
+			# a hostile host: then a DEVADD, whose interrupt makes the
+			# guest look at the epoch it was left at
+			vbus_log "flap: host_epoch of vbus-hostd pid $pid for 3 s"
+			python3 "$here/lib/bar2-flap.py" "$pid" 3 >>"$out/flap.log" 2>&1 ||
+				h_fail flap "see $out/flap.log"
+			ctl add g1 "type=vbus-test,id=9" >>"$out/flap.log" 2>&1 ||
+				h_fail flap-devadd "see $out/flap.log"
+			continue
+		fi
 		if [[ "$cmd" != restart || -z "$pid" ]]; then
 			h_fail "hostreq-$seq" "cannot '$cmd $kind' (daemon pid '${pid:-none}')"
 			continue
@@ -233,7 +246,7 @@ while kill -0 "$boot_pid" 2>/dev/null; do
 		kill -"$sig" "$pid"
 		restarts=$((restarts + 1))
 	done < <([[ -f "$log" ]] && tr -d '\r' <"$log" |
-		grep -aoE 'VBUS-HOSTREQ [0-9]+ restart (term|kill)' || true)
+		grep -aoE 'VBUS-HOSTREQ [0-9]+ (restart (term|kill)|flap 0)' || true)
 	sleep 0.1
 done
 boot_rc=0
@@ -268,7 +281,8 @@ if grep -aq " faulted: " "$out/hostd.log"; then
 else
 	h_pass hostd-no-device-fault
 fi
-tr -d '\r' <"$log" | grep -aoE 'restart-tests: RESTART .*' | sed 's/^restart-tests: /    /' ||
+[[ -f "$out/flap.log" ]] && sed 's/^/    flap: /' "$out/flap.log"
+tr -d '\r' <"$log" | grep -aoE 'restart-tests: (RESTART|FLAP) .*' | sed 's/^restart-tests: /    /' ||
 	printf '    (no RESTART figures)\n'
 printf 'guest: %s s (accel=%s, RAM %s, kernel %s); total %s s; logs %s\n' \
 	"$boot_secs" "$(vbus_qemu_accel)" "$mem" "$VBUS_KVER" \

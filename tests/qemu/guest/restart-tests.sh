@@ -14,7 +14,9 @@
 #     its ring carries verified traffic;
 #   - prints "RESTART kind link_down_ms=.. max_rx_gap_ms=.. tcp_retrans=..":
 #     how long the carrier was off, the longest time the download got no
-#     byte, and the TCP segments retransmitted meanwhile.
+#     byte, and the TCP segments retransmitted meanwhile;
+# then a hostile host flips host_epoch for 3 s under traffic: at most about
+# one re-attach a second, then everything in service again (FLAP figures).
 # The host's result check fails on any kernel WARN/BUG/Oops.
 
 # shellcheck source=tests/qemu/guest/lib.sh
@@ -192,6 +194,42 @@ restart_case() {
 	log "RESTART $k link_down_ms=${figs% *} max_rx_gap_ms=${figs#* } tcp_retrans=$(($(retrans) - r0)) hc_timeouts=$(bridge_stat hc_timeouts) reprobe=$(bridge_stat reprobe)"
 }
 
+dev_present() {
+	local n=0
+	while [ "$n" -lt 200 ]; do
+		[ -e "$BUS/$1" ] && return 0
+		n=$((n + 1))
+		usleep 100000
+	done
+	echo "device $1 never appeared"
+	return 1
+}
+
+# A hostile host flips host_epoch for 3 s (lib/bar2-flap.py): at most a
+# re-attach a second (+ slack for the last value and TCG), then service.
+flap_case() {
+	local re0 f0 dl n
+	re0=$(bridge_stat reattach)
+	f0=$(bridge_stat reattach_fail)
+	rm -f /tmp/dl.md5
+	(timeout 300 wget -q -O - "$URL/cgi-bin/slow" | md5sum >/tmp/dl.md5) &
+	dl=$!
+	sleep 1
+	REQ=$((REQ + 1))
+	echo "VBUS-HOSTREQ $REQ flap 0" >/dev/console
+	vt_check flap-devadd-after dev_present 9
+	wait "$dl"
+	sleep 2		# the last re-attach, rate-limited
+	n=$(($(bridge_stat reattach) - re0))
+	vt_check flap-reattach-bounded test "$n" -ge 1 -a "$n" -le 8
+	vt_check flap-carrier-up wait_carrier_up
+	vt_check flap-download-md5 check_md5_file /tmp/dl.md5 "$VT_DATA_MD5"
+	vt_check flap-ping ping -c 3 -W 5 "$VT_HOST_IP"
+	vt_check flap-netdev-kept same_if
+	vt_check flap-vbus-test-ring ring_ok 2000
+	log "FLAP reattach=$n reattach_fail=$(($(bridge_stat reattach_fail) - f0)) host_down=$(bridge_stat host_down)"
+}
+
 vt_check setup setup || { vt_done; exit 0; }
 vt_check ring-before ring_ok 2000
 dd if=/dev/urandom bs=3k count=$((VT_DATA_MB * 256)) 2>/dev/null | base64 >/tmp/up
@@ -200,5 +238,6 @@ for k in $VT_KINDS; do
 	restart_case "$k"
 done
 vt_check no-reprobe test "$(bridge_stat reprobe)" = 0
+[ "${VT_FLAP:-1}" = 1 ] && flap_case
 vt_check unload sh -c "rmmod vbus_test venet vbus_pcibridge vbus_proxy vbus_core"
 vt_done
