@@ -616,19 +616,14 @@ static int venet_remove(struct vbus_device_proxy *vdev)
  * them are freed here, lost (TCP retransmits); rx buffers are freed and
  * posted anew at reconnect.
  */
-static void venet_disconnect(struct vbus_device_proxy *vdev)
+/*
+ * Under RTNL: stop, let go of the host (close: the bus answers it
+ * without asking a host that forgot the device) and free the rings.
+ */
+static void venet_detach(struct venet_priv *priv)
 {
-	struct venet_priv *priv = vdev->priv;
-	struct net_device *dev;
+	struct net_device *dev = priv->dev;
 
-	if (!priv)
-		return;
-	dev = priv->dev;
-	rtnl_lock();
-	if (priv->detached) {
-		rtnl_unlock();
-		return;
-	}
 	netif_carrier_off(dev);
 	if (netif_running(dev)) {
 		netif_tx_disable(dev);
@@ -641,11 +636,21 @@ static void venet_disconnect(struct vbus_device_proxy *vdev)
 	WRITE_ONCE(priv->detached, true);
 	ioq_notify_disable(priv->rxq, 0);
 	ioq_notify_disable(priv->txq, 0);
-	/* the bus answers without asking the host, which forgot it */
-	venet_close_vdev(priv);
-	venet_free_rings(priv, true);
+	venet_free_rings(priv, venet_close_vdev(priv));
+}
+
+static void venet_disconnect(struct vbus_device_proxy *vdev)
+{
+	struct venet_priv *priv = vdev->priv;
+
+	if (!priv)
+		return;
+	rtnl_lock();
+	if (!priv->detached) {
+		venet_detach(priv);
+		netdev_info(priv->dev, "host gone: carrier off until it is back\n");
+	}
 	rtnl_unlock();
-	netdev_info(dev, "host gone: carrier off until it is back\n");
 }
 
 /* The rings as at probe, with the capabilities the netdev was made for. */
@@ -700,12 +705,15 @@ static int venet_reconnect(struct vbus_device_proxy *vdev)
 		napi_enable(&priv->napi);
 		ret = venet_devcall(priv, VENET_FUNC_LINKUP, NULL, 0);
 		if (ret < 0) {
-			netdev_err(dev, "host refused LINKUP: %d\n", ret);
-		} else {
-			priv->link_up = true;
-			netif_carrier_on(dev);
-			netif_tx_wake_all_queues(dev);
+			/* back to waiting; the bus decides what next */
+			venet_detach(priv);
+			rtnl_unlock();
+			netdev_warn(dev, "host refused LINKUP: %d\n", ret);
+			return ret;
 		}
+		priv->link_up = true;
+		netif_carrier_on(dev);
+		netif_tx_wake_all_queues(dev);
 		venet_kick(priv);
 	}
 	rtnl_unlock();

@@ -123,6 +123,7 @@ struct vbus_pci_device {
 	 */
 	bool stale;
 	bool disconnected;	/* driver's disconnect ran; bridge->dev_lock */
+	bool announced;		/* DEVADD of this host seen; bridge->dev_lock */
 	char type[VBUS_MAX_DEVTYPE_LEN];
 };
 

@@ -317,12 +317,17 @@ void vbus_pci_devices_disconnect(struct vbus_pci_bridge *b)
 
 	mutex_lock(&b->dev_lock);
 	if (!b->dying)
-		list_for_each_entry(dev, &b->devices, node)
+		list_for_each_entry(dev, &b->devices, node) {
+			dev->announced = false;
 			vbus_pci_dev_disconnect(dev);
+		}
 	mutex_unlock(&b->dev_lock);
 }
 
-/* The driver's reconnect op: 0 kept, else remove + probe. */
+/*
+ * The driver's reconnect op: 0 kept, else remove + probe. A device whose
+ * probe failed earlier (no driver) gets another probe.
+ */
 static int vbus_pci_dev_reconnect(struct vbus_pci_device *dev)
 {
 	struct vbus_driver *drv;
@@ -334,7 +339,20 @@ static int vbus_pci_dev_reconnect(struct vbus_pci_device *dev)
 		ret = drv->ops->reconnect ? drv->ops->reconnect(&dev->vdev) :
 		      -EOPNOTSUPP;
 	device_unlock(&dev->vdev.dev);
+	if (!drv && device_attach(&dev->vdev.dev) < 0)
+		dev_warn_ratelimited(&dev->vdev.dev, "no driver could bind\n");
 	return ret;
+}
+
+/*
+ * A failure that is the host's, not the device's: it went away or was
+ * replaced again while we reconnected. The next epoch tries again.
+ */
+static bool host_moved(struct vbus_pci_bridge *b, int ret)
+{
+	return ret == -ENOTCONN || ret == -ETIMEDOUT ||
+	       READ_ONCE(b->host_down) ||
+	       READ_ONCE(b->shm->host_epoch) != READ_ONCE(b->epoch);
 }
 
 /* Take @dev off the bridge's list and drop it, as a DEVDROP would. */
@@ -349,14 +367,19 @@ static void vbus_pci_dev_unlist_drop(struct vbus_pci_bridge *b,
 
 /*
  * A new host announces @dev again. Same type: keep the proxy and let its
- * driver reconnect; true when that worked. Otherwise the old device is
- * dropped and the caller adds the announced one anew (its driver probes).
+ * driver reconnect; true when that worked, or when the host moved again
+ * (the device waits for the next one, still stale). Otherwise the old
+ * device is dropped and the caller adds the announced one anew (its
+ * driver probes).
  */
 static bool vbus_pci_dev_readd(struct vbus_pci_bridge *b,
 			       struct vbus_pci_device *dev, const char *type)
 {
 	int ret = -ENODEV;
 
+	mutex_lock(&b->dev_lock);
+	dev->announced = true;
+	mutex_unlock(&b->dev_lock);
 	if (!strcmp(dev->type, type)) {
 		mutex_lock(&dev->lock);
 		WRITE_ONCE(dev->stale, false);
@@ -372,13 +395,19 @@ static bool vbus_pci_dev_readd(struct vbus_pci_bridge *b,
 			 dev->vdev.id, dev->type);
 		return true;
 	}
-	vbus_pci_stat_inc(b, reprobe);
-	dev_info(&b->pdev->dev, "device %llu (%s): removed and added anew (%d)\n",
-		 dev->vdev.id, dev->type, ret);
 	/* the driver's remove must not ask the host about the old handle */
 	mutex_lock(&dev->lock);
 	WRITE_ONCE(dev->stale, true);
 	mutex_unlock(&dev->lock);
+	if (ret != -ENODEV && host_moved(b, ret)) {
+		dev_info_ratelimited(&b->pdev->dev,
+				     "device %llu (%s): the host went again (%d); waiting\n",
+				     dev->vdev.id, dev->type, ret);
+		return true;
+	}
+	vbus_pci_stat_inc(b, reprobe);
+	dev_info(&b->pdev->dev, "device %llu (%s): removed and added anew (%d)\n",
+		 dev->vdev.id, dev->type, ret);
 	vbus_pci_dev_unlist_drop(b, dev);
 	return false;
 }
@@ -391,7 +420,7 @@ void vbus_pci_devices_drop_stale(struct vbus_pci_bridge *b)
 
 	mutex_lock(&b->dev_lock);
 	list_for_each_entry_safe(dev, tmp, &b->devices, node)
-		if (!b->dying && READ_ONCE(dev->stale))
+		if (!b->dying && READ_ONCE(dev->stale) && !dev->announced)
 			list_move_tail(&dev->node, &list);
 	mutex_unlock(&b->dev_lock);
 
