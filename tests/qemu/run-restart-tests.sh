@@ -82,6 +82,7 @@ vbus_fetch_kernel
 out="$VBUS_BUILD/qemu/restart-tests"
 cbuild="$VBUS_BUILD/cmake"
 mkdir -p "$out"
+rm -f "$out/flap.log"
 
 # ---- build ---------------------------------------------------------------
 if ((build)); then
