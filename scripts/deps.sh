@@ -13,7 +13,7 @@ pkgs=(
 	iproute2 iperf3 ethtool iputils-ping	# guest network tests
 	python3 gnuplot-nox			# bench: report and plot
 	mandoc					# man pages: mandoc -T lint
-	systemd strace util-linux		# ops: systemd-analyze, strace, unshare/setpriv
+	systemd strace util-linux procps	# ops: systemd-analyze, strace, unshare/setpriv; pgrep (qemu restart suite)
 	dkms openssl				# ops: dkms add/build (openssl: its signing key)
 )
 
