@@ -15,7 +15,7 @@ pkgs=(
 	python3 gnuplot-nox			# bench: report and plot
 	libdpdk-dev				# ioq-bench --poll: the rte_ring baseline
 	mandoc					# man pages: mandoc -T lint
-	systemd strace util-linux		# ops: systemd-analyze, strace, unshare/setpriv
+	systemd strace util-linux procps	# ops: systemd-analyze, strace, unshare/setpriv; pgrep (qemu restart suite)
 	liburing-dev				# vbus-blk: io_uring
 	dkms openssl				# ops: dkms add/build (openssl: its signing key)
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients	# ops: libvirt (virsh, session libvirtd)

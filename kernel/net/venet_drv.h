@@ -117,6 +117,11 @@ struct venet_priv {
 	} caps;
 
 	bool link_up;		/* LINKUP answered; under RTNL */
+	/*
+	 * The host restarted and forgot the device: no rings, NAPI off,
+	 * carrier off until reconnect (venet_main.c). Under RTNL.
+	 */
+	bool detached;
 	unsigned long faulted;	/* bit 0: ring corrupted, device unusable */
 
 	struct venet_rx_stats rx_stats;

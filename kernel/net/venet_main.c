@@ -162,6 +162,9 @@ static int venet_open(struct net_device *dev)
 
 	if (venet_faulted(priv))
 		return -EIO;
+	/* the host is away: reconnect brings the link up */
+	if (priv->detached)
+		return 0;
 
 	napi_enable(&priv->napi);
 
@@ -187,6 +190,11 @@ static int venet_stop(struct net_device *dev)
 	int ret;
 
 	netif_tx_disable(dev);
+	if (priv->detached) {
+		/* disconnect already stopped NAPI and freed the rings */
+		netif_carrier_off(dev);
+		return 0;
+	}
 	napi_disable(&priv->napi);
 	/* not _sync: the work takes RTNL, which we hold; it re-checks state */
 	cancel_delayed_work(&priv->refill);
@@ -218,6 +226,12 @@ static int venet_change_mtu(struct net_device *dev, int new_mtu)
 	bool running = netif_running(dev);
 	int ret;
 
+	if (priv->detached) {
+		/* no buffers posted: reconnect posts the new size */
+		WRITE_ONCE(dev->mtu, new_mtu);
+		priv->rx_bufsize = venet_rx_bufsize(new_mtu);
+		return 0;
+	}
 	if (running)
 		napi_disable(&priv->napi);
 
@@ -581,11 +595,13 @@ static int venet_remove(struct vbus_device_proxy *vdev)
 	unregister_netdev(dev);
 	cancel_delayed_work_sync(&priv->refill);
 
-	ioq_notify_disable(priv->rxq, 0);
-	ioq_notify_disable(priv->txq, 0);
-
-	closed = venet_close_vdev(priv);
-	venet_free_rings(priv, closed);
+	/* detached: disconnect closed the device and freed the rings */
+	if (!priv->detached) {
+		ioq_notify_disable(priv->rxq, 0);
+		ioq_notify_disable(priv->txq, 0);
+		closed = venet_close_vdev(priv);
+		venet_free_rings(priv, closed);
+	}
 	netif_napi_del(&priv->napi);
 
 	vdev->priv = NULL;
@@ -593,9 +609,123 @@ static int venet_remove(struct vbus_device_proxy *vdev)
 	return 0;
 }
 
+/*
+ * Host restarts (docs/transport.md, "Host restarts"). The netdev, its
+ * addresses and its up/down state survive; only the host side goes.
+ * Frames the old host had taken from the tx ring without completing
+ * them are freed here, lost (TCP retransmits); rx buffers are freed and
+ * posted anew at reconnect.
+ */
+/*
+ * Under RTNL: stop, let go of the host (close: the bus answers it
+ * without asking a host that forgot the device) and free the rings.
+ */
+static void venet_detach(struct venet_priv *priv)
+{
+	struct net_device *dev = priv->dev;
+
+	netif_carrier_off(dev);
+	if (netif_running(dev)) {
+		netif_tx_disable(dev);
+		napi_disable(&priv->napi);
+	}
+	/* not _sync: the work takes RTNL; it sees detached and returns */
+	cancel_delayed_work(&priv->refill);
+	priv->link_up = false;
+	/* xmit reads it without RTNL; netif_tx_disable flushed any in flight */
+	WRITE_ONCE(priv->detached, true);
+	ioq_notify_disable(priv->rxq, 0);
+	ioq_notify_disable(priv->txq, 0);
+	venet_free_rings(priv, venet_close_vdev(priv));
+}
+
+static void venet_disconnect(struct vbus_device_proxy *vdev)
+{
+	struct venet_priv *priv = vdev->priv;
+
+	if (!priv)
+		return;
+	rtnl_lock();
+	if (!priv->detached) {
+		venet_detach(priv);
+		netdev_info(priv->dev, "host gone: carrier off until it is back\n");
+	}
+	rtnl_unlock();
+}
+
+/* The rings as at probe, with the capabilities the netdev was made for. */
+static int venet_reopen(struct venet_priv *priv)
+{
+	struct vbus_device_proxy *vdev = priv->vdev;
+	typeof(priv->caps) caps = priv->caps;
+	int ret;
+
+	ret = vdev->ops->open(vdev, VENET_VERSION, 0);
+	if (ret < 0)
+		return ret;
+	memset(&priv->caps, 0, sizeof(priv->caps));
+	venet_negcap(priv);
+	if (memcmp(&caps, &priv->caps, sizeof(caps))) {
+		/* other offloads: only a new netdev can say so */
+		priv->caps = caps;
+		ret = -EPROTO;
+	}
+	if (!ret)
+		ret = venet_rings_setup(priv);
+	if (!ret)
+		clear_bit(0, &priv->faulted);	/* that was the old host's ring */
+	if (ret) {
+		if (priv->rxq)
+			ioq_notify_disable(priv->rxq, 0);
+		if (priv->txq)
+			ioq_notify_disable(priv->txq, 0);
+		venet_free_rings(priv, venet_close_vdev(priv));
+	}
+	return ret;
+}
+
+static int venet_reconnect(struct vbus_device_proxy *vdev)
+{
+	struct venet_priv *priv = vdev->priv;
+	struct net_device *dev;
+	int ret;
+
+	if (!priv)
+		return -ENODEV;
+	dev = priv->dev;
+	rtnl_lock();
+	ret = priv->detached ? venet_reopen(priv) : -EINVAL;
+	if (ret) {
+		rtnl_unlock();
+		netdev_warn(dev, "cannot reconnect to the host: %d\n", ret);
+		return ret;
+	}
+	WRITE_ONCE(priv->detached, false);
+	if (netif_running(dev)) {
+		napi_enable(&priv->napi);
+		ret = venet_devcall(priv, VENET_FUNC_LINKUP, NULL, 0);
+		if (ret < 0) {
+			/* back to waiting; the bus decides what next */
+			venet_detach(priv);
+			rtnl_unlock();
+			netdev_warn(dev, "host refused LINKUP: %d\n", ret);
+			return ret;
+		}
+		priv->link_up = true;
+		netif_carrier_on(dev);
+		netif_tx_wake_all_queues(dev);
+		venet_kick(priv);
+	}
+	rtnl_unlock();
+	netdev_info(dev, "host back: reconnected\n");
+	return 0;
+}
+
 static struct vbus_driver_ops venet_driver_ops = {
-	.probe	= venet_probe,
-	.remove	= venet_remove,
+	.probe		= venet_probe,
+	.remove		= venet_remove,
+	.disconnect	= venet_disconnect,
+	.reconnect	= venet_reconnect,
 };
 
 static struct vbus_driver venet_driver = {

@@ -595,7 +595,7 @@ void venet_refill_work(struct work_struct *work)
 	int ret;
 
 	rtnl_lock();
-	if (priv->dev->reg_state != NETREG_REGISTERED) {
+	if (priv->dev->reg_state != NETREG_REGISTERED || priv->detached) {
 		rtnl_unlock();
 		return;
 	}

@@ -227,7 +227,8 @@ static enum venet_tx_verdict venet_tx_room(struct venet_priv *priv,
 	struct venet_tx_stats *st = &priv->tx_stats;
 	int ret;
 
-	if (venet_faulted(priv))
+	/* detached: no tx ring (a qdisc bypass can still get here) */
+	if (venet_faulted(priv) || READ_ONCE(priv->detached))
 		return VENET_TX_DROP;
 	ret = ioq_full(priv->txq, ioq_idxtype_inuse);
 	if (ret < 0) {

@@ -9,6 +9,7 @@
  *                        the cookie table for host->guest SHMSIGNAL
  *   pci_bridge_eventq.c  the host->guest event queue
  *   pci_bridge_dev.c     vbus_device_proxy ops, DEVADD/DEVDROP
+ *   pci_bridge_epoch.c   host restarts: host_epoch, re-attach
  *   pci_bridge_debugfs.c fault injection for the tests
  *
  * Everything in BAR2 and in the eventq is written by the host and is
@@ -47,6 +48,11 @@ struct vbus_pci_stats {
 	atomic_long_t devdrop;
 	atomic_long_t shmsignal;
 	atomic_long_t shmclose;
+	atomic_long_t host_down;	/* odd host_epoch seen */
+	atomic_long_t reattach;		/* re-attach runs (new host) */
+	atomic_long_t reattach_fail;	/* NEGOTIATE/BUSREG refused */
+	atomic_long_t reconnect;	/* devices kept across a re-attach */
+	atomic_long_t reprobe;		/* devices removed and added anew */
 };
 
 struct vbus_pci_bridge {
@@ -83,6 +89,13 @@ struct vbus_pci_bridge {
 	atomic_t ndevs;			/* 1 + proxies not yet released */
 	struct completion devs_gone;	/* ndevs reached 0 */
 
+	/* host restarts (pci_bridge_epoch.c) */
+	u32 epoch;			/* host_epoch last acted on; reattach work */
+	bool host_down;			/* hypercalls fail at once: -ENOTCONN */
+	bool reattach_off;		/* remove: no more re-attach work */
+	unsigned long reattach_next;	/* jiffies: at most one run a second */
+	struct delayed_work reattach;
+
 	/* cookie -> struct vbus_pci_signal; an entry owns a reference */
 	struct xarray signals;
 	u32 sig_next;
@@ -103,6 +116,14 @@ struct vbus_pci_device {
 	struct mutex lock;		/* handle and the ops */
 	u64 handle;			/* host's devh; 0 = closed */
 	bool host_dropped;		/* DEVDROP: the host closed it itself */
+	/*
+	 * A new host has not (yet) announced the device again: it knows no
+	 * handle or shm of it, so close() does not ask it. Written under
+	 * dev->lock; read under it or (READ_ONCE) under bridge->dev_lock.
+	 */
+	bool stale;
+	bool disconnected;	/* driver's disconnect ran; bridge->dev_lock */
+	bool announced;		/* DEVADD of this host seen; bridge->dev_lock */
 	char type[VBUS_MAX_DEVTYPE_LEN];
 };
 
@@ -151,6 +172,14 @@ void vbus_pci_eventq_stop(struct vbus_pci_bridge *b);
 void vbus_pci_eventq_free(struct vbus_pci_bridge *b);
 irqreturn_t vbus_pci_eventq_irq(int irq, void *arg);
 
+int vbus_pci_eventq_reset(struct vbus_pci_bridge *b);
+void vbus_pci_eventq_run_now(struct vbus_pci_bridge *b);
+
+/* pci_bridge_epoch.c */
+void vbus_pci_epoch_init(struct vbus_pci_bridge *b);
+void vbus_pci_epoch_check(struct vbus_pci_bridge *b);
+void vbus_pci_epoch_stop(struct vbus_pci_bridge *b);
+
 /* pci_bridge_debugfs.c */
 void vbus_pci_inject_drain(struct vbus_pci_bridge *b,
 			   void (*handle)(struct vbus_pci_bridge *,
@@ -165,5 +194,7 @@ void vbus_pci_queue_devadd(struct vbus_pci_bridge *b,
 			   const struct vbus_pci_add_event *ev);
 void vbus_pci_queue_devdrop(struct vbus_pci_bridge *b, u64 id);
 void vbus_pci_devices_remove_all(struct vbus_pci_bridge *b);
+void vbus_pci_devices_disconnect(struct vbus_pci_bridge *b);
+void vbus_pci_devices_drop_stale(struct vbus_pci_bridge *b);
 
 #endif /* VBUS_PCI_BRIDGE_H */

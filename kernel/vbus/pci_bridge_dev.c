@@ -73,6 +73,12 @@ static int vbus_pci_dev_close_locked(struct vbus_pci_device *dev)
 
 	if (!handle)
 		return -EINVAL;
+	if (dev->stale) {
+		/* a new host never knew this handle (pci_bridge_epoch.c) */
+		vbus_pci_signals_detach(dev->bridge, dev);
+		dev->handle = 0;
+		return 0;
+	}
 
 	/*
 	 * DEVCLOSE closes all the device's shms on the host side. Sent even
@@ -266,6 +272,166 @@ static bool type_ok(const char *type)
 	return true;
 }
 
+/* ---- host restarts (docs/transport.md, "Host restarts") ---- */
+
+static struct vbus_driver *bound_driver(struct vbus_pci_device *dev)
+{
+	struct device_driver *drv = dev->vdev.dev.driver;
+
+	return drv ? to_vbus_driver(drv) : NULL;
+}
+
+/*
+ * The host forgot everything of @dev: its driver lets go of the shms
+ * (once per outage), then the handle and signals are forgotten without
+ * asking the host.
+ */
+static void vbus_pci_dev_disconnect(struct vbus_pci_device *dev)
+{
+	struct vbus_driver *drv;
+
+	mutex_lock(&dev->lock);
+	WRITE_ONCE(dev->stale, true);
+	mutex_unlock(&dev->lock);
+
+	if (!dev->disconnected) {
+		dev->disconnected = true;
+		device_lock(&dev->vdev.dev);
+		drv = bound_driver(dev);
+		if (drv && drv->ops->disconnect)
+			drv->ops->disconnect(&dev->vdev);
+		device_unlock(&dev->vdev.dev);
+	}
+
+	mutex_lock(&dev->lock);
+	if (dev->handle) {
+		vbus_pci_signals_detach(dev->bridge, dev);
+		dev->handle = 0;
+	}
+	mutex_unlock(&dev->lock);
+}
+
+void vbus_pci_devices_disconnect(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_device *dev;
+
+	mutex_lock(&b->dev_lock);
+	if (!b->dying)
+		list_for_each_entry(dev, &b->devices, node) {
+			dev->announced = false;
+			vbus_pci_dev_disconnect(dev);
+		}
+	mutex_unlock(&b->dev_lock);
+}
+
+/*
+ * The driver's reconnect op: 0 kept, else remove + probe. A device whose
+ * probe failed earlier (no driver) gets another probe.
+ */
+static int vbus_pci_dev_reconnect(struct vbus_pci_device *dev)
+{
+	struct vbus_driver *drv;
+	int ret = 0;
+
+	device_lock(&dev->vdev.dev);
+	drv = bound_driver(dev);
+	if (drv)
+		ret = drv->ops->reconnect ? drv->ops->reconnect(&dev->vdev) :
+		      -EOPNOTSUPP;
+	device_unlock(&dev->vdev.dev);
+	if (!drv && device_attach(&dev->vdev.dev) < 0)
+		dev_warn_ratelimited(&dev->vdev.dev, "no driver could bind\n");
+	return ret;
+}
+
+/*
+ * A failure that is the host's, not the device's: it went away or was
+ * replaced again while we reconnected. The next epoch tries again.
+ */
+static bool host_moved(struct vbus_pci_bridge *b, int ret)
+{
+	return ret == -ENOTCONN || ret == -ETIMEDOUT ||
+	       READ_ONCE(b->host_down) ||
+	       READ_ONCE(b->shm->host_epoch) != READ_ONCE(b->epoch);
+}
+
+/* Take @dev off the bridge's list and drop it, as a DEVDROP would. */
+static void vbus_pci_dev_unlist_drop(struct vbus_pci_bridge *b,
+				     struct vbus_pci_device *dev)
+{
+	mutex_lock(&b->dev_lock);
+	list_del_init(&dev->node);
+	mutex_unlock(&b->dev_lock);
+	vbus_pci_device_drop(dev);
+}
+
+/*
+ * A new host announces @dev again. Same type: keep the proxy and let its
+ * driver reconnect; true when that worked, or when the host moved again
+ * (the device waits for the next one, still stale). Otherwise the old
+ * device is dropped and the caller adds the announced one anew (its
+ * driver probes).
+ */
+static bool vbus_pci_dev_readd(struct vbus_pci_bridge *b,
+			       struct vbus_pci_device *dev, const char *type)
+{
+	int ret = -ENODEV;
+
+	mutex_lock(&b->dev_lock);
+	dev->announced = true;
+	mutex_unlock(&b->dev_lock);
+	if (!strcmp(dev->type, type)) {
+		mutex_lock(&dev->lock);
+		WRITE_ONCE(dev->stale, false);
+		mutex_unlock(&dev->lock);
+		ret = vbus_pci_dev_reconnect(dev);
+	}
+	if (!ret) {
+		mutex_lock(&b->dev_lock);
+		dev->disconnected = false;
+		mutex_unlock(&b->dev_lock);
+		vbus_pci_stat_inc(b, reconnect);
+		dev_info(&b->pdev->dev, "device %llu (%s) reconnected\n",
+			 dev->vdev.id, dev->type);
+		return true;
+	}
+	/* the driver's remove must not ask the host about the old handle */
+	mutex_lock(&dev->lock);
+	WRITE_ONCE(dev->stale, true);
+	mutex_unlock(&dev->lock);
+	if (ret != -ENODEV && host_moved(b, ret)) {
+		dev_info_ratelimited(&b->pdev->dev,
+				     "device %llu (%s): the host went again (%d); waiting\n",
+				     dev->vdev.id, dev->type, ret);
+		return true;
+	}
+	vbus_pci_stat_inc(b, reprobe);
+	dev_info(&b->pdev->dev, "device %llu (%s): removed and added anew (%d)\n",
+		 dev->vdev.id, dev->type, ret);
+	vbus_pci_dev_unlist_drop(b, dev);
+	return false;
+}
+
+/* After a re-attach: what the new host did not announce is gone. */
+void vbus_pci_devices_drop_stale(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_device *dev, *tmp;
+	LIST_HEAD(list);
+
+	mutex_lock(&b->dev_lock);
+	list_for_each_entry_safe(dev, tmp, &b->devices, node)
+		if (!b->dying && READ_ONCE(dev->stale) && !dev->announced)
+			list_move_tail(&dev->node, &list);
+	mutex_unlock(&b->dev_lock);
+
+	list_for_each_entry_safe(dev, tmp, &list, node) {
+		list_del_init(&dev->node);
+		dev_info(&b->pdev->dev, "device %llu not announced again: dropped\n",
+			 dev->vdev.id);
+		vbus_pci_device_drop(dev);
+	}
+}
+
 static void vbus_pci_devadd_work(struct work_struct *work)
 {
 	struct vbus_pci_event_work *ew = container_of(work,
@@ -278,13 +444,16 @@ static void vbus_pci_devadd_work(struct work_struct *work)
 	mutex_lock(&b->dev_lock);
 	if (b->dying)
 		goto out_unlock;
-	if (find_locked(b, ew->id)) {
+	dev = find_locked(b, ew->id);
+	if (dev && !READ_ONCE(dev->stale)) {
 		dev_warn_ratelimited(&b->pdev->dev,
 				     "DEVADD of id %llu twice ignored\n",
 				     ew->id);
 		goto out_unlock;
 	}
 	mutex_unlock(&b->dev_lock);
+	if (dev && vbus_pci_dev_readd(b, dev, ew->type))
+		goto out;
 
 	if (!type_ok(ew->type)) {
 		vbus_pci_stat_inc(b, ev_bad);

@@ -149,7 +149,30 @@ irqreturn_t vbus_pci_eventq_irq(int irq, void *arg)
 	/* set once setup has bound the ioq; the irq is requested after */
 	if (READ_ONCE(b->eventq_ready))
 		_shm_signal_wakeup(&b->eventq_signal);
+	vbus_pci_epoch_check(b);
 	return IRQ_HANDLED;
+}
+
+/* Post every slot of a freshly formatted ring (setup, reset). */
+static int eventq_post_all(struct vbus_pci_bridge *b)
+{
+	struct ioq_iterator post;
+	int ret, i;
+
+	ioq_iter_init(&b->eventq, &post, ioq_idxtype_both, 0);
+	ioq_iter_seek(&post, ioq_seek_tail, 0, 0);
+	for (i = 0; i < VBUS_PCI_EVENTQ_COUNT; i++) {
+		struct ioq_ring_desc *desc = post.desc;
+
+		desc->cookie = i;
+		desc->ptr = virt_to_phys(&b->events[i]);
+		desc->len = sizeof(struct vbus_pci_event);
+		desc->valid = 1;
+		ret = ioq_iter_push(&post, 0);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /*
@@ -159,8 +182,7 @@ irqreturn_t vbus_pci_eventq_irq(int irq, void *arg)
  */
 int vbus_pci_eventq_setup(struct vbus_pci_bridge *b)
 {
-	struct ioq_iterator post;
-	int ret, i;
+	int ret;
 
 	b->eventq_ring_len = IOQ_HEAD_DESC_SIZE(VBUS_PCI_EVENTQ_COUNT);
 	b->events_len = sizeof(struct vbus_pci_event) * VBUS_PCI_EVENTQ_COUNT;
@@ -190,23 +212,51 @@ int vbus_pci_eventq_setup(struct vbus_pci_bridge *b)
 	b->eventq.notifier = &b->eventq_notifier;
 	tasklet_setup(&b->eventq_tasklet, vbus_pci_eventq_tasklet);
 
-	ioq_iter_init(&b->eventq, &post, ioq_idxtype_both, 0);
-	ioq_iter_seek(&post, ioq_seek_tail, 0, 0);
-	for (i = 0; i < VBUS_PCI_EVENTQ_COUNT; i++) {
-		struct ioq_ring_desc *desc = post.desc;
-
-		desc->cookie = i;
-		desc->ptr = virt_to_phys(&b->events[i]);
-		desc->len = sizeof(struct vbus_pci_event);
-		desc->valid = 1;
-		ret = ioq_iter_push(&post, 0);
-		if (ret)
-			return ret;
-	}
+	ret = eventq_post_all(b);
+	if (ret)
+		return ret;
 
 	/* the irq handler may now run the wakeup */
 	WRITE_ONCE(b->eventq_ready, true);
 	return ioq_notify_enable(&b->eventq, 0);
+}
+
+/*
+ * A new host (docs/transport.md, "Host restarts"): the old one is gone
+ * and the new one has not seen the ring yet, so it is ours to format
+ * again, with the tasklet held off. A fault the old host caused goes
+ * with its ring.
+ */
+int vbus_pci_eventq_reset(struct vbus_pci_bridge *b)
+{
+	int ret;
+
+	if (!b->eventq_ready)
+		return -ENODEV;
+	tasklet_disable(&b->eventq_tasklet);
+	ret = ioq_ring_format(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT);
+	if (!ret) {
+		WRITE_ONCE(b->eventq_signal.faulted, 0);
+		ret = eventq_post_all(b);
+	}
+	if (!ret)
+		ret = ioq_notify_enable(&b->eventq, 0);
+	tasklet_enable(&b->eventq_tasklet);
+	return ret;
+}
+
+/*
+ * Handle what the host posted, now, in the caller's (process) context:
+ * the tasklet held off so it never runs twice at once, BHs off as in a
+ * tasklet (the signal table's lock is taken _bh elsewhere).
+ */
+void vbus_pci_eventq_run_now(struct vbus_pci_bridge *b)
+{
+	tasklet_disable(&b->eventq_tasklet);
+	local_bh_disable();
+	vbus_pci_eventq_tasklet(&b->eventq_tasklet);
+	local_bh_enable();
+	tasklet_enable(&b->eventq_tasklet);
 }
 
 int vbus_pci_eventq_register(struct vbus_pci_bridge *b)

@@ -24,12 +24,19 @@ irqreturn_t vbus_pci_hc_irq(int irq, void *arg)
 
 	/* The waiter re-checks hc_done; a spurious interrupt is harmless. */
 	wake_up(&b->hc_wq);
+	vbus_pci_epoch_check(b);
 	return IRQ_HANDLED;
 }
 
 static bool hc_done(struct vbus_pci_bridge *b, u32 seq)
 {
 	return READ_ONCE(b->shm->hc_done) == seq;
+}
+
+/* Answered, or no host to answer (docs/transport.md, "Host restarts"). */
+static bool hc_over(struct vbus_pci_bridge *b, u32 seq)
+{
+	return hc_done(b, seq) || READ_ONCE(b->host_down);
 }
 
 /*
@@ -69,6 +76,12 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 		memcpy(buf + off, data, datalen);
 
 	mutex_lock(&b->hc_lock);
+	if (READ_ONCE(b->host_down)) {
+		/* the host went away on purpose: nobody would answer */
+		mutex_unlock(&b->hc_lock);
+		kfree(buf);
+		return -ENOTCONN;
+	}
 	vbus_pci_stat_inc(b, hypercalls);
 
 	/* seq 0 is what hc_done reads before the first answer: skip it */
@@ -88,8 +101,14 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 	/* iowrite32 (in the doorbell) is ordered after the stores above */
 	vbus_pci_doorbell(b, VBUS_PCI_DB_HC);
 
-	left = wait_event_timeout(b->hc_wq, hc_done(b, seq),
+	left = wait_event_timeout(b->hc_wq, hc_over(b, seq),
 				  msecs_to_jiffies(vbus_pci_hc_timeout_ms));
+	if (!hc_done(b, seq) && READ_ONCE(b->host_down)) {
+		/* as a timeout, without the wait: buf may still be written */
+		vbus_pci_stat_inc(b, hc_leaked);
+		mutex_unlock(&b->hc_lock);
+		return -ENOTCONN;
+	}
 	if (!left && !hc_done(b, seq)) {
 		vbus_pci_stat_inc(b, hc_timeouts);
 		vbus_pci_stat_inc(b, hc_leaked);

@@ -30,7 +30,9 @@ static ssize_t vbus_stats_show(struct device *d, struct device_attribute *attr,
 			  "hypercalls %ld\nhc_timeouts %ld\nhc_leaked %ld\n"
 			  "doorbells %ld\nevents %ld\nev_bad %ld\nev_runs %ld\n"
 			  "ev_budget %ld\ndevadd %ld\ndevdrop %ld\n"
-			  "shmsignal %ld\nshmclose %ld\nhost_peer %u\n",
+			  "shmsignal %ld\nshmclose %ld\nhost_peer %u\n"
+			  "host_epoch %u\nhost_down %ld\nreattach %ld\n"
+			  "reattach_fail %ld\nreconnect %ld\nreprobe %ld\n",
 			  atomic_long_read(&s->hypercalls),
 			  atomic_long_read(&s->hc_timeouts),
 			  atomic_long_read(&s->hc_leaked),
@@ -43,7 +45,12 @@ static ssize_t vbus_stats_show(struct device *d, struct device_attribute *attr,
 			  atomic_long_read(&s->devdrop),
 			  atomic_long_read(&s->shmsignal),
 			  atomic_long_read(&s->shmclose),
-			  b->host_peer);
+			  b->host_peer, READ_ONCE(b->epoch),
+			  atomic_long_read(&s->host_down),
+			  atomic_long_read(&s->reattach),
+			  atomic_long_read(&s->reattach_fail),
+			  atomic_long_read(&s->reconnect),
+			  atomic_long_read(&s->reprobe));
 }
 static DEVICE_ATTR_RO(vbus_stats);
 
@@ -100,6 +107,8 @@ static int vbus_pci_check_shm(struct vbus_pci_bridge *b, resource_size_t len)
 	 * it answered, so a reloaded bridge must not start again at 1.
 	 */
 	b->hc_seq = READ_ONCE(b->shm->hc_done);
+	/* the host we attach to now; a later change means a new one */
+	b->epoch = READ_ONCE(b->shm->host_epoch);
 	return 0;
 }
 
@@ -109,6 +118,7 @@ static void vbus_pci_teardown(struct vbus_pci_bridge *b)
 	struct pci_dev *pdev = b->pdev;
 
 	vbus_pci_debugfs_remove(b);
+	vbus_pci_epoch_stop(b);
 	if (b->irq_eventq > 0)
 		free_irq(b->irq_eventq, b);
 	vbus_pci_eventq_stop(b);
@@ -119,6 +129,8 @@ static void vbus_pci_teardown(struct vbus_pci_bridge *b)
 	xa_destroy(&b->signals);
 	if (b->irq_hc > 0)
 		free_irq(b->irq_hc, b);
+	/* an interrupt between the first stop and free_irq may have queued it */
+	cancel_delayed_work_sync(&b->reattach);
 	pci_free_irq_vectors(pdev);
 	vbus_pci_eventq_free(b);
 	if (b->regs)
@@ -148,6 +160,7 @@ static struct vbus_pci_bridge *vbus_pci_alloc(struct pci_dev *pdev)
 	xa_init_flags(&b->signals, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	b->sig_next = 1;
 	spin_lock_init(&b->inject_lock);
+	vbus_pci_epoch_init(b);
 	return b;
 }
 
@@ -286,6 +299,8 @@ static void vbus_pci_remove(struct pci_dev *pdev)
 {
 	struct vbus_pci_bridge *b = pci_get_drvdata(pdev);
 
+	/* no re-attach under our feet (it would add devices back) */
+	vbus_pci_epoch_stop(b);
 	/* drivers' remove, DEVCLOSE; events (SHMSIGNAL) still flow */
 	vbus_pci_devices_remove_all(b);
 	/* the host stops writing the eventq before we free it */

@@ -371,6 +371,11 @@ static ssize_t vtest_store(struct device *dev, const char *buf, size_t count,
 	ret = mutex_lock_interruptible(&vt->lock);
 	if (ret)
 		goto out;
+	if (!vt->ioq) {
+		vtest_set_result(vt, "error: the host is away");
+		ret = -ENOTCONN;
+		goto out_unlock;
+	}
 	switch (what) {
 	case RUN_RING:
 		ret = vtest_run_ring(vt, n);
@@ -385,6 +390,7 @@ static ssize_t vtest_store(struct device *dev, const char *buf, size_t count,
 		ret = vtest_run_irq_lat(vt, v, n);
 		break;
 	}
+out_unlock:
 	mutex_unlock(&vt->lock);
 out:
 	kvfree(v);
@@ -444,6 +450,33 @@ ATTRIBUTE_GROUPS(vtest);
 
 /* ---- probe / remove ---- */
 
+static int vtest_ring_open(struct vtest *vt)
+{
+	int ret;
+
+	ret = vbus_driver_ioq_alloc(vt->vdev, VBUS_TEST_SHM_RING, 0,
+				    ring_count, &vt->ioq);
+	if (ret) {
+		vt->ioq = NULL;
+		return ret;
+	}
+	vt->notifier.signal = vtest_notify;
+	vt->ioq->notifier = &vt->notifier;
+	ioq_notify_enable(vt->ioq, 0);
+	vt->ring_broken = false;
+	return 0;
+}
+
+/* Close the device (the host lets go of the ring), then free the ring. */
+static void vtest_ring_close(struct vtest *vt)
+{
+	ioq_notify_disable(vt->ioq, 0);
+	vt->vdev->ops->close(vt->vdev, 0);
+	vt->ioq->notifier = NULL;
+	ioq_put(vt->ioq);
+	vt->ioq = NULL;
+}
+
 static int vtest_probe(struct vbus_device_proxy *vdev)
 {
 	struct vtest *vt;
@@ -478,15 +511,11 @@ static int vtest_probe(struct vbus_device_proxy *vdev)
 		goto err_close;
 	}
 
-	ret = vbus_driver_ioq_alloc(vdev, VBUS_TEST_SHM_RING, 0, ring_count,
-				    &vt->ioq);
+	ret = vtest_ring_open(vt);
 	if (ret) {
 		dev_err(&vdev->dev, "test ring: %d\n", ret);
 		goto err_close;
 	}
-	vt->notifier.signal = vtest_notify;
-	vt->ioq->notifier = &vt->notifier;
-	ioq_notify_enable(vt->ioq, 0);
 
 	dev_set_drvdata(&vdev->dev, vt);
 	dev_info(&vdev->dev, "vbus-test %llu: echo ok, ring %u x %u bytes\n",
@@ -508,20 +537,57 @@ static int vtest_remove(struct vbus_device_proxy *vdev)
 	if (!vt)
 		return 0;
 	/* sysfs runs are drained before remove is called */
-	ioq_notify_disable(vt->ioq, 0);
-	/* the host stops using the ring and buffers once it answers */
-	vdev->ops->close(vdev, 0);
-	vt->ioq->notifier = NULL;
-	ioq_put(vt->ioq);
+	if (vt->ioq)
+		vtest_ring_close(vt);
 	kfree(vt->bufs);
 	dev_set_drvdata(&vdev->dev, NULL);
 	kfree(vt);
 	return 0;
 }
 
+/*
+ * Host restarts (docs/transport.md, "Host restarts"): the ring goes with
+ * the old host (a run in progress ends first: it holds vt->lock) and a
+ * fresh one is registered with the new host; runs in between fail.
+ */
+static void vtest_disconnect(struct vbus_device_proxy *vdev)
+{
+	struct vtest *vt = dev_get_drvdata(&vdev->dev);
+
+	if (!vt)
+		return;
+	mutex_lock(&vt->lock);
+	if (vt->ioq)
+		vtest_ring_close(vt);	/* the bus answers close itself */
+	mutex_unlock(&vt->lock);
+}
+
+static int vtest_reconnect(struct vbus_device_proxy *vdev)
+{
+	struct vtest *vt = dev_get_drvdata(&vdev->dev);
+	int ret;
+
+	if (!vt)
+		return -ENODEV;
+	mutex_lock(&vt->lock);
+	ret = vt->ioq ? -EINVAL : vdev->ops->open(vdev, VBUS_TEST_VERSION, 0);
+	if (!ret) {
+		ret = vtest_ring_open(vt);
+		if (ret)
+			vdev->ops->close(vdev, 0);
+	}
+	mutex_unlock(&vt->lock);
+	if (!ret)
+		dev_info(&vdev->dev, "vbus-test %llu: reconnected, ring %u x %u bytes\n",
+			 vdev->id, ring_count, msg_size);
+	return ret;
+}
+
 static struct vbus_driver_ops vtest_ops = {
 	.probe = vtest_probe,
 	.remove = vtest_remove,
+	.disconnect = vtest_disconnect,
+	.reconnect = vtest_reconnect,
 };
 
 static struct vbus_driver vtest_driver = {

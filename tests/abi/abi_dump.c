@@ -155,6 +155,7 @@ int main(void)
 	F(struct vbus_pci_shm, size);
 	F(struct vbus_pci_shm, host_peer);
 	F(struct vbus_pci_shm, features);
+	F(struct vbus_pci_shm, host_epoch);
 	F(struct vbus_pci_shm, pad0);
 	F(struct vbus_pci_shm, hc);
 	F(struct vbus_pci_shm, hc.vector);

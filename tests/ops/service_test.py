@@ -270,6 +270,10 @@ def notify_ready_order(hostd, unit, T):
         check(len(fds) == 5, "fake QEMU got the 5 ivshmem fds", str(len(fds)))
         check(wait_for(lambda: guest_state(hostd, T + "/ctl.sock", "g1") == "connected", 5),
               "g1 is connected")
+        # the connection goes to the descriptor store (fdstore_test.py)
+        stored = [nt.recv(5)[0] for _ in range(6)]
+        check(all(m and "FDSTORE=1" in m.split("\n") for m in stored),
+              "the connection is stored: six FDSTORE=1", repr(stored))
         t0 = time.monotonic()
         d.p.send_signal(signal.SIGTERM)
         msg, pid = nt.recv(10)

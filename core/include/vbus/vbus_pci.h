@@ -172,13 +172,21 @@ VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_pci_event, data) == 8,
 #define VBUS_PCI_SHM_SIZE	4096	/* BAR2: power of two, >= 4 KiB */
 
 struct vbus_pci_shm {
-	/* line 0: written once by the host, read-only for the guest */
+	/* line 0: the host writes it (host_epoch later too); guest reads */
 	__u32 magic;		/* VBUS_PCI_ABI_MAGIC */
 	__u32 version;		/* VBUS_PCI_ABI_VERSION */
 	__u32 size;		/* bytes of BAR2 */
 	__u32 host_peer;	/* ivshmem peer id the doorbell targets */
 	__u64 features;		/* reserved, 0 */
-	__u8 pad0[40];
+	/*
+	 * The host's generation (docs/transport.md, "Host restarts"): even =
+	 * a host serves this BAR2, odd = it went away on purpose. A change
+	 * to a new even value asks the guest to re-attach (NEGOTIATE, BUSREG,
+	 * devices re-announced). The only field of line 0 that changes after
+	 * QEMU started.
+	 */
+	__u32 host_epoch;
+	__u8 pad0[36];
 
 	/* line 1: the hypercall mailbox, written by the guest */
 	struct vbus_pci_hypercall hc;
@@ -194,6 +202,8 @@ struct vbus_pci_shm {
 	__u64 sigpending[VBUS_PCI_MAX_SIGNALS / 64];
 };
 
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_pci_shm, host_epoch) == 24,
+		   "shm.host_epoch");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_pci_shm, hc) == 64, "shm.hc");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_pci_shm, hc_seq) == 80,
 		   "shm.hc_seq");

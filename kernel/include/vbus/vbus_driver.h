@@ -65,6 +65,24 @@ void vbus_device_proxy_unregister(struct vbus_device_proxy *dev);
 struct vbus_driver_ops {
 	int (*probe)(struct vbus_device_proxy *dev);
 	int (*remove)(struct vbus_device_proxy *dev);
+	/*
+	 * Optional: the host restarted under us (docs/transport.md, "Host
+	 * restarts"; docs/adding-a-device.md). Both run in process context
+	 * with the device lock held, like probe and remove.
+	 *
+	 * disconnect: the host went away or forgot the device. Stop using
+	 * its shms and free them (nothing on the host touches them any
+	 * more; close() answers 0 without asking it); keep whatever the
+	 * guest sees (a netdev, a disk) and fail or queue new requests.
+	 * Runs once per outage, before reconnect or remove.
+	 *
+	 * reconnect: the host announced the device again. open() it and
+	 * register new shms as probe would; 0 when it is in service again.
+	 * Without the op, or when it fails, the bus removes the device
+	 * (remove runs) and adds it anew (probe runs).
+	 */
+	void (*disconnect)(struct vbus_device_proxy *dev);
+	int (*reconnect)(struct vbus_device_proxy *dev);
 };
 
 struct vbus_driver {

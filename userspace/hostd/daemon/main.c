@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "daemon.h"
+#include "fdstore.h"
 #include "sd_notify.h"
 
 static void usage(FILE *f)
@@ -172,6 +173,8 @@ struct daemon {
 	int ctl_fd;
 	int sig_fd;
 	int report_fd;			/* pipe to the waiting parent, or -1 */
+	struct hostd_fdstore store;	/* what an earlier daemon left us */
+	unsigned int adopted;		/* guests whose QEMU we took over */
 };
 
 static void daemon_cleanup(struct daemon *d)
@@ -180,6 +183,9 @@ static void daemon_cleanup(struct daemon *d)
 
 	for (i = 0; i < d->nguests; i++)
 		hostd_guest_stop(d->guests[i]);
+	/* nothing reads a ring any more: the guests may know (transport.md) */
+	for (i = 0; i < d->nguests; i++)
+		hostd_guest_going_down(d->guests[i]);
 	for (i = 0; i < d->nguests; i++) {
 		hostd_guest_fini(d->guests[i]);
 		free(d->guests[i]);
@@ -234,6 +240,41 @@ static int setup_devices(struct daemon *d, struct hostd_guest *g, char *err,
 	return 0;
 }
 
+/* On the guest's thread: keep its QEMU connection in the store. */
+static void conn_hook(void *arg, bool up)
+{
+	struct hostd_guest *g = arg;
+	struct hostd_ivshmem_fds fds;
+
+	if (!up)
+		hostd_fdstore_unpublish(g->name);
+	else if (hostd_ivshmem_fds(&g->iv, &fds))
+		hostd_fdstore_publish(g->name, &fds);
+}
+
+/* A QEMU connection an earlier daemon stored for @g: take it over. */
+static int adopt_guest(struct daemon *d, struct hostd_guest *g, char *err,
+		       size_t errlen)
+{
+	struct hostd_ivshmem_fds fds;
+	char why[512];
+	int ret;
+
+	hostd_guest_set_conn_hook(g, conn_hook, g);
+	ret = hostd_fdstore_take(&d->store, g->name, &fds, why, sizeof(why));
+	if (ret <= 0) {
+		if (ret < 0)
+			snprintf(err, errlen, "%s", why);
+		return ret;
+	}
+	if (hostd_guest_adopt(g, &fds, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "guest %s: %s", g->name, why);
+		return -1;
+	}
+	d->adopted++;
+	return 0;
+}
+
 /* RAM, BAR2, socket and devices of guest @i. */
 static int setup_guest(struct daemon *d, unsigned int i, char *err,
 		       size_t errlen)
@@ -256,7 +297,9 @@ static int setup_guest(struct daemon *d, unsigned int i, char *err,
 		snprintf(err, errlen, "guest %s: cannot listen: %s", g->name, why);
 		return -1;
 	}
-	return setup_devices(d, g, err, errlen);
+	if (setup_devices(d, g, err, errlen) < 0)
+		return -1;
+	return adopt_guest(d, g, err, errlen);
 }
 
 /* Everything up to "ready". 0, or -1 with the reason in @err. */
@@ -277,6 +320,7 @@ static int daemon_setup(struct daemon *d, char *err, size_t errlen)
 	for (i = 0; i < c->nguests; i++)
 		if (setup_guest(d, i, err, errlen) < 0)
 			return -1;
+	hostd_fdstore_drop_rest(&d->store);
 	d->ctl_fd = hostd_ctl_listen(c->ctl, why, sizeof(why));
 	if (d->ctl_fd < 0) {
 		snprintf(err, errlen, "control socket: %s", why);
@@ -434,8 +478,15 @@ static int run(struct hostd_config *c)
 	struct daemon d = { .cfg = c, .ctl_fd = -1, .sig_fd = -1,
 			    .report_fd = -1 };
 	char err[2048];
-	int ret = c->foreground ? 0 : daemonize(&d);
+	int ret;
 
+	/* LISTEN_PID is ours before a fork, not the child's */
+	if (hostd_fdstore_load(&d.store, err, sizeof(err)) < 0) {
+		hostd_sd_notifyf("STATUS=start-up failed: %s", err);
+		fprintf(stderr, "vbus-hostd: %s\n", err);
+		return 1;
+	}
+	ret = c->foreground ? 0 : daemonize(&d);
 	if (ret)
 		return ret < 0 ? 0 : ret;	/* the parent */
 	if (daemon_setup(&d, err, sizeof(err)) < 0) {
@@ -446,8 +497,8 @@ static int run(struct hostd_config *c)
 	}
 	report_ready(&d);
 	/* every socket listens and every RAM file is sized: QEMU may start */
-	hostd_sd_notifyf("READY=1\nSTATUS=serving %u guest(s), control socket %s",
-			 d.nguests, c->ctl);
+	hostd_sd_notifyf("READY=1\nSTATUS=serving %u guest(s) (%u taken over), control socket %s",
+			 d.nguests, d.adopted, c->ctl);
 	daemon_loop(&d);
 	daemon_cleanup(&d);
 	return 0;

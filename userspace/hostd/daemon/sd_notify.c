@@ -10,7 +10,8 @@
  * terminating NUL). Each message is one datagram of "VAR=value" lines.
  * The manager learns who sent it from the SCM_CREDENTIALS the kernel
  * attaches for a receiver with SO_PASSCRED, so we send nothing but the
- * text.
+ * text, and descriptors for the store (FDSTORE=1, docs/operations.md,
+ * "Restarts") as SCM_RIGHTS.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -47,9 +48,19 @@ static int notify_addr(const char *name, struct sockaddr_un *sa)
 	return (int)(offsetof(struct sockaddr_un, sun_path) + len + 1);
 }
 
+/* One datagram; @fds (SCM_RIGHTS) when @nfds > 0. */
 static int notify_send(const struct sockaddr_un *sa, int salen,
-		       const char *state)
+		       const char *state, const int *fds, int nfds)
 {
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * HOSTD_SD_NOTIFY_MAX_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)state,
+			     .iov_len = strlen(state) };
+	struct msghdr mh = { .msg_name = (void *)sa,
+			     .msg_namelen = (socklen_t)salen,
+			     .msg_iov = &iov, .msg_iovlen = 1 };
 	/*
 	 * A manager that stops reading must not stall start-up or
 	 * shutdown: a datagram socket blocks when the receiver's queue is
@@ -63,8 +74,22 @@ static int notify_send(const struct sockaddr_un *sa, int salen,
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	memset(&u, 0, sizeof(u));
+	if (nfds > 0) {
+		struct cmsghdr *c;
+
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
 	do {
-		n = sendto(fd, state, strlen(state), MSG_NOSIGNAL,
+		/* sendto without descriptors: what ops_sd_notify watches for */
+		n = nfds > 0 ? sendmsg(fd, &mh, MSG_NOSIGNAL) :
+		    sendto(fd, state, strlen(state), MSG_NOSIGNAL,
 			   (const struct sockaddr *)sa, (socklen_t)salen);
 	} while (n < 0 && errno == EINTR);
 	if (n < 0)
@@ -73,7 +98,7 @@ static int notify_send(const struct sockaddr_un *sa, int salen,
 	return e;
 }
 
-int hostd_sd_notify(const char *state)
+int hostd_sd_notify_fds(const char *state, const int *fds, int nfds)
 {
 	const char *name = getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa;
@@ -83,13 +108,19 @@ int hostd_sd_notify(const char *state)
 		return 0;
 	ret = notify_addr(name, &sa);
 	if (ret >= 0)
-		ret = notify_send(&sa, ret, state);
+		ret = nfds > HOSTD_SD_NOTIFY_MAX_FDS ? -E2BIG :
+		      notify_send(&sa, ret, state, fds, nfds);
 	if (ret < 0) {
 		hostd_log("cannot notify the service manager (NOTIFY_SOCKET=%s): %s",
 			  name, strerror(-ret));
 		return ret;
 	}
 	return 1;
+}
+
+int hostd_sd_notify(const char *state)
+{
+	return hostd_sd_notify_fds(state, NULL, 0);
 }
 
 int hostd_sd_notifyf(const char *fmt, ...)

@@ -117,6 +117,25 @@ void hostd_guest_stop(struct hostd_guest *g)
 	hostd_loop_stop(&g->loop);
 }
 
+void hostd_guest_set_conn_hook(struct hostd_guest *g,
+			       void (*fn)(void *arg, bool up), void *arg)
+{
+	g->iv.conn_hook = fn;
+	g->iv.conn_hook_arg = arg;
+}
+
+int hostd_guest_adopt(struct hostd_guest *g,
+		      const struct hostd_ivshmem_fds *fds,
+		      char *err, size_t errlen)
+{
+	return hostd_ivshmem_adopt(&g->iv, fds, err, errlen);
+}
+
+void hostd_guest_going_down(struct hostd_guest *g)
+{
+	hostd_ivshmem_going_down(&g->iv);
+}
+
 struct guest_call {
 	struct hostd_guest *g;
 	int (*fn)(struct hostd_guest *g, void *arg);

@@ -60,6 +60,19 @@ void hostd_guest_stop(struct hostd_guest *g);
 /* Run @fn on the guest's thread (inline when it has none) and wait. */
 int hostd_guest_call(struct hostd_guest *g,
 		     int (*fn)(struct hostd_guest *g, void *arg), void *arg);
+/*
+ * Restarts (docs/operations.md, "Restarts"). @fn runs on the guest's
+ * thread when QEMU connected (@up) or went away for good; set before
+ * hostd_guest_start().
+ */
+void hostd_guest_set_conn_hook(struct hostd_guest *g,
+			       void (*fn)(void *arg, bool up), void *arg);
+/* Take over a stored QEMU connection (before hostd_guest_start()). */
+int hostd_guest_adopt(struct hostd_guest *g,
+		      const struct hostd_ivshmem_fds *fds,
+		      char *err, size_t errlen);
+/* Tell the guest the host goes away on purpose; after hostd_guest_stop(). */
+void hostd_guest_going_down(struct hostd_guest *g);
 /* "faulted", "registered", "connected" or "waiting" */
 const char *hostd_guest_state(const struct hostd_guest *g);
 /*

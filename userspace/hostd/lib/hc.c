@@ -30,6 +30,8 @@ union hc_args {
 	struct vbus_pci_deviceshm shm;
 };
 
+static void hc_answer(struct hostd_hc *hc, __u32 seq, int ret);
+
 void hostd_hc_init(struct hostd_hc *hc, struct hostd_bus *bus,
 		   struct hostd_ivshmem *iv, struct hostd_mem *mem)
 {
@@ -39,9 +41,23 @@ void hostd_hc_init(struct hostd_hc *hc, struct hostd_bus *bus,
 	hc->mem = mem;
 }
 
+/*
+ * A new QEMU's BAR2 reads hc_done 0; one handed over by an earlier daemon
+ * (docs/transport.md, "Host restarts") carries its last answer, and a
+ * request that daemon never answered is answered here, -ENOTCONN: we do
+ * not know what it was for, and the guest's wait ends at once.
+ */
 void hostd_hc_connect(struct hostd_hc *hc)
 {
-	hc->last_seq = 0;
+	struct vbus_pci_shm *shm = hc->iv->shm;
+	__u32 seq;
+
+	hc->last_seq = shm ? VBUS_READ(shm->hc_done) : 0;
+	if (!shm)
+		return;
+	seq = VBUS_READ(shm->hc_seq);
+	if (seq != hc->last_seq)
+		hc_answer(hc, seq, -ENOTCONN);
 }
 
 /* Copy one output field back into the guest's struct at @gp. */

@@ -22,6 +22,7 @@ struct hostd_hc {
 void hostd_hc_init(struct hostd_hc *hc, struct hostd_bus *bus,
 		   struct hostd_ivshmem *iv, struct hostd_mem *mem);
 /* A new peer with a fresh BAR2: its first hc_seq is 1. */
+/* A connection starts: continue from BAR2's hc_done (see hc.c). */
 void hostd_hc_connect(struct hostd_hc *hc);
 /* DB_HC fired (eventfd drained): answer the request, if there is one. */
 void hostd_hc_doorbell(struct hostd_hc *hc);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "eventfd.h"
@@ -252,6 +253,8 @@ static void on_conn(void *arg, int fd, __u32 events)
 		return;
 	hostd_log("%sQEMU disconnected; bus torn down, waiting for a new connection",
 		  iv->log->prefix);
+	if (iv->conn_hook)
+		iv->conn_hook(iv->conn_hook_arg, false);
 	hostd_ivshmem_close(iv);
 }
 
@@ -301,6 +304,8 @@ static void on_accept(void *arg, int lfd, __u32 events)
 	iv->connections++;
 	hostd_log("%sQEMU connected (connection %llu)", iv->log->prefix,
 		  (unsigned long long)iv->connections);
+	if (iv->conn_hook)
+		iv->conn_hook(iv->conn_hook_arg, true);
 }
 
 int hostd_ivshmem_listen(struct hostd_ivshmem *iv, const char *path,
@@ -325,6 +330,129 @@ int hostd_ivshmem_listen(struct hostd_ivshmem *iv, const char *path,
 	iv->listen_fd = fd;
 	strcpy(iv->sock, path);
 	return 0;
+}
+
+/* ---- restarts (docs/transport.md, "Host restarts") ------------------------------ */
+
+bool hostd_ivshmem_fds(const struct hostd_ivshmem *iv,
+		       struct hostd_ivshmem_fds *fds)
+{
+	int i;
+
+	if (iv->conn_fd < 0)
+		return false;
+	fds->conn = iv->conn_fd;
+	fds->bar2 = iv->bar2_fd;
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
+		fds->db[i] = iv->db_fd[i];
+		fds->msix[i] = iv->msix_fd[i];
+	}
+	return true;
+}
+
+static void fds_close(const struct hostd_ivshmem_fds *fds)
+{
+	int i;
+
+	close(fds->conn);
+	close(fds->bar2);
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
+		close(fds->db[i]);
+		close(fds->msix[i]);
+	}
+}
+
+/* Map a BAR2 an earlier daemon made; it must carry our line 0. */
+static int bar2_adopt(struct hostd_ivshmem *iv, int fd, char *err,
+		      size_t errlen)
+{
+	struct vbus_pci_shm *shm;
+	struct stat st;
+	__u32 magic;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size != VBUS_PCI_SHM_SIZE) {
+		snprintf(err, errlen, "stored BAR2 is not a %d-byte memfd",
+			 VBUS_PCI_SHM_SIZE);
+		return -EINVAL;
+	}
+	shm = mmap(NULL, VBUS_PCI_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	if (shm == MAP_FAILED) {
+		snprintf(err, errlen, "stored BAR2: mmap: %s", strerror(errno));
+		return -errno;
+	}
+	magic = VBUS_READ(shm->magic);
+	if (magic != VBUS_PCI_ABI_MAGIC ||
+	    VBUS_READ(shm->version) != VBUS_PCI_ABI_VERSION ||
+	    VBUS_READ(shm->host_peer) != iv->host_peer) {
+		munmap(shm, VBUS_PCI_SHM_SIZE);
+		snprintf(err, errlen, "stored BAR2 is not a vbus BAR2 (magic %#x)",
+			 magic);
+		return -EINVAL;
+	}
+	bar2_destroy(iv);
+	iv->bar2_fd = fd;
+	iv->shm = shm;
+	return 0;
+}
+
+static void epoch_set(struct hostd_ivshmem *iv, __u32 epoch)
+{
+	/*
+	 * Everything we wrote before (the -ENOTCONN answer, and on the way
+	 * down: nothing after) is visible before the epoch. Pairs with the
+	 * guest's rmb between reading host_epoch and acting on it.
+	 */
+	vbus_wmb();
+	VBUS_WRITE(iv->shm->host_epoch, epoch);
+	hostd_ivshmem_irq(iv, VBUS_PCI_MSIX_HC);
+	hostd_ivshmem_irq(iv, VBUS_PCI_MSIX_EVENTQ);
+}
+
+int hostd_ivshmem_adopt(struct hostd_ivshmem *iv,
+			const struct hostd_ivshmem_fds *fds,
+			char *err, size_t errlen)
+{
+	int i, ret;
+
+	ret = bar2_adopt(iv, fds->bar2, err, errlen);
+	if (ret < 0) {
+		fds_close(fds);
+		return ret;
+	}
+	iv->conn_fd = fds->conn;
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
+		iv->db_fd[i] = fds->db[i];
+		iv->msix_fd[i] = fds->msix[i];
+	}
+	ret = hostd_loop_add(iv->loop, iv->db_fd[VBUS_PCI_DB_HC], EPOLLIN,
+			     on_db_hc, iv);
+	if (!ret)
+		ret = hostd_loop_add(iv->loop, iv->db_fd[VBUS_PCI_DB_SIGNAL],
+				     EPOLLIN, on_db_signal, iv);
+	if (!ret)
+		ret = hostd_loop_add(iv->loop, iv->conn_fd,
+				     EPOLLIN | EPOLLRDHUP, on_conn, iv);
+	if (ret < 0) {
+		snprintf(err, errlen, "stored connection: %s", strerror(-ret));
+		teardown(iv);
+		bar2_create(iv);
+		return ret;
+	}
+	iv->ops->connect(iv->arg);
+	iv->connections++;
+	epoch_set(iv, (VBUS_READ(iv->shm->host_epoch) | 1) + 1);
+	hostd_log("%sQEMU connection taken over (host epoch %u)",
+		  iv->log->prefix, VBUS_READ(iv->shm->host_epoch));
+	return 0;
+}
+
+void hostd_ivshmem_going_down(struct hostd_ivshmem *iv)
+{
+	if (iv->conn_fd < 0 || !iv->shm)
+		return;
+	epoch_set(iv, VBUS_READ(iv->shm->host_epoch) | 1);
 }
 
 /* ---- lifetime ---------------------------------------------------------------------- */

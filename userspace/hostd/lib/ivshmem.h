@@ -48,6 +48,21 @@ struct hostd_ivshmem {
 	__u32 host_peer, guest_peer;
 	int db_fd[VBUS_PCI_NR_VECTORS];	  /* host peer: the guest rings these */
 	int msix_fd[VBUS_PCI_NR_VECTORS]; /* guest vectors: we write these */
+
+	/* the daemon's: QEMU connected (@up) or disconnected for good */
+	void (*conn_hook)(void *arg, bool up);
+	void *conn_hook_arg;
+};
+
+/*
+ * The descriptors of one QEMU connection, as a descriptor store keeps
+ * them across a restart (docs/operations.md, "Restarts").
+ */
+struct hostd_ivshmem_fds {
+	int conn;
+	int bar2;
+	int db[VBUS_PCI_NR_VECTORS];
+	int msix[VBUS_PCI_NR_VECTORS];
 };
 
 /* Creates BAR2; nothing listens yet. 0 or -errno. */
@@ -63,6 +78,25 @@ int hostd_ivshmem_open(struct hostd_ivshmem *iv);
 /* ops->disconnect; vectors and connection closed; a fresh BAR2. */
 void hostd_ivshmem_close(struct hostd_ivshmem *iv);
 bool hostd_ivshmem_connected(const struct hostd_ivshmem *iv);
+
+/*
+ * Take over a connection an earlier daemon handed over (@fds become
+ * ours, also on failure). No handshake: QEMU already has it. The guest
+ * is told to re-attach (docs/transport.md, "Host restarts"): a pending
+ * hypercall is answered -ENOTCONN, host_epoch goes to the next even
+ * value, both vectors fire. 0, or -errno with the reason in @err.
+ */
+int hostd_ivshmem_adopt(struct hostd_ivshmem *iv,
+			const struct hostd_ivshmem_fds *fds,
+			char *err, size_t errlen);
+/* The current connection's descriptors; false when not connected. */
+bool hostd_ivshmem_fds(const struct hostd_ivshmem *iv,
+		       struct hostd_ivshmem_fds *fds);
+/*
+ * The host goes away on purpose: host_epoch odd, both vectors fire. Only
+ * once nothing on this side touches guest memory any more (loop stopped).
+ */
+void hostd_ivshmem_going_down(struct hostd_ivshmem *iv);
 
 /* Interrupt the guest on MSI-X vector @vector (VBUS_PCI_MSIX_*). */
 void hostd_ivshmem_irq(struct hostd_ivshmem *iv, unsigned int vector);

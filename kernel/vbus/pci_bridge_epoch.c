@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host restarts (docs/transport.md, "Host restarts").
+ *
+ * vbus-hostd may go away and come back on the same QEMU connection; a new
+ * daemon knows nothing of our bus. BAR2's host_epoch says so: odd = the
+ * host went away on purpose, a new even value = a new host serves us. On
+ * either MSI-X vector we compare it with the value we last acted on and
+ * schedule the re-attach work: the device drivers let go of their shms
+ * (disconnect), the eventq is formatted afresh, NEGOTIATE, BUSREG; the
+ * host's DEVADDs then reconnect the devices we still have
+ * (pci_bridge_dev.c) and whatever it no longer announces is dropped.
+ *
+ * host_epoch is the host's to write and may flap: the work runs at most
+ * once a second and always acts on the latest value, so a hostile host
+ * costs us a re-attach a second and its own devices, never a loop.
+ */
+#include <linux/module.h>
+#include <linux/jiffies.h>
+#include "pci_bridge.h"
+
+#define VBUS_PCI_REATTACH_INTERVAL	HZ
+
+/* Hypercalls fail at once from here on (pci_bridge_hc.c). */
+static void vbus_pci_host_down(struct vbus_pci_bridge *b)
+{
+	if (READ_ONCE(b->host_down))
+		return;
+	WRITE_ONCE(b->host_down, true);
+	/* a caller waiting for an answer gives up now */
+	wake_up(&b->hc_wq);
+}
+
+static int vbus_pci_reattach_bus(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_negotiate neg = {
+		.magic = VBUS_PCI_ABI_MAGIC,
+		.version = VBUS_PCI_HC_VERSION,
+	};
+	int ret;
+
+	ret = vbus_pci_eventq_reset(b);
+	if (!ret)
+		ret = vbus_pci_hypercall(b, VBUS_PCI_HC_NEGOTIATE, &neg,
+					 sizeof(neg), VBUS_PCI_HC_NO_DATAP,
+					 NULL, 0);
+	if (!ret)
+		ret = vbus_pci_eventq_register(b);
+	return ret > 0 ? -EPROTO : ret;
+}
+
+/* A new host: everything it needs from us, from the start. */
+static void vbus_pci_reattach(struct vbus_pci_bridge *b, u32 epoch)
+{
+	int ret;
+
+	vbus_pci_stat_inc(b, reattach);
+	WRITE_ONCE(b->host_down, false);
+	vbus_pci_devices_disconnect(b);
+	ret = vbus_pci_reattach_bus(b);
+	if (ret) {
+		vbus_pci_stat_inc(b, reattach_fail);
+		dev_err_ratelimited(&b->pdev->dev,
+				    "host epoch %u: re-attach failed (%d); waiting for the next host\n",
+				    epoch, ret);
+		return;
+	}
+	/*
+	 * BUSREG's answer comes after the host posted every DEVADD: handle
+	 * them here and let the ordered workqueue carry them out, then
+	 * whatever is still stale is not the new host's.
+	 */
+	vbus_pci_eventq_run_now(b);
+	flush_workqueue(b->wq);
+	vbus_pci_devices_drop_stale(b);
+	dev_info(&b->pdev->dev, "host epoch %u: bus re-attached\n", epoch);
+}
+
+static void vbus_pci_reattach_work(struct work_struct *work)
+{
+	struct vbus_pci_bridge *b = container_of(to_delayed_work(work),
+						 struct vbus_pci_bridge,
+						 reattach);
+	u32 epoch;
+
+	if (READ_ONCE(b->reattach_off))
+		return;
+	epoch = READ_ONCE(b->shm->host_epoch);
+	/*
+	 * The epoch before what the host wrote ahead of it (its answer to
+	 * a pending hypercall): pairs with the host's wmb before it stores
+	 * host_epoch (ivshmem.c, epoch_set).
+	 */
+	virt_rmb();
+	if (epoch == b->epoch)
+		return;
+	WRITE_ONCE(b->epoch, epoch);
+
+	/*
+	 * Only a re-attach counts against the rate limit: going down is
+	 * cheap (drivers disconnect once per outage) and must not delay
+	 * the re-attach of a graceful restart.
+	 */
+	if (epoch & 1) {
+		vbus_pci_stat_inc(b, host_down);
+		vbus_pci_host_down(b);
+		vbus_pci_devices_disconnect(b);
+		dev_info(&b->pdev->dev,
+			 "host epoch %u: the host went away; devices wait for it\n",
+			 epoch);
+		return;
+	}
+	WRITE_ONCE(b->reattach_next, jiffies + VBUS_PCI_REATTACH_INTERVAL);
+	vbus_pci_reattach(b, epoch);
+	/* changed while we worked: its interrupt may have come and gone */
+	if (READ_ONCE(b->shm->host_epoch) != epoch)
+		vbus_pci_epoch_check(b);
+}
+
+/* From either MSI-X vector: has the host changed? */
+void vbus_pci_epoch_check(struct vbus_pci_bridge *b)
+{
+	u32 epoch = READ_ONCE(b->shm->host_epoch);
+	unsigned long delay = 0;
+
+	if (epoch == READ_ONCE(b->epoch) || READ_ONCE(b->reattach_off))
+		return;
+	/* fail fast at once; the work does the rest, rate-limited */
+	if (epoch & 1)
+		vbus_pci_host_down(b);
+	if (time_before(jiffies, READ_ONCE(b->reattach_next)))
+		delay = READ_ONCE(b->reattach_next) - jiffies;
+	schedule_delayed_work(&b->reattach, delay);
+}
+
+void vbus_pci_epoch_init(struct vbus_pci_bridge *b)
+{
+	INIT_DELAYED_WORK(&b->reattach, vbus_pci_reattach_work);
+	b->reattach_next = jiffies;
+}
+
+/* Remove: no re-attach may start or still run after this. */
+void vbus_pci_epoch_stop(struct vbus_pci_bridge *b)
+{
+	WRITE_ONCE(b->reattach_off, true);
+	cancel_delayed_work_sync(&b->reattach);
+}

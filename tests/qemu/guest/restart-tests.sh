@@ -1,0 +1,234 @@
+# shellcheck shell=dash
+# Guest side of the restart tests (tests/qemu/run-restart-tests.sh); runs
+# as /test/run.sh under busybox sh. Loads the bus stack, venet and
+# vbus_test, brings venet up, then for each kind in $VT_KINDS ("term":
+# the host daemon is stopped gracefully, "kill": it crashes) while a
+# download (/cgi-bin/slow, md5 $VT_DATA_MD5) and an upload (to
+# /cgi-bin/md5) run:
+#   - asks the host for the restart (VBUS-HOSTREQ on the console);
+#   - both transfers complete with the right md5 at both ends;
+#   - the bridge re-attached (vbus_stats reattach), graceful ones were
+#     seen as "host down" first (host_down) and crashes were not;
+#   - venet kept its netdev and address (reconnect, not re-probe), the
+#     carrier is up, ping works; vbus-test's device was reconnected and
+#     its ring carries verified traffic;
+#   - prints "RESTART kind link_down_ms=.. max_rx_gap_ms=.. tcp_retrans=..":
+#     how long the carrier was off, the longest time the download got no
+#     byte, and the TCP segments retransmitted meanwhile;
+# then a hostile host flips host_epoch for 3 s under traffic: at most about
+# one re-attach a second, then everything in service again (FLAP figures).
+# The host's result check fails on any kernel WARN/BUG/Oops.
+
+# shellcheck source=tests/qemu/guest/lib.sh
+. /test/lib.sh
+# shellcheck disable=SC1091
+[ -f /test/config.sh ] && . /test/config.sh
+: "${VT_HOST_IP:=10.78.0.1}"
+: "${VT_GUEST_IP:=10.78.0.2}"
+: "${VT_PREFIX:=24}"
+: "${VT_HTTP_PORT:=8080}"
+: "${VT_DATA_MD5:=}"
+: "${VT_DATA_MB:=8}"
+: "${VT_KINDS:=term kill}"
+
+URL="http://$VT_HOST_IP:$VT_HTTP_PORT"
+BUS=/sys/bus/vbus-proxy/devices
+REQ=0
+
+log() { echo "restart-tests: $*"; }
+
+bridge_stat() {
+	local f
+	for f in /sys/bus/pci/drivers/vbus-pcibridge/*/vbus_stats; do
+		awk -v k="$1" '$1 == k { print $2 }' "$f"
+		return 0
+	done
+	echo 0
+}
+
+venet_if() {
+	local i d
+	for i in /sys/class/net/*; do
+		d=$(readlink "$i/device/driver" 2>/dev/null) || continue
+		[ "${d##*/}" = venet ] && { echo "${i##*/}"; return 0; }
+	done
+	return 1
+}
+
+vtest_dev() {
+	local d
+	for d in "$BUS"/*; do
+		[ "$(cat "$d/type" 2>/dev/null)" = vbus-test ] && { echo "${d##*/}"; return 0; }
+	done
+	return 1
+}
+
+retrans() {
+	awk '$1 == "Tcp:" && !h { for (i = 1; i <= NF; i++) n[i] = $i; h = 1; next }
+	     $1 == "Tcp:" { for (i = 1; i <= NF; i++) if (n[i] == "RetransSegs") print $i }' \
+		/proc/net/snmp
+}
+
+# T = uptime in ms (10 ms resolution; no fork: the monitor loops on it)
+now_ms() {
+	local up
+	read -r up _ </proc/uptime
+	T=$((${up%.*}${up#*.} * 10))
+}
+
+# monitor IF: until /tmp/mon.stop exists, sample the carrier and rx_bytes
+# every 20 ms; then write "link_down_ms max_rx_gap_ms" to /tmp/mon.out.
+monitor() {
+	local c rx last_rx=-1 t down_since=0 down=0 gap=0 since
+	now_ms
+	since=$T
+	while [ ! -e /tmp/mon.stop ]; do
+		now_ms
+		t=$T
+		read -r c <"/sys/class/net/$1/carrier" 2>/dev/null || c=0
+		read -r rx <"/sys/class/net/$1/statistics/rx_bytes"
+		if [ "$c" = 0 ]; then
+			[ "$down_since" = 0 ] && down_since=$t
+		elif [ "$down_since" != 0 ]; then
+			down=$((down + t - down_since))
+			down_since=0
+		fi
+		if [ "$rx" != "$last_rx" ]; then
+			last_rx=$rx
+			since=$t
+		elif [ $((t - since)) -gt "$gap" ]; then
+			gap=$((t - since))
+		fi
+		usleep 20000
+	done
+	now_ms
+	[ "$down_since" != 0 ] && down=$((down + T - down_since))
+	echo "$down $gap" >/tmp/mon.out
+}
+
+setup() {
+	local m
+	for m in vbus_core vbus_proxy vbus_pcibridge venet vbus_test; do
+		vt_kmod_load "$m" || { echo "insmod $m failed"; return 1; }
+	done
+	n=0
+	while [ "$n" -lt 50 ]; do
+		IF=$(venet_if) && VDEV=$(vtest_dev) && break
+		n=$((n + 1))
+		usleep 200000
+	done
+	[ -n "${IF:-}" ] && [ -n "${VDEV:-}" ] || { echo "no venet netdev or vbus-test device"; return 1; }
+	ip addr add "$VT_GUEST_IP/$VT_PREFIX" dev "$IF" &&
+		ip link set "$IF" up &&
+		ping -c 2 -W 5 "$VT_HOST_IP" >/dev/null
+}
+
+ring_ok() {
+	local out
+	echo "$1" >"$BUS/$VDEV/run_ring" || true
+	out=$(cat "$BUS/$VDEV/result")
+	echo "$out"
+	case "$out" in "ok $1 msgs"*) return 0 ;; esac
+	return 1
+}
+
+wait_stat_above() {
+	local n=0
+	while [ "$n" -lt 100 ]; do
+		[ "$(bridge_stat "$1")" -gt "$2" ] && return 0
+		n=$((n + 1))
+		usleep 100000
+	done
+	echo "$1 stayed at $(bridge_stat "$1") (wanted > $2)"
+	return 1
+}
+
+wait_carrier_up() {
+	local n=0
+	while [ "$n" -lt 100 ]; do
+		[ "$(cat "/sys/class/net/$IF/carrier" 2>/dev/null)" = 1 ] && return 0
+		n=$((n + 1))
+		usleep 100000
+	done
+	echo "carrier of $IF still off"
+	return 1
+}
+
+check_md5_file() { [ "$(cut -d' ' -f1 "$1")" = "$2" ] || { echo "$1: $(cat "$1"), wanted $2"; return 1; }; }
+check_up_md5() { [ "$(cat /tmp/up.host)" = "$(cat /tmp/up.want)" ] || { echo "host got $(cat /tmp/up.host), sent $(cat /tmp/up.want)"; return 1; }; }
+same_if() { [ "$(venet_if)" = "$IF" ] && ip addr show dev "$IF" | grep -q "inet $VT_GUEST_IP/"; }
+
+restart_case() {
+	local k=$1 re0 down0 rc0 r0 dl up figs
+	re0=$(bridge_stat reattach)
+	down0=$(bridge_stat host_down)
+	rc0=$(bridge_stat reconnect)
+	r0=$(retrans)
+	rm -f /tmp/mon.stop /tmp/mon.out /tmp/dl.md5 /tmp/up.host
+	monitor "$IF" &
+	(timeout 300 wget -q -O - "$URL/cgi-bin/slow" | md5sum >/tmp/dl.md5) &
+	dl=$!
+	(timeout 300 wget -q -O - --post-file /tmp/up "$URL/cgi-bin/md5" >/tmp/up.host) &
+	up=$!
+	sleep 1
+	REQ=$((REQ + 1))
+	echo "VBUS-HOSTREQ $REQ restart $k" >/dev/console
+	wait "$dl"
+	wait "$up"
+	vt_check "$k-reattached" wait_stat_above reattach "$re0"
+	vt_check "$k-carrier-up" wait_carrier_up
+	touch /tmp/mon.stop
+	wait
+	figs=$(cat /tmp/mon.out 2>/dev/null || echo "? ?")
+	vt_check "$k-download-md5" check_md5_file /tmp/dl.md5 "$VT_DATA_MD5"
+	vt_check "$k-upload-md5" check_up_md5
+	if [ "$k" = term ]; then
+		vt_check "$k-host-down-seen" wait_stat_above host_down "$down0"
+	else
+		vt_check "$k-crash-not-announced" test "$(bridge_stat host_down)" = "$down0"
+	fi
+	vt_check "$k-devices-reconnected" wait_stat_above reconnect $((rc0 + 1))
+	vt_check "$k-netdev-kept" same_if
+	vt_check "$k-ping" ping -c 3 -W 5 "$VT_HOST_IP"
+	vt_check "$k-vbus-test-ring" ring_ok 2000
+	log "RESTART $k link_down_ms=${figs% *} max_rx_gap_ms=${figs#* } tcp_retrans=$(($(retrans) - r0)) hc_timeouts=$(bridge_stat hc_timeouts) reprobe=$(bridge_stat reprobe)"
+}
+
+# A hostile host flips host_epoch and fires our vectors for 3 s, then dies
+# (lib/bar2-flap.py; the keeper starts a new daemon): at most a re-attach
+# a second (+ slack for the new daemon and TCG), then service.
+flap_case() {
+	local re0 f0 rc0 dl n
+	re0=$(bridge_stat reattach)
+	rc0=$(($(bridge_stat reconnect) + 1))
+	f0=$(bridge_stat reattach_fail)
+	rm -f /tmp/dl.md5
+	(timeout 300 wget -q -O - "$URL/cgi-bin/slow" | md5sum >/tmp/dl.md5) &
+	dl=$!
+	sleep 1
+	REQ=$((REQ + 1))
+	echo "VBUS-HOSTREQ $REQ flap 0" >/dev/console
+	wait "$dl"
+	sleep 2		# the last re-attach, rate-limited
+	n=$(($(bridge_stat reattach) - re0))
+	vt_check flap-reattach-bounded test "$n" -ge 1 -a "$n" -le 8
+	vt_check flap-devices-reconnected wait_stat_above reconnect "$rc0"
+	vt_check flap-carrier-up wait_carrier_up
+	vt_check flap-download-md5 check_md5_file /tmp/dl.md5 "$VT_DATA_MD5"
+	vt_check flap-ping ping -c 3 -W 5 "$VT_HOST_IP"
+	vt_check flap-netdev-kept same_if
+	vt_check flap-vbus-test-ring ring_ok 2000
+	log "FLAP reattach=$n reattach_fail=$(($(bridge_stat reattach_fail) - f0)) host_down=$(bridge_stat host_down)"
+}
+
+vt_check setup setup || { vt_done; exit 0; }
+vt_check ring-before ring_ok 2000
+dd if=/dev/urandom bs=3k count=$((VT_DATA_MB * 256)) 2>/dev/null | base64 >/tmp/up
+md5sum /tmp/up | cut -d' ' -f1 >/tmp/up.want
+for k in $VT_KINDS; do
+	restart_case "$k"
+done
+vt_check no-reprobe test "$(bridge_stat reprobe)" = 0
+[ "${VT_FLAP:-1}" = 1 ] && flap_case
+vt_check unload sh -c "rmmod vbus_test venet vbus_pcibridge vbus_proxy vbus_core"
+vt_done

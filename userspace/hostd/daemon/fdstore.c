@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * vbus-hostd: the descriptor store (docs/operations.md, "Restarts").
+ *
+ * Stock QEMU takes an ivshmem server's set-up only once, so a restarted
+ * daemon must serve the very connection the previous one had. Whoever
+ * supervises us (systemd with FileDescriptorStoreMax=, or vbus-fdkeeper)
+ * keeps a copy of each descriptor we send with FDSTORE=1 and hands them
+ * to the next daemon the sd_listen_fds way: fds 3 .. 3+LISTEN_FDS-1,
+ * named in order by the colon-separated LISTEN_FDNAMES, for the process
+ * LISTEN_PID. A guest's connection is six names, "GUEST/KIND" with the
+ * KINDs below. They are stored once QEMU connected and removed when it
+ * disconnects; a taken-over connection stays stored as it was.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "fdstore.h"
+#include "sd_notify.h"
+
+#define LISTEN_FDS_START	3
+
+enum { K_CONN, K_BAR2, K_DB0, K_DB1, K_MSIX0, K_MSIX1, K_NR };
+
+static const char *const kinds[K_NR] = {
+	[K_CONN] = "conn", [K_BAR2] = "bar2", [K_DB0] = "db0",
+	[K_DB1] = "db1", [K_MSIX0] = "msix0", [K_MSIX1] = "msix1",
+};
+
+/* ---- loading ------------------------------------------------------------ */
+
+static int kind_of(const char *name)
+{
+	const char *slash = strrchr(name, '/');
+	int k;
+
+	if (!slash || slash == name)
+		return -1;
+	for (k = 0; k < K_NR; k++)
+		if (!strcmp(slash + 1, kinds[k]))
+			return k;
+	return -1;
+}
+
+/* LISTEN_FDS as a count; -1 when it is not one. */
+static long parse_count(const char *v)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < 0)
+		return -1;
+	return n;
+}
+
+/* Split LISTEN_FDNAMES into s->name[]; the number of names, or -1. */
+static long split_names(struct hostd_fdstore *s, const char *names)
+{
+	const char *p = names;
+	long n = 0;
+
+	for (;;) {
+		const char *colon = strchr(p, ':');
+		size_t len = colon ? (size_t)(colon - p) : strlen(p);
+
+		if (n == HOSTD_FDSTORE_MAX || len >= HOSTD_FDNAME_MAX)
+			return -1;
+		memcpy(s->name[n], p, len);
+		s->name[n][len] = 0;
+		n++;
+		if (!colon)
+			return n;
+		p = colon + 1;
+	}
+}
+
+static int check_names(struct hostd_fdstore *s, char *err, size_t errlen)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < s->n; i++) {
+		if (kind_of(s->name[i]) < 0) {
+			snprintf(err, errlen,
+				 "stored descriptor %u is named '%s', not GUEST/{conn,bar2,db0,db1,msix0,msix1}",
+				 LISTEN_FDS_START + i, s->name[i]);
+			return -1;
+		}
+		for (j = 0; j < i; j++)
+			if (!strcmp(s->name[i], s->name[j])) {
+				snprintf(err, errlen,
+					 "stored descriptor '%s' passed twice (fds %u and %u)",
+					 s->name[i], LISTEN_FDS_START + j,
+					 LISTEN_FDS_START + i);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+static int check_open(struct hostd_fdstore *s, char *err, size_t errlen)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->n; i++) {
+		int fd = LISTEN_FDS_START + (int)i;
+
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+			snprintf(err, errlen,
+				 "stored descriptor %d ('%s') is not open (LISTEN_FDS=%u)",
+				 fd, s->name[i], s->n);
+			return -1;
+		}
+		s->fd[i] = fd;
+	}
+	return 0;
+}
+
+static void unset_env(void)
+{
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+}
+
+int hostd_fdstore_load(struct hostd_fdstore *s, char *err, size_t errlen)
+{
+	const char *pid = getenv("LISTEN_PID");
+	const char *fds = getenv("LISTEN_FDS");
+	const char *names = getenv("LISTEN_FDNAMES");
+	long n, nn;
+
+	memset(s, 0, sizeof(*s));
+	if (!fds || (pid && parse_count(pid) != (long)getpid())) {
+		if (fds)
+			hostd_log("LISTEN_FDS is for process %s, not us: ignored",
+				  pid);
+		unset_env();
+		return 0;
+	}
+	n = parse_count(fds);
+	if (n < 0 || n > HOSTD_FDSTORE_MAX) {
+		snprintf(err, errlen, "LISTEN_FDS=%s: not a count of 0 .. %d",
+			 fds, HOSTD_FDSTORE_MAX);
+		return -1;
+	}
+	if (n && !names) {
+		snprintf(err, errlen,
+			 "LISTEN_FDS=%ld without LISTEN_FDNAMES: the stored descriptors cannot be told apart",
+			 n);
+		return -1;
+	}
+	nn = n ? split_names(s, names) : 0;
+	if (nn != n) {
+		snprintf(err, errlen,
+			 "LISTEN_FDNAMES names %ld descriptor(s), LISTEN_FDS says %ld",
+			 nn, n);
+		return -1;
+	}
+	s->n = (unsigned int)n;
+	unset_env();
+	if (check_names(s, err, errlen) < 0 || check_open(s, err, errlen) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- a guest's connection ------------------------------------------------ */
+
+static int find(const struct hostd_fdstore *s, const char *guest, int kind)
+{
+	char want[HOSTD_FDNAME_MAX];
+	unsigned int i;
+
+	snprintf(want, sizeof(want), "%s/%s", guest, kinds[kind]);
+	for (i = 0; i < s->n; i++)
+		if (!s->taken[i] && !strcmp(s->name[i], want))
+			return (int)i;
+	return -1;
+}
+
+static bool is_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, "anon_inode:[eventfd]");
+}
+
+static int check_kind(int fd, int kind, const char *guest, char *err,
+		      size_t errlen)
+{
+	struct stat st;
+	bool ok;
+
+	if (fstat(fd, &st) < 0)
+		ok = false;
+	else if (kind == K_CONN)
+		ok = S_ISSOCK(st.st_mode);
+	else if (kind == K_BAR2)
+		ok = S_ISREG(st.st_mode);	/* its content: ivshmem.c */
+	else
+		ok = is_eventfd(fd);
+	if (!ok)
+		snprintf(err, errlen, "stored descriptor '%s/%s' (fd %d) is not %s",
+			 guest, kinds[kind], fd,
+			 kind == K_CONN ? "a socket" :
+			 kind == K_BAR2 ? "a memfd" : "an eventfd");
+	return ok ? 0 : -1;
+}
+
+int hostd_fdstore_take(struct hostd_fdstore *s, const char *guest,
+		       struct hostd_ivshmem_fds *fds, char *err, size_t errlen)
+{
+	int idx[K_NR], k, have = 0;
+
+	for (k = 0; k < K_NR; k++) {
+		idx[k] = find(s, guest, k);
+		have += idx[k] >= 0;
+	}
+	if (!have)
+		return 0;
+	for (k = 0; k < K_NR; k++) {
+		if (idx[k] < 0) {
+			snprintf(err, errlen,
+				 "stored connection of guest %s is incomplete: no '%s/%s'",
+				 guest, guest, kinds[k]);
+			return -1;
+		}
+		if (check_kind(s->fd[idx[k]], k, guest, err, errlen) < 0)
+			return -1;
+	}
+	for (k = 0; k < K_NR; k++)
+		s->taken[idx[k]] = true;
+	fds->conn = s->fd[idx[K_CONN]];
+	fds->bar2 = s->fd[idx[K_BAR2]];
+	fds->db[0] = s->fd[idx[K_DB0]];
+	fds->db[1] = s->fd[idx[K_DB1]];
+	fds->msix[0] = s->fd[idx[K_MSIX0]];
+	fds->msix[1] = s->fd[idx[K_MSIX1]];
+	return 1;
+}
+
+void hostd_fdstore_drop_rest(struct hostd_fdstore *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->n; i++) {
+		if (s->taken[i])
+			continue;
+		hostd_log("stored descriptor '%s' belongs to no configured guest: dropped",
+			  s->name[i]);
+		hostd_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s", s->name[i]);
+		close(s->fd[i]);
+		s->taken[i] = true;
+	}
+}
+
+/* ---- storing -------------------------------------------------------------- */
+
+/*
+ * One message per name: FDNAME= names every fd of its message. FDPOLL=0:
+ * a memfd cannot be polled, and the store must not drop an eventfd or
+ * the socket on its own; we remove them when QEMU goes.
+ */
+void hostd_fdstore_publish(const char *guest,
+			   const struct hostd_ivshmem_fds *fds)
+{
+	const int fd[K_NR] = {
+		[K_CONN] = fds->conn, [K_BAR2] = fds->bar2,
+		[K_DB0] = fds->db[0], [K_DB1] = fds->db[1],
+		[K_MSIX0] = fds->msix[0], [K_MSIX1] = fds->msix[1],
+	};
+	char msg[160];
+	int k;
+
+	for (k = 0; k < K_NR; k++) {
+		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s/%s",
+			 guest, kinds[k]);
+		hostd_sd_notify_fds(msg, &fd[k], 1);
+	}
+}
+
+void hostd_fdstore_unpublish(const char *guest)
+{
+	int k;
+
+	for (k = 0; k < K_NR; k++)
+		hostd_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s/%s", guest,
+				 kinds[k]);
+}

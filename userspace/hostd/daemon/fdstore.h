@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * vbus-hostd: the descriptor store that carries QEMU connections across a
+ * restart (fdstore.c; docs/operations.md, "Restarts").
+ */
+#ifndef VBUS_HOSTD_FDSTORE_H
+#define VBUS_HOSTD_FDSTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "hostd.h"
+
+#define HOSTD_FDSTORE_MAX	512	/* FileDescriptorStoreMax= of the units */
+#define HOSTD_FDNAME_MAX	64
+
+struct hostd_fdstore {
+	unsigned int n;
+	int fd[HOSTD_FDSTORE_MAX];
+	char name[HOSTD_FDSTORE_MAX][HOSTD_FDNAME_MAX];
+	bool taken[HOSTD_FDSTORE_MAX];
+};
+
+/*
+ * What the service manager passed: LISTEN_FDS descriptors from fd 3,
+ * named by LISTEN_FDNAMES (then both, and LISTEN_PID, are unset). Nothing
+ * when LISTEN_PID names another process or LISTEN_FDS is unset. 0, or -1
+ * with the reason in @err.
+ */
+int hostd_fdstore_load(struct hostd_fdstore *s, char *err, size_t errlen);
+/*
+ * The stored connection of guest @guest: 1 (@fds filled, now the
+ * caller's), 0 none stored, -1 incomplete or of the wrong kind (@err).
+ */
+int hostd_fdstore_take(struct hostd_fdstore *s, const char *guest,
+		       struct hostd_ivshmem_fds *fds, char *err, size_t errlen);
+/* Close what no guest took and remove it from the store (logged). */
+void hostd_fdstore_drop_rest(struct hostd_fdstore *s);
+/* Store guest @guest's connection, or remove it (QEMU gone for good). */
+void hostd_fdstore_publish(const char *guest,
+			   const struct hostd_ivshmem_fds *fds);
+void hostd_fdstore_unpublish(const char *guest);
+
+#endif /* VBUS_HOSTD_FDSTORE_H */
