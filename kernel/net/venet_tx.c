@@ -360,6 +360,11 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 
 	/* batch the doorbell while the stack has more for us */
 	kick = !netdev_xmit_more() || netif_queue_stopped(dev);
+	if (kick) {
+		u64_stats_update_begin(&priv->tx_stats.syncp);
+		u64_stats_inc(&priv->tx_stats.kicks);
+		u64_stats_update_end(&priv->tx_stats.syncp);
+	}
 	spin_unlock_bh(&priv->txlock);
 
 	if (kick)

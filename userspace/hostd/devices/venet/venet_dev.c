@@ -382,6 +382,14 @@ static int venet_shm(struct hostd_dev *dev, struct hostd_shm *shm)
 	return 0;
 }
 
+/* Injects of @q's signal that reached the guest's side (not suppressed). */
+static __u64 q_injects(const struct venet_q *q)
+{
+	if (!q->attached || !q->ioq.signal)
+		return 0;
+	return __atomic_load_n(&q->ioq.signal->injects, __ATOMIC_RELAXED);
+}
+
 static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 {
 	struct venet *v = hostd_dev_priv(dev);
@@ -410,6 +418,9 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(rx_starved); S(rx_flushed); S(kicks);
 	S(backend_lost);
 #undef S
+	/* what crossed to the guest: the signals it had not masked */
+	hostd_stat_u64(out, "rx_signals_sent", q_injects(&v->rxq));
+	hostd_stat_u64(out, "tx_signals_sent", q_injects(&v->txq));
 }
 
 static const struct hostd_dev_type venet_type = {
