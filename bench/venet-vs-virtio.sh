@@ -116,7 +116,7 @@ host_busy() {
 		n = split(a, x); split(b, y); t = 0
 		for (i = 2; i <= n; i++) t += y[i] - x[i]
 		idle = (y[5] - x[5]) + (y[6] - x[6])
-		printf "%.0f", t > 0 ? 100 * (t - idle) / t : 0 }'
+		printf "%.0f", (t > 0 ? 100 * (t - idle) / t : 0) }'
 }
 # the load others put on the host, before this script adds its own
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -145,8 +145,8 @@ if ! want venet; then
 	venet_reason="not requested (--nics \"$nics\")"
 elif [[ ! -f "$top/kernel/net/Kbuild" ]]; then
 	venet_unavailable "no guest driver in the tree (kernel/net/Kbuild)"
-elif ! compgen -G "$top/userspace/hostd/venet*" >/dev/null; then
-	venet_unavailable "no venet backend in the tree (userspace/hostd/venet*)"
+elif [[ ! -f "$top/userspace/hostd/devices/venet/venet_dev.c" ]]; then
+	venet_unavailable "no venet backend in the tree (userspace/hostd/devices/venet/)"
 else
 	if ((build)); then
 		t0=$(vbus_now)
@@ -170,11 +170,8 @@ else
 	fi
 	if [[ -z "$venet_reason" ]]; then
 		hostd=${VBUS_HOSTD:-}
-		[[ -n "$hostd" ]] ||
-			# a missing search dir makes find fail: under pipefail
-			# that would end the script here, silently
-			hostd=$( { find "$cbuild" "$VBUS_BUILD/userspace/hostd" -maxdepth 4 -type f \
-				-name vbus-hostd -perm -u+x 2>/dev/null || true; } | head -n 1)
+		# the newest binary: a build tree keeps the one from before the sources moved
+		[[ -n "$hostd" ]] || hostd=$(vbus_find_hostd "$cbuild" || true)
 		[[ -x "$hostd" ]] || venet_unavailable "no vbus-hostd binary under $cbuild (or \$VBUS_HOSTD)"
 	fi
 fi
