@@ -5,9 +5,12 @@
  * The guest posts one frame per descriptor (a "both" push), the host sends
  * it and pops the descriptor back; popping is the tx completion, and the
  * host signals the tx ring after a batch of pops. The guest reaps the inuse
- * index from its head (NAPI poll, ndo_tx_timeout, stop) and frees the skbs.
- * Flow control is on the inuse index: while every descriptor is in flight
- * the queue is stopped, and the reaper wakes it.
+ * index from its head (start_xmit, NAPI poll, ndo_tx_timeout, stop) and
+ * frees the skbs. Reaping in start_xmit is what lets the host keep its tx
+ * completion signals back while the guest transmits (docs/transport.md,
+ * venet, "Notifications"): a sending guest frees what the host completed
+ * without an interrupt. Flow control is on the inuse index: while every
+ * descriptor is in flight the queue is stopped, and the reaper wakes it.
  *
  * Descriptor formats (docs/transport.md, "tx ring"):
  *   plain mode: ptr/len = the linear frame;
@@ -324,6 +327,70 @@ static enum venet_tx_verdict venet_tx_publish(struct venet_priv *priv,
 	return VENET_TX_OK;
 }
 
+/*
+ * Free the skbs of every descriptor the host has handed back; under
+ * txlock. Returns how many.
+ */
+static unsigned int __venet_tx_reap(struct venet_priv *priv)
+{
+	struct venet_tx_stats *st = &priv->tx_stats;
+	struct ioq *ioq = priv->txq;
+	struct ioq_iterator iter;
+	unsigned int done = 0;
+	int ret;
+
+	if (venet_faulted(priv))
+		return 0;
+
+	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_inuse,
+			    IOQ_ITER_NOFLIPOWNER);
+	if (!ret)
+		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
+	if (ret) {
+		venet_fault(priv, "tx ring iterator");
+		return 0;
+	}
+
+	/* at most one pass over the ring: the inuse count bounds it too */
+	while (done < priv->tx_count && venet_head_completed(ioq, &iter)) {
+		struct venet_tx_slot *slot;
+		struct sk_buff *skb;
+
+		slot = &priv->tx_slots[iter.pos & (priv->tx_count - 1)];
+		skb = slot->skb;
+		slot->skb = NULL;
+
+		ret = ioq_iter_pop(&iter, 0);
+		if (ret) {
+			slot->skb = skb;	/* freed at teardown */
+			venet_fault(priv, "tx ring pop");
+			break;
+		}
+		done++;
+		WARN_ON_ONCE(!skb);	/* our bookkeeping, not host input */
+		dev_consume_skb_any(skb);
+	}
+
+	if (done) {
+		u64_stats_update_begin(&st->syncp);
+		u64_stats_add(&st->completed, done);
+		u64_stats_update_end(&st->syncp);
+	}
+	return done;
+}
+
+/* Reap, and wake the queue if that made room. */
+void venet_tx_reap(struct venet_priv *priv)
+{
+	spin_lock_bh(&priv->txlock);
+	__venet_tx_reap(priv);
+	if (netif_queue_stopped(priv->dev) && netif_running(priv->dev) &&
+	    !venet_faulted(priv) &&
+	    ioq_full(priv->txq, ioq_idxtype_inuse) == 0)
+		netif_wake_queue(priv->dev);
+	spin_unlock_bh(&priv->txlock);
+}
+
 netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 {
 	struct venet_priv *priv = netdev_priv(dev);
@@ -334,6 +401,8 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	bool kick;
 
 	spin_lock_bh(&priv->txlock);
+	/* what the host completed meanwhile: no interrupt needed for it */
+	__venet_tx_reap(priv);
 	v = venet_tx_room(priv, dev);
 	if (v == VENET_TX_BUSY) {
 		spin_unlock_bh(&priv->txlock);
@@ -371,63 +440,6 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		ioq_signal(ioq, 0);
 
 	return NETDEV_TX_OK;
-}
-
-/* Free the skbs of every descriptor the host has handed back. */
-void venet_tx_reap(struct venet_priv *priv)
-{
-	struct venet_tx_stats *st = &priv->tx_stats;
-	struct ioq *ioq = priv->txq;
-	struct ioq_iterator iter;
-	unsigned int done = 0;
-	int ret;
-
-	spin_lock_bh(&priv->txlock);
-
-	if (venet_faulted(priv))
-		goto out;
-
-	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_inuse,
-			    IOQ_ITER_NOFLIPOWNER);
-	if (!ret)
-		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
-	if (ret) {
-		venet_fault(priv, "tx ring iterator");
-		goto out;
-	}
-
-	/* at most one pass over the ring: the inuse count bounds it too */
-	while (done < priv->tx_count && venet_head_completed(ioq, &iter)) {
-		struct venet_tx_slot *slot;
-		struct sk_buff *skb;
-
-		slot = &priv->tx_slots[iter.pos & (priv->tx_count - 1)];
-		skb = slot->skb;
-		slot->skb = NULL;
-
-		ret = ioq_iter_pop(&iter, 0);
-		if (ret) {
-			slot->skb = skb;	/* freed at teardown */
-			venet_fault(priv, "tx ring pop");
-			break;
-		}
-		done++;
-		WARN_ON_ONCE(!skb);	/* our bookkeeping, not host input */
-		dev_consume_skb_any(skb);
-	}
-
-	if (done) {
-		u64_stats_update_begin(&st->syncp);
-		u64_stats_add(&st->completed, done);
-		u64_stats_update_end(&st->syncp);
-	}
-
-	if (netif_queue_stopped(priv->dev) && netif_running(priv->dev) &&
-	    !venet_faulted(priv) &&
-	    ioq_full(ioq, ioq_idxtype_inuse) == 0)
-		netif_wake_queue(priv->dev);
-out:
-	spin_unlock_bh(&priv->txlock);
 }
 
 /* True when the host has completed the tx descriptor at the inuse head. */
