@@ -351,6 +351,9 @@ PANELS = [
       ("all", "notif_per_gb")]),
     ("host CPU s per GB (lower is better)",
      [("guest->host", "cpu_g2h_s_per_gb"), ("host->guest", "cpu_h2g_s_per_gb")]),
+    ("notifications per data frame (lower is better)",
+     [("g->h doorbells", "db_g2h_per_frame"), ("g->h irqs", "irq_g2h_per_frame"),
+      ("h->g doorbells", "db_h2g_per_frame"), ("h->g irqs", "irq_h2g_per_frame")]),
 ]
 
 
@@ -424,7 +427,7 @@ def plot_gnuplot(out, meta, res, ratio, png):
                 f"'' index {i} using 1:2:3:4 with yerrorbars lc rgb 'black' pt -1 notitle",
                 f"'' index {i} using 1:4:6 with labels offset 0,0.8 font ',9' notitle",
             ]
-        plots.append(f"'' index {len(avail)} using 1:2:3 with labels offset 0,2.2 "
+        plots.append(f"'' index {len(avail)} using 1:2:3 with labels offset 0,2.5 "
                      "font ',10,Bold' tc rgb '#006400' notitle")
         lines.append("plot " + ", \\\n    ".join(plots))
     lines.append("unset multiplot")
@@ -443,18 +446,15 @@ def plot_matplotlib(meta, res, png):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
     avail = [n for n in NICS if res[n]["available"]]
-    panels = [
-        ("TCP throughput, Gbit/s", [("g->h", "tcp_g2h_gbps"), ("h->g", "tcp_h2g_gbps")]),
-        ("latency, us", [("RR p50", "rr_p50_us"), ("RR p99", "rr_p99_us"),
-                         ("ICMP p50", "icmp_p50_us"), ("ICMP p99", "icmp_p99_us")]),
-        ("host CPU s/GB", [("g->h", "cpu_g2h_s_per_gb"), ("h->g", "cpu_h2g_s_per_gb")]),
-    ]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5))
+    panels = PANELS
+    fig, axes = plt.subplots(2, 3, figsize=(18, 10))
     w = 0.8 / max(1, len(avail))
-    for ax, (title, rows) in zip(axes, panels):
+    for ax, (title, rows) in zip(axes.flat, panels):
         for i, n in enumerate(avail):
-            ax.bar([j + i * w for j in range(len(rows))],
-                   [res[n].get(k) or 0 for _, k in rows], w, label=n)
+            vals = [res[n].get(k) for _, k in rows]
+            bars = ax.bar([j + i * w for j in range(len(rows))],
+                          [v or 0 for v in vals], w, label=n)
+            ax.bar_label(bars, labels=[fmt(v) for v in vals], fontsize=8)
         ax.set_xticks([j + w * (len(avail) - 1) / 2 for j in range(len(rows))])
         ax.set_xticklabels([lbl for lbl, _ in rows])
         ax.set_title(title)
@@ -511,13 +511,17 @@ def main():
     cols = [n for n in NICS if res[n].get("reason") != "not requested"] or list(NICS)
     both = len(cols) == 2
     print(f"{'figure':<28} {'unit':>7} " + " ".join(f"{n:>10}" for n in cols)
-          + (f" {'venet/virtio':>13}" if both else "") + "  better")
+          + (f" {'venet/virtio':>13}" if both else "") + "  better  rounds: "
+          + "; ".join(f"{n} min..max" for n in cols))
     for key, label, unit, better in FIGURES:
         if "hostd" in key and cols == ["virtio"]:
             continue
         r = ratio[key]
+        spread = "; ".join("..".join(fmt(x) for x in res[n].get("spread", {}).get(key, []))
+                           or "-" for n in cols)
         print(f"{label:<28} {unit:>7} " + " ".join(f"{fmt(res[n].get(key)):>10}" for n in cols)
-              + (f" {('-' if r is None else f'{r:.2f}'):>13}" if both else "") + f"  {better}")
+              + (f" {('-' if r is None else f'{r:.2f}'):>13}" if both else "")
+              + f"  {better:<6}  {spread}")
     if both and str(meta.get("accel", "")).startswith("tcg"):
         print("(TCG: only the venet/virtio ratios mean something; absolute figures need hardware KVM)")
     print(f"results: {jpath}")
