@@ -52,6 +52,8 @@
 # ($OUT/raw/NIC/rN/{guest,stats}-{h2g,g2h}-{0,1}.*); the report prints
 # guest->host doorbells and host->guest interrupts per GB for both NICs.
 # The host load is sampled before the guest starts (loadavg, busy%).
+# VBUS_BENCH_VENET_PARAMS="k=v,..." adds keys to the venet device (e.g.
+# tx_poll_us=0 to compare the host's tx polling off and on).
 # Profiling hooks (CPU figures are then inflated by the profiler):
 #   VBUS_HOSTD_WRAP="perf record -g -o FILE --"  run vbus-hostd under it
 #   VBUS_BENCH_PERF=DIR  system-wide `perf record -a -g -e cpu-clock` per
@@ -246,7 +248,7 @@ if [[ -z "$venet_reason" ]]; then
 	# shellcheck disable=SC2086 # the wrapper is a word list
 	ip netns exec "$ns" ${VBUS_HOSTD_WRAP:-} "$hostd" --foreground --ctl "$run/ctl.sock" \
 		--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-		--device "g1:type=venet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}" \
+		--device "g1:type=venet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}${VBUS_BENCH_VENET_PARAMS:+,$VBUS_BENCH_VENET_PARAMS}" \
 		>"$raw/hostd.log" 2>&1 &
 	hostd_pid=$!
 	wrap_pid=""
@@ -486,6 +488,7 @@ accel=$accel
 cpu=$(vbus_qemu_cpu "$accel")
 smp=2
 mem=$mem
+venet_params=${VBUS_BENCH_VENET_PARAMS:-}
 kernel=$VBUS_KVER
 kboot=$VBUS_KBOOT
 time_s=$secs
