@@ -9,7 +9,7 @@
  * name it), mac=xx:xx:xx:xx:xx:xx (default: random, locally
  * administered), strict=0|1 (1: an invalid descriptor faults the device
  * instead of being dropped and counted), tx_poll_us=N (0..10000, default
- * 50: how long the drained tx ring is polled before the guest is asked
+ * 0: how long the drained tx ring is polled before the guest is asked
  * for doorbells again; venet_tx.c).
  *
  * Everything runs on the guest's loop thread (device.h), so there are no
