@@ -8,10 +8,25 @@ results.png (gnuplot, else matplotlib, else no plot).
 
 RAWDIR holds meta.env, NIC/status ("up IFNAME" | "unavailable REASON") and
 NIC/rK/{ping.txt, rr.txt, iperf-h2g.json, iperf-g2h.json, cpu-h2g.txt,
-cpu-g2h.txt} per round K (cpu-*.txt: "qemu_ticks hostd_ticks wall_s
-clk_tck"). Figures over several rounds: the median of the rounds for
-throughput and CPU; latency percentiles over all samples pooled. Only the
-Python standard library is used. Never judges a speed.
+cpu-g2h.txt, guest-{h2g,g2h}-{0,1}.txt} per round K (cpu-*.txt:
+"qemu_ticks hostd_ticks wall_s clk_tck"; guest-*.txt: the guest's counters
+before/after the run, bench/guest/counters.sh). Figures over several rounds:
+the median of the rounds for throughput, CPU and notifications; latency
+percentiles over all samples pooled; the spread (min..max of the rounds)
+of every figure is kept too. Only the Python standard library is used.
+Never judges a speed.
+
+Notifications (what a hardware KVM exit or interrupt would cost; they do
+not depend on the accelerator):
+  doorbells   guest->host. virtio-net: its queues' `kicks` (ethtool -S,
+              counted only when the kick was not suppressed); venet: the
+              vbus bridge's `doorbells` (every DB_SIGNAL/HC register
+              write; venet is the only device on the bench's bus).
+  interrupts  host->guest: the NIC's MSI-X lines in /proc/interrupts
+              (virtio-net: virtioN-input/output/config; venet: the bridge's
+              vbus-eventq and vbus-hc).
+Per GB of the run's payload (iperf3's received bytes) and per data frame
+(the guest's tx frames for guest->host, rx frames for host->guest).
 """
 import json
 import os
@@ -37,7 +52,27 @@ FIGURES = [
     ("cpu_g2h_hostd_s_per_gb", "  g->h: vbus-hostd", "s/GB", "lower"),
     ("cpu_h2g_qemu_s_per_gb", "  h->g: QEMU", "s/GB", "lower"),
     ("cpu_h2g_hostd_s_per_gb", "  h->g: vbus-hostd", "s/GB", "lower"),
+    ("notif_per_gb", "notifications per GB", "1/GB", "lower"),
+    ("notif_g2h_per_gb", "  g->h: total", "1/GB", "lower"),
+    ("db_g2h_per_gb", "  g->h: doorbells", "1/GB", "lower"),
+    ("irq_g2h_per_gb", "  g->h: interrupts", "1/GB", "lower"),
+    ("notif_h2g_per_gb", "  h->g: total", "1/GB", "lower"),
+    ("db_h2g_per_gb", "  h->g: doorbells", "1/GB", "lower"),
+    ("irq_h2g_per_gb", "  h->g: interrupts", "1/GB", "lower"),
+    ("db_g2h_per_frame", "doorbells/frame g->h", "1/frame", "lower"),
+    ("irq_g2h_per_frame", "interrupts/frame g->h", "1/frame", "lower"),
+    ("db_h2g_per_frame", "doorbells/frame h->g", "1/frame", "lower"),
+    ("irq_h2g_per_frame", "interrupts/frame h->g", "1/frame", "lower"),
 ]
+
+# per-round figures whose median (and min..max) the report gives
+ROUND_KEYS = ("tcp_g2h_gbps", "tcp_h2g_gbps", "cpu_g2h_s_per_gb", "cpu_h2g_s_per_gb",
+              "cpu_g2h_qemu_s_per_gb", "cpu_g2h_hostd_s_per_gb",
+              "cpu_h2g_qemu_s_per_gb", "cpu_h2g_hostd_s_per_gb",
+              "notif_per_gb", "notif_g2h_per_gb", "db_g2h_per_gb", "irq_g2h_per_gb",
+              "notif_h2g_per_gb", "db_h2g_per_gb", "irq_h2g_per_gb",
+              "db_g2h_per_frame", "irq_g2h_per_frame",
+              "db_h2g_per_frame", "irq_h2g_per_frame")
 
 
 def pct(sorted_v, p):
@@ -98,6 +133,120 @@ def cpu_round(d, name, nbytes):
     return {"qemu": int(q) / int(tck) / gb, "hostd": int(h) / int(tck) / gb}
 
 
+def parse_counters(txt):
+    """one guest/counters.sh snapshot: {stat: {(nic, name): v}, irq: {name: v},
+    bridge: {name: v}}"""
+    snap = {"stat": {}, "irq": {}, "bridge": {}, "nic": {}}
+    for line in (txt or "").splitlines():
+        f = line.split()
+        if len(f) == 4 and f[0] == "NIC":
+            snap["nic"][f[1]] = f[3]
+        elif len(f) == 4 and f[0] == "STAT" and re.fullmatch(r"\d+", f[3]):
+            snap["stat"][(f[1], f[2])] = int(f[3])
+        elif len(f) == 3 and f[0] == "BRIDGE" and re.fullmatch(r"\d+", f[2]):
+            snap["bridge"][f[1]] = int(f[2])
+        elif len(f) >= 3 and f[0] == "IRQ" and f[1].endswith(":"):
+            # " 24:  N0  N1 ... chip ... name": the per-CPU counts, then text
+            counts = []
+            for x in f[2:]:
+                if not re.fullmatch(r"\d+", x):
+                    break
+                counts.append(int(x))
+            snap["irq"][f"{f[1]}{f[-1]}"] = sum(counts)
+    return snap
+
+
+def notifications(nic, s0, s1):
+    """(doorbells, interrupts, data frames tx, data frames rx) between two
+    snapshots, or None when a snapshot is missing"""
+    if not s0["nic"] or not s1["nic"] or nic not in s1["nic"]:
+        return None
+    prefix = s1["nic"][nic]
+
+    def dstat(pred):
+        return sum(v - s0["stat"].get(k, 0) for k, v in s1["stat"].items()
+                   if k[0] == nic and pred(k[1]))
+
+    irqs = sum(v - s0["irq"].get(k, 0) for k, v in s1["irq"].items()
+               if k.split(":", 1)[1].startswith(prefix))
+    if nic == "virtio":
+        db = dstat(lambda n: re.fullmatch(r"[rt]x_queue_\d+_kicks", n) is not None)
+        tx = dstat(lambda n: re.fullmatch(r"tx_queue_\d+_packets", n) is not None)
+        rx = dstat(lambda n: re.fullmatch(r"rx_queue_\d+_packets", n) is not None)
+    else:
+        if "doorbells" not in s0["bridge"] or "doorbells" not in s1["bridge"]:
+            return None
+        db = s1["bridge"]["doorbells"] - s0["bridge"]["doorbells"]
+        tx = dstat(lambda n: n == "tx_packets")
+        rx = dstat(lambda n: n == "rx_packets")
+    return db, irqs, tx, rx
+
+
+def notif_round(d, nic, name, nbytes, one):
+    """doorbells/interrupts per GB and per frame of one iperf3 run into @one"""
+    s0 = parse_counters(read(os.path.join(d, f"guest-{name}-0.txt")))
+    s1 = parse_counters(read(os.path.join(d, f"guest-{name}-1.txt")))
+    n = notifications(nic, s0, s1)
+    if n is None or not nbytes:
+        return None
+    db, irq, tx, rx = n
+    gb = nbytes / 1e9
+    frames = tx if name == "g2h" else rx
+    one[f"db_{name}"], one[f"irq_{name}"] = db, irq
+    one[f"frames_{name}"] = frames
+    one[f"db_{name}_per_gb"] = db / gb
+    one[f"irq_{name}_per_gb"] = irq / gb
+    one[f"notif_{name}_per_gb"] = (db + irq) / gb
+    if frames:
+        one[f"db_{name}_per_frame"] = db / frames
+        one[f"irq_{name}_per_frame"] = irq / frames
+    if nic == "venet":
+        # where they come from: the rings' own crossings (before the
+        # bridge merges them) and the host's signals per ring
+        keys = ("tx_signals_sent", "rx_signals_sent", "tx_signals_recv",
+                "rx_signals_recv", "tx_kicks", "rx_refill_kicks", "rx_polls",
+                "tx_packets", "rx_packets")
+        one[f"venet_{name}"] = {k: s1["stat"].get(("venet", k), 0) - s0["stat"].get(("venet", k), 0)
+                                for k in keys}
+        one[f"venet_{name}"]["bridge"] = {k: v - s0["bridge"].get(k, 0)
+                                          for k, v in s1["bridge"].items()}
+        hd = hostd_counters(d, name)
+        if hd:
+            one[f"venet_{name}"]["hostd"] = hd
+    return True
+
+
+def find_key(j, key):
+    """the first dict in @j (depth-first) holding @key"""
+    if isinstance(j, dict):
+        if key in j:
+            return j
+        j = list(j.values())
+    if isinstance(j, list):
+        for x in j:
+            r = find_key(x, key)
+            if r is not None:
+                return r
+    return None
+
+
+def hostd_counters(d, name):
+    """the venet device's host-side signal counters over one run"""
+    snaps = []
+    for k in (0, 1):
+        txt = read(os.path.join(d, f"stats-{name}-{k}.json")) or ""
+        try:
+            j = json.loads(txt[txt.index("{"):])
+        except ValueError:
+            return None
+        snaps.append(find_key(j, "rx_signals_sent"))
+    if None in snaps:
+        return None
+    keys = ("rx_notify_in", "tx_notify_in", "rx_notify_out", "tx_notify_out",
+            "rx_signals_sent", "tx_signals_sent", "kicks", "rx_starved")
+    return {k: snaps[1].get(k, 0) - snaps[0].get(k, 0) for k in keys if k in snaps[1]}
+
+
 def ping_samples(d):
     txt = read(os.path.join(d, "ping.txt")) or ""
     sent = re.search(r"(\d+) packets transmitted, (\d+) (?:packets )?received", txt)
@@ -129,6 +278,7 @@ def nic_results(raw, nic, rounds):
             one[f"tcp_{name}_bytes"] = nbytes
             if err:
                 errors.append(f"round {r} iperf3 {name}: {err}")
+            notif_round(d, nic, name, nbytes, one)
             cpu = cpu_round(d, name, nbytes)
             if cpu:
                 one[f"cpu_{name}_qemu_s_per_gb"] = cpu["qemu"]
@@ -137,6 +287,10 @@ def nic_results(raw, nic, rounds):
                 # (for virtio-net the daemon is not in the path; its figure
                 # is reported apart as idle overhead)
                 one[f"cpu_{name}_s_per_gb"] = cpu["qemu"] + (cpu["hostd"] if nic == "venet" else 0)
+        if "db_g2h" in one and "db_h2g" in one:
+            gb = (one["tcp_g2h_bytes"] + one["tcp_h2g_bytes"]) / 1e9
+            one["notif_per_gb"] = (one["db_g2h"] + one["irq_g2h"] +
+                                   one["db_h2g"] + one["irq_h2g"]) / gb
         s, counts = ping_samples(d)
         icmp += s
         if counts:
@@ -145,11 +299,18 @@ def nic_results(raw, nic, rounds):
         if not rs:
             errors.append(f"round {r} tcprr: {(read(os.path.join(d, 'rr.out')) or '').strip()}")
         rr += rs
+        # per-round percentiles: only for the spread (the figure pools)
+        for tag, v in (("icmp", sorted(s)), ("rr", sorted(rs))):
+            one[f"{tag}_p50_us"], one[f"{tag}_p99_us"] = pct(v, 50), pct(v, 99)
         per_round.append(one)
-    for key in ("tcp_g2h_gbps", "tcp_h2g_gbps", "cpu_g2h_s_per_gb", "cpu_h2g_s_per_gb",
-                "cpu_g2h_qemu_s_per_gb", "cpu_g2h_hostd_s_per_gb",
-                "cpu_h2g_qemu_s_per_gb", "cpu_h2g_hostd_s_per_gb"):
-        res[key] = median([o.get(key) for o in per_round])
+    spread = {}
+    for key in ROUND_KEYS + ("rr_p50_us", "rr_p99_us", "icmp_p50_us", "icmp_p99_us"):
+        v = [o.get(key) for o in per_round if o.get(key) is not None]
+        if key in ROUND_KEYS:
+            res[key] = median(v)
+        if v:
+            spread[key] = [min(v), max(v)]
+    res["spread"] = spread
     icmp.sort()
     rr.sort()
     res.update({
@@ -177,48 +338,98 @@ def fmt(v):
     return f"{v:.3g}"
 
 
-def plot_gnuplot(out, meta, res, png):
+PANELS = [
+    ("TCP throughput, Gbit/s (higher is better)",
+     [("guest->host", "tcp_g2h_gbps"), ("host->guest", "tcp_h2g_gbps")]),
+    ("latency p50, us (lower is better)",
+     [("TCP RR", "rr_p50_us"), ("ICMP", "icmp_p50_us")]),
+    ("latency p99, us (lower is better)",
+     [("TCP RR", "rr_p99_us"), ("ICMP", "icmp_p99_us")]),
+    ("notifications per GB (lower is better)",
+     [("g->h doorbells", "db_g2h_per_gb"), ("g->h irqs", "irq_g2h_per_gb"),
+      ("h->g doorbells", "db_h2g_per_gb"), ("h->g irqs", "irq_h2g_per_gb"),
+      ("all", "notif_per_gb")]),
+    ("host CPU s per GB (lower is better)",
+     [("guest->host", "cpu_g2h_s_per_gb"), ("host->guest", "cpu_h2g_s_per_gb")]),
+    ("notifications per data frame (lower is better)",
+     [("g->h doorbells", "db_g2h_per_frame"), ("g->h irqs", "irq_g2h_per_frame"),
+      ("h->g doorbells", "db_h2g_per_frame"), ("h->g irqs", "irq_h2g_per_frame")]),
+]
+
+
+def gp_str(t):
+    return '"' + str(t).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def plot_gnuplot(out, meta, res, ratio, png):
+    """one panel per PANELS entry: a bar per NIC with its value on top,
+    whiskers from the lowest to the highest round, the venet/virtio ratio
+    above each pair"""
     avail = [n for n in NICS if res[n]["available"]]
     pdir = os.path.join(out, "plot")
     os.makedirs(pdir, exist_ok=True)
-    panels = [
-        ("tput", "TCP throughput, Gbit/s (higher is better)",
-         [("guest->host", "tcp_g2h_gbps"), ("host->guest", "tcp_h2g_gbps")]),
-        ("lat", "round-trip latency, us (lower is better)",
-         [("TCP RR p50", "rr_p50_us"), ("TCP RR p99", "rr_p99_us"),
-          ("ICMP p50", "icmp_p50_us"), ("ICMP p99", "icmp_p99_us")]),
-        ("cpu", "host CPU s per GB (lower is better)",
-         [("guest->host", "cpu_g2h_s_per_gb"), ("host->guest", "cpu_h2g_s_per_gb")]),
-    ]
+    k = len(avail)
+    w = 0.8 / max(1, k)
+    head = (f"vbus venet vs virtio-net (accel={meta.get('accel')}, {meta.get('smp')} vCPUs, "
+            f"{meta.get('rounds')} round(s), {meta.get('date')}); bars: median of the rounds "
+            "(latency: all samples), whiskers: lowest..highest round, "
+            "above a pair: venet/virtio")
     lines = [
-        'set terminal pngcairo size 1500,520 font ",10"',
+        'set terminal pngcairo size 1800,1000 font ",10"',
         f"set output '{png}'",
-        'set datafile missing "?"',
-        "set style data histograms",
-        "set style histogram clustered gap 1",
         "set style fill solid 0.85 border -1",
-        "set boxwidth 0.9",
-        "set yrange [0:*]",
         "set grid ytics",
         "set key top right",
-        f'set multiplot layout 1,3 title "vbus venet vs virtio-net (accel={meta.get("accel")}, '
-        f'{meta.get("smp")} vCPUs, {meta.get("rounds")} round(s), {meta.get("date")})"',
+        "set xtics scale 0",
+        "set offsets 0, 0, 0, 0",
+        f"set multiplot layout 2,3 title {gp_str(head)}",
     ]
     colors = {"venet": "#1f77b4", "virtio": "#ff7f0e"}
-    for name, title, rows in panels:
-        dat = os.path.join(pdir, f"{name}.dat")
+    for pi, (title, rows) in enumerate(PANELS):
+        dat = os.path.join(pdir, f"panel{pi}.dat")
+        top = 0.0
         with open(dat, "w", encoding="utf-8") as f:
-            f.write("# label " + " ".join(avail) + "\n")
-            for label, key in rows:
-                vals = [res[n].get(key) for n in avail]
-                f.write(f'"{label}" ' + " ".join("?" if v is None else repr(v) for v in vals) + "\n")
-        lines.append(f'set title "{title}"')
+            for i, n in enumerate(avail):
+                f.write(f"# {n}\n")
+                for j, (_label, key) in enumerate(rows):
+                    v = res[n].get(key)
+                    if v is None:
+                        continue
+                    lo, hi = res[n].get("spread", {}).get(key, [v, v])
+                    x = j + (i - (k - 1) / 2) * w
+                    top = max(top, v, hi)
+                    f.write(f"{x} {v} {min(lo, v)} {max(hi, v)} {w * 0.95} {gp_str(fmt(v))}\n")
+                f.write("\n\n")
+            f.write("# ratios\n")
+            nratio = 0
+            for j, (_label, key) in enumerate(rows):
+                r = ratio.get(key)
+                if r is None or k < 2:
+                    continue
+                hi = max(max(res[n].get("spread", {}).get(key, [0, res[n].get(key) or 0]))
+                         for n in avail)
+                hi = max(hi, *(res[n].get(key) or 0 for n in avail))
+                f.write(f"{j} {hi} {gp_str(f'{r:.2f}x')}\n")
+                nratio += 1
+            if not nratio:
+                f.write("-10 0 \"\"\n")
+        xt = ", ".join(f"{gp_str(label)} {j}" for j, (label, _) in enumerate(rows))
+        lines += [
+            f"set title {gp_str(title)}",
+            f"set xtics ({xt})",
+            f"set xrange [-0.6:{len(rows) - 0.4}]",
+            f"set yrange [0:{top * 1.3 if top > 0 else 1}]",
+        ]
         plots = []
         for i, n in enumerate(avail):
-            col = f"{i + 2}:xtic(1)" if i == 0 else f"{i + 2}"
-            src = f"'{dat}'" if i == 0 else "''"
-            plots.append(f"{src} using {col} title '{n}' lc rgb '{colors[n]}'")
-        lines.append("plot " + ", ".join(plots))
+            plots += [
+                f"'{dat}' index {i} using 1:2:5 with boxes lc rgb '{colors[n]}' title '{n}'",
+                f"'' index {i} using 1:2:3:4 with yerrorbars lc rgb 'black' pt -1 notitle",
+                f"'' index {i} using 1:4:6 with labels offset 0,0.8 font ',9' notitle",
+            ]
+        plots.append(f"'' index {len(avail)} using 1:2:3 with labels offset 0,2.5 "
+                     "font ',10,Bold' tc rgb '#006400' notitle")
+        lines.append("plot " + ", \\\n    ".join(plots))
     lines.append("unset multiplot")
     gp = os.path.join(pdir, "results.gp")
     with open(gp, "w", encoding="utf-8") as f:
@@ -235,18 +446,15 @@ def plot_matplotlib(meta, res, png):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
     avail = [n for n in NICS if res[n]["available"]]
-    panels = [
-        ("TCP throughput, Gbit/s", [("g->h", "tcp_g2h_gbps"), ("h->g", "tcp_h2g_gbps")]),
-        ("latency, us", [("RR p50", "rr_p50_us"), ("RR p99", "rr_p99_us"),
-                         ("ICMP p50", "icmp_p50_us"), ("ICMP p99", "icmp_p99_us")]),
-        ("host CPU s/GB", [("g->h", "cpu_g2h_s_per_gb"), ("h->g", "cpu_h2g_s_per_gb")]),
-    ]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5))
+    panels = PANELS
+    fig, axes = plt.subplots(2, 3, figsize=(18, 10))
     w = 0.8 / max(1, len(avail))
-    for ax, (title, rows) in zip(axes, panels):
+    for ax, (title, rows) in zip(axes.flat, panels):
         for i, n in enumerate(avail):
-            ax.bar([j + i * w for j in range(len(rows))],
-                   [res[n].get(k) or 0 for _, k in rows], w, label=n)
+            vals = [res[n].get(k) for _, k in rows]
+            bars = ax.bar([j + i * w for j in range(len(rows))],
+                          [v or 0 for v in vals], w, label=n)
+            ax.bar_label(bars, labels=[fmt(v) for v in vals], fontsize=8)
         ax.set_xticks([j + w * (len(avail) - 1) / 2 for j in range(len(rows))])
         ax.set_xticklabels([lbl for lbl, _ in rows])
         ax.set_title(title)
@@ -291,7 +499,9 @@ def main():
     print(f"\nvenet vs virtio-net: accel={meta.get('accel')} cpu={meta.get('cpu')} "
           f"vCPUs={meta.get('smp')} RAM={meta.get('mem')} kernel={meta.get('kernel')}; "
           f"iperf3 -P {meta.get('streams')} -t {meta.get('time_s')}, {meta.get('rounds')} round(s); "
-          f"host {meta.get('host_cpus')} CPUs, load {meta.get('host_loadavg')}")
+          f"host {meta.get('host_cpus')} CPUs, before the run: load "
+          f"{meta.get('host_loadavg_before', meta.get('host_loadavg'))}, "
+          f"{meta.get('host_busy_before_pct', '?')}% busy")
     for n in NICS:
         if not res[n]["available"] and res[n]["reason"] != "not requested":
             print(f"{n}: unavailable ({res[n]['reason']})")
@@ -301,13 +511,17 @@ def main():
     cols = [n for n in NICS if res[n].get("reason") != "not requested"] or list(NICS)
     both = len(cols) == 2
     print(f"{'figure':<28} {'unit':>7} " + " ".join(f"{n:>10}" for n in cols)
-          + (f" {'venet/virtio':>13}" if both else "") + "  better")
+          + (f" {'venet/virtio':>13}" if both else "") + "  better  rounds: "
+          + "; ".join(f"{n} min..max" for n in cols))
     for key, label, unit, better in FIGURES:
         if "hostd" in key and cols == ["virtio"]:
             continue
         r = ratio[key]
+        spread = "; ".join("..".join(fmt(x) for x in res[n].get("spread", {}).get(key, []))
+                           or "-" for n in cols)
         print(f"{label:<28} {unit:>7} " + " ".join(f"{fmt(res[n].get(key)):>10}" for n in cols)
-              + (f" {('-' if r is None else f'{r:.2f}'):>13}" if both else "") + f"  {better}")
+              + (f" {('-' if r is None else f'{r:.2f}'):>13}" if both else "")
+              + f"  {better:<6}  {spread}")
     if both and str(meta.get("accel", "")).startswith("tcg"):
         print("(TCG: only the venet/virtio ratios mean something; absolute figures need hardware KVM)")
     print(f"results: {jpath}")
@@ -318,7 +532,7 @@ def main():
         print("report: no plot (no NIC was measured)", file=sys.stderr)
         done = None
     elif shutil.which("gnuplot"):
-        done = plot_gnuplot(out, meta, res, png)
+        done = plot_gnuplot(out, meta, res, ratio, png)
     if done is False:
         try:
             done = plot_matplotlib(meta, res, png)

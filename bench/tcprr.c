@@ -14,6 +14,10 @@
  *                                  p99_us=.. max_us=.. mean_us=.." and writes
  *                                 every sample (microseconds) to FILE
  *   tcprr -q IPV4 -p PORT         ask the server to exit
+ *   tcprr -s PORT -x CMD          server as above; a connection whose first
+ *                                 byte is 'S' gets CMD's output (sh -c CMD)
+ *   tcprr -g IPV4 -p PORT         ask the server for that output, print it
+ *                                 (the bench reads the guest's counters so)
  *
  * Every socket operation is bounded by -t SEC (default 10): a dead peer
  * makes the client fail, never hang. Exit status: 0 ok, 1 error, 2 usage.
@@ -41,7 +45,8 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: tcprr -s PORT\n"
 		"       tcprr -c IPV4 -p PORT [-n N] [-b BYTES] [-w WARMUP] [-t SEC] [-o FILE]\n"
-		"       tcprr -q IPV4 -p PORT\n");
+		"       tcprr -q IPV4 -p PORT\n"
+		"       tcprr -g IPV4 -p PORT\n");
 	return 2;
 }
 
@@ -81,7 +86,25 @@ static void set_timeouts(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-static int serve(int port)
+/* CMD's output to the connection (a snapshot of the guest's counters). */
+static void send_cmd_output(int c, const char *cmd)
+{
+	static char out[MAX_BYTES];
+	FILE *p;
+	size_t n;
+
+	if (!cmd)
+		return;
+	p = popen(cmd, "r");
+	if (!p)
+		return;
+	while ((n = fread(out, 1, sizeof(out), p)) > 0)
+		if (full_io(c, out, n, 1))
+			break;
+	pclose(p);
+}
+
+static int serve(int port, const char *cmd)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_port = htons((unsigned short)port),
@@ -118,6 +141,10 @@ static int serve(int port)
 				close(c);
 				close(ls);
 				return 0;
+			}
+			if (first && buf[0] == 'S') {
+				send_cmd_output(c, cmd);
+				break;
 			}
 			first = 0;
 			if (full_io(c, buf, (size_t)r, 1))
@@ -230,16 +257,38 @@ static int quit(const char *ip, int port)
 	return 0;
 }
 
+/* Ask the server for its -x output and copy it to stdout. */
+static int get(const char *ip, int port)
+{
+	static char buf[MAX_BYTES];
+	int fd = connect_to(ip, port);
+	ssize_t r;
+
+	if (fd < 0)
+		return 1;
+	if (write(fd, "S", 1) != 1) {
+		close(fd);
+		return 1;
+	}
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		if (fwrite(buf, 1, (size_t)r, stdout) != (size_t)r)
+			break;
+	close(fd);
+	return r < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *ip = NULL, *out = NULL;
+	const char *ip = NULL, *out = NULL, *cmd = NULL;
 	int opt, mode = 0, port = 0, n = 2000, bytes = 1, warm = 50;
 
-	while ((opt = getopt(argc, argv, "s:c:q:p:n:b:w:t:o:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:q:g:x:p:n:b:w:t:o:")) != -1) {
 		switch (opt) {
 		case 's': mode = 's'; port = atoi(optarg); break;
 		case 'c': mode = 'c'; ip = optarg; break;
 		case 'q': mode = 'q'; ip = optarg; break;
+		case 'g': mode = 'g'; ip = optarg; break;
+		case 'x': cmd = optarg; break;
 		case 'p': port = atoi(optarg); break;
 		case 'n': n = atoi(optarg); break;
 		case 'b': bytes = atoi(optarg); break;
@@ -253,8 +302,10 @@ int main(int argc, char **argv)
 	    warm < 0 || timeout_s < 1 || optind != argc)
 		return usage();
 	if (mode == 's')
-		return serve(port);
+		return serve(port, cmd);
 	if (mode == 'q')
 		return quit(ip, port);
+	if (mode == 'g')
+		return get(ip, port);
 	return client(ip, port, n, bytes, warm, out);
 }

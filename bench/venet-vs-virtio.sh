@@ -46,8 +46,14 @@
 # Exit status: 0 when every requested NIC that must work was measured
 # (virtio always; venet with --require-venet), 1 otherwise, 2 on usage.
 # Needs root (netns, taps). Accelerator: VBUS_QEMU_ACCEL (see tests/qemu).
-# venet runs also keep `ctl stats` before/after each iperf3 run
-# ($OUT/raw/venet/rN/stats-{h2g,g2h}-{0,1}.txt: notifications per packet).
+# Notifications: around each iperf3 run the guest's counters (ethtool -S,
+# /proc/interrupts, the vbus bridge's doorbells; guest/counters.sh, read
+# with tcprr -g) and, for venet, `ctl stats --json` are kept
+# ($OUT/raw/NIC/rN/{guest,stats}-{h2g,g2h}-{0,1}.*); the report prints
+# guest->host doorbells and host->guest interrupts per GB for both NICs.
+# The host load is sampled before the guest starts (loadavg, busy%).
+# VBUS_BENCH_VENET_PARAMS="k=v,..." adds keys to the venet device (e.g.
+# tx_poll_us=0 to compare the host's tx polling off and on).
 # Profiling hooks (CPU figures are then inflated by the profiler):
 #   VBUS_HOSTD_WRAP="perf record -g -o FILE --"  run vbus-hostd under it
 #   VBUS_BENCH_PERF=DIR  system-wide `perf record -a -g -e cpu-clock` per
@@ -102,6 +108,23 @@ done
 
 bench_log() { printf 'bench: %s\n' "$*"; }
 
+# busy% of the host's CPUs over 1 s, from /proc/stat (all CPUs)
+host_busy() {
+	local a b
+	a=$(head -n 1 /proc/stat)
+	sleep 1
+	b=$(head -n 1 /proc/stat)
+	awk -v a="$a" -v b="$b" 'BEGIN {
+		n = split(a, x); split(b, y); t = 0
+		for (i = 2; i <= n; i++) t += y[i] - x[i]
+		idle = (y[5] - x[5]) + (y[6] - x[6])
+		printf "%.0f", (t > 0 ? 100 * (t - idle) / t : 0) }'
+}
+# the load others put on the host, before this script adds its own
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+busy_before=$(host_busy)
+bench_log "host load before the run: loadavg $load_before, CPUs ${busy_before}% busy"
+
 t_start=$(vbus_now)
 vbus_fetch_kernel
 : "${out:=$VBUS_BUILD/bench}"
@@ -124,8 +147,8 @@ if ! want venet; then
 	venet_reason="not requested (--nics \"$nics\")"
 elif [[ ! -f "$top/kernel/net/Kbuild" ]]; then
 	venet_unavailable "no guest driver in the tree (kernel/net/Kbuild)"
-elif ! compgen -G "$top/userspace/hostd/venet*" >/dev/null; then
-	venet_unavailable "no venet backend in the tree (userspace/hostd/venet*)"
+elif [[ ! -f "$top/userspace/hostd/devices/venet/venet_dev.c" ]]; then
+	venet_unavailable "no venet backend in the tree (userspace/hostd/devices/venet/)"
 else
 	if ((build)); then
 		t0=$(vbus_now)
@@ -149,11 +172,8 @@ else
 	fi
 	if [[ -z "$venet_reason" ]]; then
 		hostd=${VBUS_HOSTD:-}
-		[[ -n "$hostd" ]] ||
-			# a missing search dir makes find fail: under pipefail
-			# that would end the script here, silently
-			hostd=$( { find "$cbuild" "$VBUS_BUILD/userspace/hostd" -maxdepth 4 -type f \
-				-name vbus-hostd -perm -u+x 2>/dev/null || true; } | head -n 1)
+		# the newest binary: a build tree keeps the one from before the sources moved
+		[[ -n "$hostd" ]] || hostd=$(vbus_find_hostd "$cbuild" || true)
 		[[ -x "$hostd" ]] || venet_unavailable "no vbus-hostd binary under $cbuild (or \$VBUS_HOSTD)"
 	fi
 fi
@@ -228,7 +248,7 @@ if [[ -z "$venet_reason" ]]; then
 	# shellcheck disable=SC2086 # the wrapper is a word list
 	ip netns exec "$ns" ${VBUS_HOSTD_WRAP:-} "$hostd" --foreground --ctl "$run/ctl.sock" \
 		--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-		--device "g1:type=venet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}" \
+		--device "g1:type=venet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}${VBUS_BENCH_VENET_PARAMS:+,$VBUS_BENCH_VENET_PARAMS}" \
 		>"$raw/hostd.log" 2>&1 &
 	hostd_pid=$!
 	wrap_pid=""
@@ -263,6 +283,7 @@ mkdir -p "$s/test"
 cp "$top/tests/qemu/guest/lib.sh" "$s/test/lib.sh"
 cp "$here/guest/bench-guest.sh" "$s/test/run.sh"
 cp "$tcprr" "$s/test/tcprr"
+cp "$here/guest/counters.sh" "$s/test/counters.sh"
 cat >"$s/test/config.sh" <<EOF
 VB_NICS="$guest_nics"
 VB_VIRTIO_IP=${gip[virtio]}
@@ -359,6 +380,17 @@ else
 	ping_tool=busybox
 fi
 
+# counters FILE NIC: the guest's counters (guest/counters.sh), asked over the
+# other NIC when it is up so the question does not count on the measured one
+counters() {
+	local f=$1 n=$2 via=$2 o
+	for o in virtio venet; do
+		[[ "$o" != "$n" && "${status[$o]}" == up* ]] && via=$o
+	done
+	timeout 30 ip netns exec "$ns" "$tcprr" -g "${gip[$via]}" -p "$rr_port" -t 10 \
+		>"$f" 2>"$f.err" || bench_log "$n: guest counters via $via failed ($f.err)"
+}
+
 # iperf DIR NIC NAME [-R]
 iperf() {
 	local d=$1 n=$2 name=$3 q0 h0 q1 h1 t0 rc=0
@@ -373,12 +405,14 @@ iperf() {
 		sleep 0.5
 	fi
 	# per-run device counters (notifications per packet and direction)
-	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" >"$d/stats-$name-0.txt" 2>&1 || true; }
+	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" --json >"$d/stats-$name-0.json" 2>&1 || true; }
+	counters "$d/guest-$name-0.txt" "$n"
 	q0=$(ticks "$qemu_pid") h0=$(ticks "$hostd_pid") t0=$(vbus_now)
 	timeout $((secs + 60)) ip netns exec "$ns" iperf3 -c "${gip[$n]}" -t "$secs" -P "$streams" \
 		--connect-timeout 10000 -J "$@" >"$d/iperf-$name.json" 2>"$d/iperf-$name.err" || rc=$?
 	q1=$(ticks "$qemu_pid") h1=$(ticks "$hostd_pid")
-	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" >"$d/stats-$name-1.txt" 2>&1 || true; }
+	counters "$d/guest-$name-1.txt" "$n"
+	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" --json >"$d/stats-$name-1.json" 2>&1 || true; }
 	if [[ -n "$perf_pid" ]]; then
 		kill -INT "$perf_pid" 2>/dev/null || true
 		wait "$perf_pid" 2>/dev/null || true
@@ -454,6 +488,7 @@ accel=$accel
 cpu=$(vbus_qemu_cpu "$accel")
 smp=2
 mem=$mem
+venet_params=${VBUS_BENCH_VENET_PARAMS:-}
 kernel=$VBUS_KVER
 kboot=$VBUS_KBOOT
 time_s=$secs
@@ -463,7 +498,9 @@ ping_n=$ping_n
 ping_tool=$ping_tool
 rr_n=$rr_n
 host_cpus=$(nproc)
-host_loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
+host_loadavg_before=$load_before
+host_busy_before_pct=$busy_before
+host_loadavg_after=$(cut -d' ' -f1-3 /proc/loadavg)
 qemu=$(qemu-system-x86_64 --version | head -n 1)
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 guest_log_ok=$guest_ok

@@ -4,6 +4,7 @@
 # the venet NIC, each on its own subnet, starts the servers the host's
 # measurements talk to (iperf3 -s, tcprr -s), says so on the console and
 # waits for the host to finish (tcprr -q from the host ends tcprr -s).
+# tcprr -s also answers the host's counter snapshots (counters.sh).
 # The host drives every measurement, so the guest's (TCG) clock and CPU
 # never enter a figure.
 #
@@ -98,7 +99,8 @@ for nic in $VB_NICS; do
 done
 
 iperf3 -s -D --logfile /tmp/iperf3.log || say "virtio unavailable iperf3 -s failed"
-/test/tcprr -s "$VB_RR_PORT" &
+# tcprr -g from the host reads the counters (bench/guest/counters.sh)
+/test/tcprr -s "$VB_RR_PORT" -x "sh /test/counters.sh" &
 rr_pid=$!
 usleep 200000
 say READY

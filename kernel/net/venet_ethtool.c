@@ -29,6 +29,8 @@ static const struct venet_stat venet_stats[] = {
 	RX_STAT("rx_gso_packets", gso_packets),
 	RX_STAT("rx_csum_partial", csum_partial),
 	RX_STAT("rx_csum_valid", csum_valid),
+	RX_STAT("rx_polls", polls),
+	RX_STAT("rx_refill_kicks", refill_kicks),
 	TX_STAT("tx_packets", packets),
 	TX_STAT("tx_bytes", bytes),
 	TX_STAT("tx_errors", errors),
@@ -38,9 +40,31 @@ static const struct venet_stat venet_stats[] = {
 	TX_STAT("tx_busy", busy),
 	TX_STAT("tx_completed", completed),
 	TX_STAT("tx_timeouts", timeouts),
+	TX_STAT("tx_kicks", kicks),
 };
 
-#define VENET_NSTATS ARRAY_SIZE(venet_stats)
+/*
+ * The rings' shm-signal counters (docs/transport.md, venet, "Counters"):
+ * notifications that crossed to the host (an inject the host had not
+ * suppressed) and host notifications that ran our notifier. The bridge
+ * may still merge several crossings into one doorbell.
+ */
+enum venet_sig_stat {
+	VENET_SIG_RX_SENT,
+	VENET_SIG_RX_RECV,
+	VENET_SIG_TX_SENT,
+	VENET_SIG_TX_RECV,
+	VENET_NSIGSTATS
+};
+
+static const char venet_sig_names[VENET_NSIGSTATS][ETH_GSTRING_LEN] = {
+	[VENET_SIG_RX_SENT] = "rx_signals_sent",
+	[VENET_SIG_RX_RECV] = "rx_signals_recv",
+	[VENET_SIG_TX_SENT] = "tx_signals_sent",
+	[VENET_SIG_TX_RECV] = "tx_signals_recv",
+};
+
+#define VENET_NSTATS (ARRAY_SIZE(venet_stats) + VENET_NSIGSTATS)
 
 static void venet_get_drvinfo(struct net_device *dev,
 			      struct ethtool_drvinfo *info)
@@ -78,9 +102,23 @@ static void venet_get_strings(struct net_device *dev, u32 sset, u8 *data)
 
 	if (sset != ETH_SS_STATS)
 		return;
-	for (i = 0; i < VENET_NSTATS; i++)
+	for (i = 0; i < ARRAY_SIZE(venet_stats); i++)
 		memcpy(data + i * ETH_GSTRING_LEN, venet_stats[i].name,
 		       ETH_GSTRING_LEN);
+	memcpy(data + i * ETH_GSTRING_LEN, venet_sig_names,
+	       sizeof(venet_sig_names));
+}
+
+/* The signal counters are bumped racily by design (vbus_stat_inc). */
+static void venet_get_sig_stats(struct venet_priv *priv, u64 *data)
+{
+	memset(data, 0, VENET_NSIGSTATS * sizeof(*data));
+	if (!priv->rxq || !priv->txq)	/* probe failed half-way */
+		return;
+	data[VENET_SIG_RX_SENT] = READ_ONCE(priv->rxq->signal->injects);
+	data[VENET_SIG_RX_RECV] = READ_ONCE(priv->rxq->signal->wakeups);
+	data[VENET_SIG_TX_SENT] = READ_ONCE(priv->txq->signal->injects);
+	data[VENET_SIG_TX_RECV] = READ_ONCE(priv->txq->signal->wakeups);
 }
 
 static void venet_get_ethtool_stats(struct net_device *dev,
@@ -91,7 +129,7 @@ static void venet_get_ethtool_stats(struct net_device *dev,
 	unsigned int start;
 	size_t i;
 
-	for (i = 0; i < VENET_NSTATS; i++) {
+	for (i = 0; i < ARRAY_SIZE(venet_stats); i++) {
 		const struct venet_stat *s = &venet_stats[i];
 		const void *base;
 
@@ -107,6 +145,7 @@ static void venet_get_ethtool_stats(struct net_device *dev,
 			data[i] = u64_stats_read(base + s->offset);
 		} while (u64_stats_fetch_retry(syncp, start));
 	}
+	venet_get_sig_stats(priv, data + i);
 }
 
 const struct ethtool_ops venet_ethtool_ops = {

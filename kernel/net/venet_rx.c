@@ -216,8 +216,10 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 	}
 
 	/* a host that ran out of buffers waits for this */
-	if (posted)
+	if (posted) {
+		venet_rx_count(priv, &priv->rx_stats.refill_kicks);
 		ioq_signal(ioq, 0);
+	}
 
 	return ret < 0 ? ret : posted;
 }
@@ -523,6 +525,7 @@ int venet_rx_poll(struct venet_priv *priv, int budget)
 	if (venet_faulted(priv))
 		return 0;
 
+	venet_rx_count(priv, &priv->rx_stats.polls);
 	done = venet_rx_reap(priv, budget, true);
 
 	if (venet_rx_fill(priv, GFP_ATOMIC) == -ENOMEM)

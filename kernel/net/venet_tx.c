@@ -5,9 +5,12 @@
  * The guest posts one frame per descriptor (a "both" push), the host sends
  * it and pops the descriptor back; popping is the tx completion, and the
  * host signals the tx ring after a batch of pops. The guest reaps the inuse
- * index from its head (NAPI poll, ndo_tx_timeout, stop) and frees the skbs.
- * Flow control is on the inuse index: while every descriptor is in flight
- * the queue is stopped, and the reaper wakes it.
+ * index from its head (start_xmit, NAPI poll, ndo_tx_timeout, stop) and
+ * frees the skbs. Reaping in start_xmit is what lets the host keep its tx
+ * completion signals back while the guest transmits (docs/transport.md,
+ * venet, "Notifications"): a sending guest frees what the host completed
+ * without an interrupt. Flow control is on the inuse index: while every
+ * descriptor is in flight the queue is stopped, and the reaper wakes it.
  *
  * Descriptor formats (docs/transport.md, "tx ring"):
  *   plain mode: ptr/len = the linear frame;
@@ -325,52 +328,11 @@ static enum venet_tx_verdict venet_tx_publish(struct venet_priv *priv,
 	return VENET_TX_OK;
 }
 
-netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
-{
-	struct venet_priv *priv = netdev_priv(dev);
-	struct ioq *ioq = priv->txq;
-	struct venet_tx_slot *slot;
-	struct ioq_iterator iter;
-	enum venet_tx_verdict v;
-	bool kick;
-
-	spin_lock_bh(&priv->txlock);
-	v = venet_tx_room(priv, dev);
-	if (v == VENET_TX_BUSY) {
-		spin_unlock_bh(&priv->txlock);
-		return NETDEV_TX_BUSY;
-	}
-	if (v == VENET_TX_OK && !venet_tx_tail(priv, &iter, &slot))
-		v = VENET_TX_DROP;
-	if (v == VENET_TX_OK)
-		v = venet_tx_fill(priv, skb, &iter, slot);
-	if (v == VENET_TX_OK)
-		v = venet_tx_publish(priv, skb, &iter, slot);
-	if (v != VENET_TX_OK) {
-		if (v == VENET_TX_DROP)
-			venet_tx_count_drop(priv, false);
-		spin_unlock_bh(&priv->txlock);
-		dev_kfree_skb_any(skb);
-		return NETDEV_TX_OK;
-	}
-
-	if (ioq_full(ioq, ioq_idxtype_inuse)) {
-		netif_stop_queue(dev);
-		netif_trans_update(dev);
-	}
-
-	/* batch the doorbell while the stack has more for us */
-	kick = !netdev_xmit_more() || netif_queue_stopped(dev);
-	spin_unlock_bh(&priv->txlock);
-
-	if (kick)
-		ioq_signal(ioq, 0);
-
-	return NETDEV_TX_OK;
-}
-
-/* Free the skbs of every descriptor the host has handed back. */
-void venet_tx_reap(struct venet_priv *priv)
+/*
+ * Free the skbs of every descriptor the host has handed back; under
+ * txlock. Returns how many.
+ */
+static unsigned int __venet_tx_reap(struct venet_priv *priv)
 {
 	struct venet_tx_stats *st = &priv->tx_stats;
 	struct ioq *ioq = priv->txq;
@@ -378,10 +340,8 @@ void venet_tx_reap(struct venet_priv *priv)
 	unsigned int done = 0;
 	int ret;
 
-	spin_lock_bh(&priv->txlock);
-
 	if (venet_faulted(priv))
-		goto out;
+		return 0;
 
 	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_inuse,
 			    IOQ_ITER_NOFLIPOWNER);
@@ -389,7 +349,7 @@ void venet_tx_reap(struct venet_priv *priv)
 		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
 	if (ret) {
 		venet_fault(priv, "tx ring iterator");
-		goto out;
+		return 0;
 	}
 
 	/* at most one pass over the ring: the inuse count bounds it too */
@@ -417,13 +377,70 @@ void venet_tx_reap(struct venet_priv *priv)
 		u64_stats_add(&st->completed, done);
 		u64_stats_update_end(&st->syncp);
 	}
+	return done;
+}
 
+/* Reap, and wake the queue if that made room. */
+void venet_tx_reap(struct venet_priv *priv)
+{
+	spin_lock_bh(&priv->txlock);
+	__venet_tx_reap(priv);
 	if (netif_queue_stopped(priv->dev) && netif_running(priv->dev) &&
 	    !venet_faulted(priv) &&
-	    ioq_full(ioq, ioq_idxtype_inuse) == 0)
+	    ioq_full(priv->txq, ioq_idxtype_inuse) == 0)
 		netif_wake_queue(priv->dev);
-out:
 	spin_unlock_bh(&priv->txlock);
+}
+
+netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
+{
+	struct venet_priv *priv = netdev_priv(dev);
+	struct ioq *ioq = priv->txq;
+	struct venet_tx_slot *slot;
+	struct ioq_iterator iter;
+	enum venet_tx_verdict v;
+	bool kick;
+
+	spin_lock_bh(&priv->txlock);
+	/* what the host completed meanwhile: no interrupt needed for it */
+	__venet_tx_reap(priv);
+	v = venet_tx_room(priv, dev);
+	if (v == VENET_TX_BUSY) {
+		spin_unlock_bh(&priv->txlock);
+		return NETDEV_TX_BUSY;
+	}
+	if (v == VENET_TX_OK && !venet_tx_tail(priv, &iter, &slot))
+		v = VENET_TX_DROP;
+	if (v == VENET_TX_OK)
+		v = venet_tx_fill(priv, skb, &iter, slot);
+	if (v == VENET_TX_OK)
+		v = venet_tx_publish(priv, skb, &iter, slot);
+	if (v != VENET_TX_OK) {
+		if (v == VENET_TX_DROP)
+			venet_tx_count_drop(priv, false);
+		spin_unlock_bh(&priv->txlock);
+		dev_kfree_skb_any(skb);
+		return NETDEV_TX_OK;
+	}
+
+	if (ioq_full(ioq, ioq_idxtype_inuse)) {
+		netif_stop_queue(dev);
+		netif_trans_update(dev);
+	}
+
+	/* batch the doorbell while the stack has more for us */
+	kick = !netdev_xmit_more() || netif_queue_stopped(dev);
+	if (kick) {
+		u64_stats_update_begin(&priv->tx_stats.syncp);
+		u64_stats_inc(&priv->tx_stats.kicks);
+		u64_stats_update_end(&priv->tx_stats.syncp);
+	}
+	spin_unlock_bh(&priv->txlock);
+
+	if (kick)
+		ioq_signal(ioq, 0);
+
+	return NETDEV_TX_OK;
 }
 
 /* True when the host has completed the tx descriptor at the inuse head. */

@@ -90,10 +90,18 @@ _vbus_kmod_find() {
 		vbus_err "VBUS_KMODDIR unset: call vbus_fetch_kernel first"
 		return 1
 	fi
-	# one find, no process per file: "_" in a name may be "-" in the file's
-	f=$(find "$VBUS_KMODDIR" -name "${name//_/[_-]}.ko*" -print -quit)
-	[[ -n "$f" ]] || return 1
-	printf '%s\n' "$f"
+	# by file name first (- and _ are the same in module names): one
+	# find, no fork per module file (minutes on a loaded machine)
+	f=$(find "$VBUS_KMODDIR" \( -name "$name.ko*" -o -name "${name//_/-}.ko*" \) \
+		-print -quit 2>/dev/null)
+	[[ -n "$f" ]] && { printf '%s\n' "$f"; return 0; }
+	while IFS= read -r -d '' f; do
+		if [[ "$(_vbus_kmod_name "$f")" == "$name" ]]; then
+			printf '%s\n' "$f"
+			return 0
+		fi
+	done < <(find "$VBUS_KMODDIR" -name '*.ko*' -print0)
+	return 1
 }
 
 # Decompress/copy module SRC to DST (.ko).

@@ -9,6 +9,11 @@
  * points (translated now: the guest may re-post with other values) and
  * popping it. One signal after a batch.
  *
+ * The guest signals handle 0 after every run that re-posted descriptors;
+ * we only need that while events wait in the backlog, so our side of the
+ * ring's signal is masked otherwise (the guest's inject then skips the
+ * doorbell: one guest->host notification less per host->guest interrupt).
+ *
  * A guest that stops servicing the queue (posts no descriptors) gets its
  * events parked in a bounded backlog; past the bound they are dropped and
  * logged. SHMSIGNALs coalesce (one per cookie in the backlog), so a device
@@ -152,8 +157,9 @@ int hostd_evq_attach(struct hostd_evq *q, const struct vbus_pci_eventqreg *r)
 	q->ioq.notifier = &q->notifier;
 	q->count = (__u32)n;
 	q->attached = true;
-	/* hear about re-posted descriptors */
-	ioq_notify_enable(&q->ioq, 0);
+	/* re-posts matter only with a backlog (hostd_evq_flush) */
+	ioq_notify_disable(&q->ioq, 0);
+	q->notify_on = false;
 	return 0;
 }
 
@@ -204,7 +210,8 @@ static int deliver_one(struct hostd_evq *q, const struct vbus_pci_event *ev)
 	return 0;
 }
 
-void hostd_evq_flush(struct hostd_evq *q)
+/* Deliver from the backlog while the guest has descriptors posted. */
+static unsigned int evq_deliver(struct hostd_evq *q)
 {
 	unsigned int delivered = 0;
 
@@ -214,6 +221,30 @@ void hostd_evq_flush(struct hostd_evq *q)
 		q->bl_head = (q->bl_head + 1) % HOSTD_EVQ_BACKLOG;
 		q->bl_len--;
 		delivered++;
+	}
+	return delivered;
+}
+
+void hostd_evq_flush(struct hostd_evq *q)
+{
+	unsigned int delivered = evq_deliver(q);
+
+	if (q->bl_len && !q->notify_on && hostd_evq_live(q)) {
+		/*
+		 * Out of descriptors with events waiting: unmask, then look
+		 * again. shm_signal_enable()'s full barrier ([B2]) orders
+		 * enabled=1 before the re-read of the ring in evq_deliver();
+		 * it pairs with [B1] in the guest's inject after its re-post:
+		 * either it sees enabled=1 and rings, or we see its posts.
+		 */
+		ioq_notify_enable(&q->ioq, 0);
+		q->notify_on = true;
+		delivered += evq_deliver(q);
+	}
+	if (!q->bl_len && q->notify_on && hostd_evq_live(q)) {
+		/* nothing waits: the guest's re-posts need no doorbell */
+		ioq_notify_disable(&q->ioq, 0);
+		q->notify_on = false;
 	}
 	if (delivered && hostd_evq_live(q))
 		ioq_signal(&q->ioq, 0);

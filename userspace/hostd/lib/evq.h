@@ -32,6 +32,7 @@ struct hostd_evq {
 	struct ioq ioq;
 	struct shm_signal signal;	/* south, over the ring head's desc */
 	struct ioq_notifier notifier;
+	bool notify_on;		/* re-post signals unmasked: backlog waits */
 	__u32 count;
 	/* events the guest had no descriptor for yet, oldest first */
 	struct vbus_pci_event *backlog;	/* HOSTD_EVQ_BACKLOG */

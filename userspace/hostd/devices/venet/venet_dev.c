@@ -8,7 +8,9 @@
  * a kernel-chosen "vbus%d"; claimed, so no other device of the daemon may
  * name it), mac=xx:xx:xx:xx:xx:xx (default: random, locally
  * administered), strict=0|1 (1: an invalid descriptor faults the device
- * instead of being dropped and counted).
+ * instead of being dropped and counted), tx_poll_us=N (0..10000, default
+ * 0: how long the drained tx ring is polled before the guest is asked
+ * for doorbells again; venet_tx.c).
  *
  * Everything runs on the guest's loop thread (device.h), so there are no
  * locks. The data path is venet_tx.c and venet_rx.c (each says how its
@@ -159,10 +161,30 @@ static void random_mac(__u8 mac[6])
 	mac[0] = (__u8)((mac[0] & 0xfc) | 0x02);	/* local, unicast */
 }
 
-/* tap=, mac=, strict= into @v; every refusal says why (hostd_dev_fail). */
+/* tx_poll_us=: a number of microseconds, 0 .. VENET_TX_POLL_US_MAX. */
+static int venet_param_poll(struct venet *v, const char *s)
+{
+	unsigned long us = VENET_TX_POLL_US;
+	char *end;
+
+	if (s) {
+		errno = 0;
+		us = strtoul(s, &end, 10);
+		if (!*s || *end || errno || *s == '-' ||
+		    us > VENET_TX_POLL_US_MAX)
+			return hostd_dev_fail(v->dev, -EINVAL,
+					      "tx_poll_us=%s: want 0..%d (microseconds)",
+					      s, VENET_TX_POLL_US_MAX);
+	}
+	v->tx_poll_ns = (__u64)us * 1000;
+	return 0;
+}
+
+/* tap=, mac=, strict=, tx_poll_us= into @v; every refusal says why. */
 static int venet_params(struct venet *v, const struct hostd_params *p)
 {
-	static const char *const known[] = { "tap", "mac", "strict", NULL };
+	static const char *const known[] = { "tap", "mac", "strict",
+					     "tx_poll_us", NULL };
 	struct hostd_dev *dev = v->dev;
 	const char *s;
 	int ret;
@@ -190,7 +212,7 @@ static int venet_params(struct venet *v, const struct hostd_params *p)
 	if (s && strcmp(s, "0") && strcmp(s, "1"))
 		return hostd_dev_fail(dev, -EINVAL, "strict=%s: want 0 or 1", s);
 	v->strict = s && !strcmp(s, "1");
-	return 0;
+	return venet_param_poll(v, hostd_param_get(p, "tx_poll_us"));
 }
 
 /* ---- ops ----------------------------------------------------------------- */
@@ -382,6 +404,14 @@ static int venet_shm(struct hostd_dev *dev, struct hostd_shm *shm)
 	return 0;
 }
 
+/* Injects of @q's signal that reached the guest's side (not suppressed). */
+static __u64 q_injects(const struct venet_q *q)
+{
+	if (!q->attached || !q->ioq.signal)
+		return 0;
+	return __atomic_load_n(&q->ioq.signal->injects, __ATOMIC_RELAXED);
+}
+
 static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 {
 	struct venet *v = hostd_dev_priv(dev);
@@ -400,6 +430,7 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	hostd_stat_str(out, "mac", buf);
 	hostd_stat_str(out, "link", v->link ? "up" : "down");
 	hostd_stat_u64(out, "caps", v->caps);
+	hostd_stat_u64(out, "tx_poll_us", v->tx_poll_ns / 1000);
 
 #define S(name) hostd_stat_u64(out, #name, s->name)
 	S(rx_packets); S(rx_bytes); S(tx_packets); S(tx_bytes);
@@ -407,9 +438,12 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(tx_gso); S(tx_csum); S(tx_bad); S(tx_errors); S(tx_dropped);
 	S(tx_blocked); S(rx_bad); S(rx_too_big); S(rx_offload_dropped);
 	S(rx_csum_fixed); S(rx_gso); S(rx_csum); S(rx_offload_errors);
-	S(rx_starved); S(rx_flushed); S(kicks);
+	S(rx_starved); S(rx_flushed); S(kicks); S(tx_polls);
 	S(backend_lost);
 #undef S
+	/* what crossed to the guest: the signals it had not masked */
+	hostd_stat_u64(out, "rx_signals_sent", q_injects(&v->rxq));
+	hostd_stat_u64(out, "tx_signals_sent", q_injects(&v->txq));
 }
 
 static const struct hostd_dev_type venet_type = {

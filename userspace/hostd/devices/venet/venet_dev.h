@@ -27,6 +27,14 @@
 #define VENET_TX_BUDGET 64
 /* unmask/re-check rounds in one tx pass before we kick ourselves */
 #define VENET_TX_ROUNDS 4
+/*
+ * tx_poll_us= default and bound: how long the drained tx ring is polled.
+ * Off by default: under TCG 50 us saved no doorbells (the guest posts less
+ * often than that) and cost host CPU and RR latency (docs/transport.md,
+ * venet, "Notifications").
+ */
+#define VENET_TX_POLL_US 0
+#define VENET_TX_POLL_US_MAX 10000
 
 #define VENET_CAPS_SUPPORTED (VENET_CAP_SG | VENET_CAP_TSO4 | \
 			      VENET_CAP_TSO6 | VENET_CAP_ECN | VENET_CAP_RXSG)
@@ -64,6 +72,7 @@ struct venet_stats {
 	__u64 rx_starved;		/* ran out of guest buffers */
 	__u64 rx_flushed;		/* buffers returned by FLUSHRX */
 	__u64 kicks;			/* self-scheduled tx passes */
+	__u64 tx_polls;			/* passes that found the ring empty */
 	__u64 backend_lost;
 };
 
@@ -86,6 +95,9 @@ struct venet {
 	__u32 tap_events;		/* what the tap fd is watched for */
 	bool rx_starved;		/* no guest buffer: tap not polled */
 	bool tx_blocked;		/* tap said EAGAIN: wait for EPOLLOUT */
+	__u64 tx_poll_ns;		/* tx_poll_us=, in ns */
+	__u64 tx_last_ns;		/* when a pass last moved a frame */
+	unsigned int tx_unsignalled;	/* tx pops the guest was not told of */
 
 	struct venet_stats st;
 };
@@ -113,6 +125,7 @@ void venet_backend_lost(struct venet *v, int err);
 void venet_bad_desc(struct venet *v, const char *dir, const char *why);
 void venet_q_complete(struct venet *v, struct venet_q *q, unsigned int n,
 		      __u64 bytes, __u64 *notify_out);
+void venet_q_signal(struct venet_q *q, __u64 *notify_out);
 
 /* venet_tx.c: drain the tx ring into the tap (the tx notifier runs it) */
 void venet_tx_work(struct venet *v);

@@ -56,13 +56,19 @@ void venet_backend_lost(struct venet *v, int err)
 	v->tx_blocked = false;
 }
 
-/* One batch done on @q: one doorbell for it, and the counters. */
+/* Tell the guest about @q's completions (suppressed while it masks them). */
+void venet_q_signal(struct venet_q *q, __u64 *notify_out)
+{
+	ioq_signal(&q->ioq, 0);
+	(*notify_out)++;
+}
+
+/* One batch done on @q: one signal for it, and the counters. */
 void venet_q_complete(struct venet *v, struct venet_q *q, unsigned int n,
 		       __u64 bytes, __u64 *notify_out)
 {
 	if (!n)
 		return;
-	ioq_signal(&q->ioq, 0);
-	(*notify_out)++;
+	venet_q_signal(q, notify_out);
 	hostd_dev_account(v->dev, n, bytes);
 }

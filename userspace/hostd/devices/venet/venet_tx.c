@@ -8,22 +8,55 @@
  * posting at full speed costs no doorbells: each descriptor is copied
  * once, turned into a virtio_net_hdr + iovecs into guest RAM and written
  * to the tap with one writev (no copy by us), then popped (the tx
- * completion); one signal per batch. At the budget we kick ourselves and
- * yield to the loop (other devices, rx) with notifications still masked:
- * under load we poll. When the ring is empty we unmask, then look again
- * (a post between our last look and the unmask raised no doorbell),
- * and only sleep if it is still empty.
+ * completion). At the budget we kick ourselves and yield to the loop
+ * (other devices, rx) with notifications still masked: under load we
+ * poll. A drained ring is polled on (kicks, still masked) until tx_poll_us
+ * have passed since the last frame: a guest that posts again within that
+ * time rings no doorbell. Then we unmask, then look again (a post between
+ * our last look and the unmask raised no doorbell), and only sleep if it
+ * is still empty.
+ *
+ * Completions are signalled when we stop polling (and every quarter ring
+ * while we poll, so a guest whose ring is full is woken early): while we
+ * poll the guest reaps them itself as it transmits, so they need no
+ * interrupt. A guest that waits on them waits at most tx_poll_us longer.
  */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 #include <sys/uio.h>
 #include "venet_dev.h"
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
 
 /* Come back after the loop's other fds (tx: budget or trickle). */
 static void tx_kick(struct venet *v)
 {
 	if (hostd_kick(&v->kick))
 		v->st.kicks++;
+}
+
+/* The completions so far to the guest (suppressed while it masks them). */
+static void tx_signal(struct venet *v)
+{
+	unsigned int n = v->tx_unsignalled;
+
+	v->tx_unsignalled = 0;
+	/* a ring that went away takes its completions' news with it */
+	if (n && venet_q_live(v, &v->txq))
+		venet_q_signal(&v->txq, &v->st.tx_notify_out);
+}
+
+/* Still within tx_poll_us of the last frame: poll rather than unmask. */
+static bool tx_polling(struct venet *v)
+{
+	return v->tx_poll_ns && now_ns() - v->tx_last_ns < v->tx_poll_ns;
 }
 
 /* What became of a frame: sent, or popped unsent, or kept for later. */
@@ -131,7 +164,16 @@ static int tx_pass(struct venet *v)
 		}
 		n++;
 	}
-	venet_q_complete(v, &v->txq, n, bytes, &v->st.tx_notify_out);
+	if (n) {
+		hostd_dev_account(v->dev, n, bytes);
+		v->tx_last_ns = now_ns();
+		v->tx_unsignalled += n;
+		/* a quarter ring done: wake a guest that may be out of room */
+		if (v->tx_unsignalled >= (unsigned int)ioq_size(&v->txq.ioq) / 4)
+			tx_signal(v);
+	} else {
+		v->st.tx_polls++;
+	}
 	if (v->tx_blocked || broken || !venet_q_live(v, &v->txq))
 		return -1;
 	return n == VENET_TX_BUDGET ? 1 : 0;
@@ -153,7 +195,7 @@ void venet_tx_work(struct venet *v)
 	int round;
 
 	if (!venet_q_live(v, &v->txq) || v->tx_blocked)
-		goto out;
+		goto out_signal;
 
 	/* masked while we drain: the guest's posts need no doorbell */
 	ioq_notify_disable(ioq, 0);
@@ -163,11 +205,13 @@ void venet_tx_work(struct venet *v)
 		int r = tx_pass(v);
 
 		if (r < 0)
-			goto out;	/* stays masked: EPOLLOUT or close */
-		if (r > 0) {
+			goto out_signal; /* stays masked: EPOLLOUT or close */
+		if (r > 0 || tx_polling(v)) {
 			tx_kick(v);	/* poll: come back after the others */
 			goto out;
 		}
+		/* we stop polling: the guest reaps on our signal now */
+		tx_signal(v);
 		/*
 		 * Drained. Unmask, then look again: a post that landed after
 		 * our last look but before the unmask rang no doorbell.
@@ -182,6 +226,9 @@ void venet_tx_work(struct venet *v)
 		v->txq.notify_on = false;
 	}
 	tx_kick(v);	/* a guest trickling posts: don't hold the loop */
+	goto out;
+out_signal:
+	tx_signal(v);
 out:
 	venet_tap_update(v);
 }
