@@ -159,10 +159,10 @@ static int do_echo(struct ioq_ipc *ipc, unsigned long limit, int garbage)
 			break;
 		if (garbage) {
 			r = post_garbage(ipc);
-			if (r < 0)
-				break;
-			garbage = 0;
-			continue;
+			/* then only wait for the peer to give up on us */
+			while (r >= 0)
+				r = ioq_ipc_wait(ipc, IOQ_IPC_WAIT_RX, -1);
+			break;
 		}
 		while ((r = ioq_ipc_send(ipc, buf, (size_t)r, 0)) == -EAGAIN)
 			if ((r = ioq_ipc_wait(ipc, IOQ_IPC_WAIT_TX, -1)) < 0)

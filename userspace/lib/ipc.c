@@ -398,7 +398,7 @@ int ioq_ipc_attach_host(struct ioq_ipc **ipcp, const char *sock_path,
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct vbus_ipc_attach m;
 	struct ioq_ipc_fds fds;
-	int sock, fdv[VBUS_IPC_ATTACH_NFDS], err;
+	int sock, fdv[VBUS_IPC_ATTACH_NFDS] = { -1, -1, -1 }, err;
 
 	if (!ipcp || !sock_path || strlen(sock_path) >= sizeof(sa.sun_path))
 		return -EINVAL;
@@ -481,6 +481,10 @@ int ioq_ipc_send(struct ioq_ipc *ipc, const void *buf, size_t len, int flags)
 		return err;
 	if (ioq_full(&ipc->tx.ioq, ioq_idxtype_inuse))
 		return -EAGAIN;
+	/* a caller may also push through ioq_ipc_ioq(): post at the tail */
+	err = ioq_iter_seek(&ipc->tx.it, ioq_seek_tail, 0, 0);
+	if (err)
+		return err;
 	/* the buffer of a slot is fixed: slot i owns [i * buf_size, +buf_size) */
 	off = (__u64)(ipc->tx.it.pos & (ipc->lay.count - 1)) * ipc->lay.buf_size;
 	memcpy(ipc->tx.area + off, buf, len);
@@ -582,8 +586,7 @@ static int sleep_once(struct ioq_ipc *ipc, int timeout_ms)
 
 	ipc->st.sleeps++;
 	do {
-		n = poll(p, ipc->ctl_fd >= 0 ? 2 : 1,
-			 ipc->kicked_self ? 0 : timeout_ms);
+		n = poll(p, ipc->ctl_fd >= 0 ? 2 : 1, timeout_ms);
 	} while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
@@ -618,7 +621,18 @@ int ioq_ipc_wait(struct ioq_ipc *ipc, int events, int timeout_ms)
 			ioq_notify_enable(&ipc->rx.ioq, 0);
 		if (events & IOQ_IPC_WAIT_TX)
 			ioq_notify_enable(&ipc->tx.ioq, 0);
-		n = ipc_ready(ipc, events) ? 1 : sleep_once(ipc, left);
+		/*
+		 * An enable that found work, or a wakeup out of budget, left a
+		 * deferred notify: run it instead of sleeping.
+		 */
+		if (ipc->kicked_self) {
+			ipc->kicked_self = 0;
+			vbus_defer_run(&ipc->rx.signal.deferred_notify);
+			vbus_defer_run(&ipc->tx.signal.deferred_notify);
+			n = 0;
+		} else {
+			n = ipc_ready(ipc, events) ? 0 : sleep_once(ipc, left);
+		}
 		ioq_notify_disable(&ipc->rx.ioq, 0);
 		ioq_notify_disable(&ipc->tx.ioq, 0);
 		if (n < 0)
