@@ -12,6 +12,9 @@
 #                both ways for a few seconds; prints throughput, latency,
 #                QEMU/vbus-hostd CPU per GB and vbus-hostd's device counters
 #                (`vbus-hostd ctl ... stats`)
+#   4b. ipc      the same kind of guest with a vbus-ipc channel: a guest
+#                process and a host process exchange 20000 checked messages
+#                (tests/qemu/run-ipc-tests.sh --demo)
 #   5. --bench   bench/venet-vs-virtio.sh: venet against virtio-net in the
 #                same guest, table + build/bench/results.{json,png}
 # Without --bench it takes about 1-3 minutes once the packages are there.
@@ -110,6 +113,15 @@ VBUS_HOSTD="$hostd" bash "$top/bench/venet-vs-virtio.sh" --no-build --nics venet
 	--time 4 --streams 2 --ping-n 100 --rr-n 1000 --timeout 300 --out "$VBUS_BUILD/main/venet" || rc=$?
 ((rc == 0)) || fail venet "$(elapsed "$t0")" "venet did not carry the traffic (exit $rc; logs in $VBUS_BUILD/main/venet)"
 done_step venet ok "$(elapsed "$t0")" "$VBUS_BUILD/main/venet/results.json"
+
+# ---- 4b. vbus-ipc: a guest process and a host process -------------------------------------------
+step "4b. vbus-ipc: a guest process <-> a host process over their own channel"
+t0=$(date +%s.%N)
+rc=0
+VBUS_BUILD="$VBUS_BUILD" bash "$top/tests/qemu/run-ipc-tests.sh" --no-build --demo --msgs 20000 \
+	--timeout 300 | grep -E '^(FAIL|    |guest:|[0-9]+ passed)' || rc=$?
+((rc == 0)) || fail ipc "$(elapsed "$t0")" "the exchange failed (logs in $VBUS_BUILD/qemu/ipc-tests)"
+done_step ipc ok "$(elapsed "$t0")" "20000 messages each way, checked"
 
 # ---- 5. benchmark ---------------------------------------------------------------------------------
 if ((bench)); then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every QEMU test, one after the other (each guest wants both cores under
 # TCG): the harness's own fail-path checks, the kernel selftests, the bus
-# (bridge + vbus-hostd), venet end to end, and the modules as DKMS builds
+# (bridge + vbus-hostd), venet end to end, vbus-ipc (guest process <->
+# host process), and the modules as DKMS builds
 # them. Prints each suite's summary and, last, the totals as "N passed, N
 # failed"; exits non-zero on any failure. Extra arguments are not passed
 # on; set VBUS_QEMU_SUITES to run a subset, e.g. VBUS_QEMU_SUITES="kernel
@@ -12,7 +13,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-suites=${VBUS_QEMU_SUITES:-harness kernel bus venet dkms}
+suites=${VBUS_QEMU_SUITES:-harness kernel bus venet ipc dkms}
 passed=0
 failed=0
 lines=()
@@ -49,6 +50,7 @@ for s in $suites; do
 	kernel) run_suite kernel "$here/run-kernel-tests.sh" --msgs 300000 ;;
 	bus) run_suite bus "$here/run-bus-tests.sh" ;;
 	venet) run_suite venet "$here/run-venet-tests.sh" ;;
+	ipc) run_suite ipc "$here/run-ipc-tests.sh" ;;
 	dkms) run_suite dkms "$here/run-dkms-tests.sh" ;;
 	bus-soak)
 		run_suite bus-soak "$here/run-bus-tests.sh" \

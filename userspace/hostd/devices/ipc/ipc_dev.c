@@ -316,7 +316,7 @@ static int ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 		"service", "sock", "qsock", "count", "bufsize", NULL
 	};
 	const char *service = hostd_param_get(p, "service");
-	__u32 count, buf_size;
+	__u32 count = 0, buf_size = 0;
 	struct ipc *c;
 	int ret, i;
 
