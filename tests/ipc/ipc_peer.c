@@ -14,6 +14,11 @@
  *   die-after N      echo N messages, then SIGKILL itself
  *   garbage          after the first message, post a descriptor whose
  *                    offset is outside the area; then wait for the end
+ *   rr N BYTES       N round trips of one BYTES message against an echo
+ *                    peer (after 100 unmeasured): min/p50/p99 microseconds
+ *   stream N BYTES B N messages of BYTES against an echo peer, B sent per
+ *                    signal (IOQ_IPC_MORE), B in flight: messages/s, MB/s
+ *                    one way, doorbells per message
  *
  * Exit: 0 done (echo/garbage: the session ended, -EPIPE); 2 usage;
  * 3 -EPIPE during send; 4 the endpoint faulted (-EIO); 5 a reply was
@@ -119,6 +124,98 @@ out:
 	return rc;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One message out, its echo back; the round trip in seconds or < 0. */
+static double rr_once(struct ioq_ipc *ipc, unsigned char *buf, size_t len)
+{
+	double t0 = now();
+	long r;
+
+	r = ioq_ipc_send(ipc, buf, len, 0);
+	while (r >= 0 && (r = ioq_ipc_recv(ipc, buf, len)) == -EAGAIN)
+		r = ioq_ipc_wait(ipc, IOQ_IPC_WAIT_RX, timeout_ms) > 0 ? 0 : -ETIMEDOUT;
+	return r < 0 ? (double)r : now() - t0;
+}
+
+static int do_rr(struct ioq_ipc *ipc, unsigned long n, size_t len)
+{
+	unsigned char *buf = calloc(1, len ? len : 1);
+	double *t = calloc(n, sizeof(*t)), d = 0;
+	struct ioq_ipc_stats a, b;
+	unsigned long i;
+
+	for (i = 0; i < 100 && d >= 0; i++)
+		d = rr_once(ipc, buf, len);
+	ioq_ipc_stats(ipc, &a);
+	for (i = 0; i < n && d >= 0; i++)
+		d = t[i] = rr_once(ipc, buf, len);
+	ioq_ipc_stats(ipc, &b);
+	if (d < 0) {
+		printf("ipc-peer: rr failed: %s\n", strerror((int)-d));
+		return exit_code((long)d);
+	}
+	qsort(t, n, sizeof(*t), cmp_double);
+	printf("ipc-rr bytes=%zu samples=%lu min_us=%.1f p50_us=%.1f p99_us=%.1f max_us=%.1f doorbells_per_msg=%.2f\n",
+	       len, n, t[0] * 1e6, t[n / 2] * 1e6, t[n * 99 / 100] * 1e6,
+	       t[n - 1] * 1e6,
+	       (double)(b.kicks - a.kicks + b.wakeups - a.wakeups) / (2.0 * n));
+	free(buf);
+	free(t);
+	return 0;
+}
+
+static int do_stream(struct ioq_ipc *ipc, unsigned long n, size_t len,
+		     unsigned long batch)
+{
+	unsigned char *buf = calloc(1, len), *rbuf = calloc(1, len);
+	unsigned long sent = 0, got = 0, k;
+	struct ioq_ipc_stats a, b;
+	double t0;
+	long r = 0;
+
+	ioq_ipc_stats(ipc, &a);
+	t0 = now();
+	while (got < n) {
+		for (k = 0; k < batch && sent < n && sent - got < batch; k++) {
+			r = ioq_ipc_send(ipc, buf, len, IOQ_IPC_MORE);
+			if (r == -EAGAIN)
+				break;
+			if (r < 0)
+				goto fail;
+			sent++;
+		}
+		if (k && (r = ioq_ipc_flush(ipc)) < 0)
+			goto fail;
+		while ((r = ioq_ipc_recv(ipc, rbuf, len)) >= 0)
+			got++;
+		if (r != -EAGAIN)
+			goto fail;
+		if (got < n && (sent - got >= batch || sent == n)) {
+			r = ioq_ipc_wait(ipc, IOQ_IPC_WAIT_RX, timeout_ms);
+			if (r <= 0)
+				goto fail;
+		}
+	}
+	t0 = now() - t0;
+	ioq_ipc_stats(ipc, &b);
+	printf("ipc-stream bytes=%zu batch=%lu msgs=%lu secs=%.3f msgs_per_s=%.0f mb_per_s=%.1f doorbells_per_msg=%.3f\n",
+	       len, batch, n, t0, n / t0, n * (double)len / t0 / 1e6,
+	       (double)(b.kicks - a.kicks + b.wakeups - a.wakeups) / (2.0 * n));
+	free(buf);
+	free(rbuf);
+	return 0;
+fail:
+	printf("ipc-peer: stream failed at %lu/%lu: %s\n", sent, got,
+	       r ? strerror((int)-r) : "timeout");
+	return exit_code(r);
+}
+
 /* Post one descriptor whose offset lies outside the area, on our tx ring. */
 static int post_garbage(struct ioq_ipc *ipc)
 {
@@ -182,7 +279,7 @@ static int do_echo(struct ioq_ipc *ipc, unsigned long limit, int garbage)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: ipc-peer guest DEV|host SOCK send N [WINDOW]|echo|die-after N|garbage [--timeout MS]\n");
+	fprintf(stderr, "usage: ipc-peer guest DEV|host SOCK send N [WINDOW]|echo|die-after N|garbage|rr N BYTES|stream N BYTES BATCH [--timeout MS]\n");
 	return 2;
 }
 
@@ -190,7 +287,7 @@ int main(int argc, char **argv)
 {
 	struct ioq_ipc *ipc;
 	const char *act;
-	unsigned long n = 0, win = 32;
+	unsigned long n = 0, win = 32, batch = 1;
 	int err, rc;
 
 	if (argc >= 3 && !strcmp(argv[argc - 2], "--timeout")) {
@@ -200,13 +297,16 @@ int main(int argc, char **argv)
 	if (argc < 4)
 		return usage();
 	act = argv[3];
-	if (!strcmp(act, "send") || !strcmp(act, "die-after")) {
+	if (!strcmp(act, "send") || !strcmp(act, "die-after") ||
+	    !strcmp(act, "rr") || !strcmp(act, "stream")) {
 		if (argc < 5)
 			return usage();
 		n = strtoul(argv[4], NULL, 0);
 		if (argc > 5)
 			win = strtoul(argv[5], NULL, 0);
-		if (!n || !win)
+		if (argc > 6)
+			batch = strtoul(argv[6], NULL, 0);
+		if (!n || (!win && strcmp(act, "rr")) || !batch)
 			return usage();
 	} else if (strcmp(act, "echo") && strcmp(act, "garbage")) {
 		return usage();
@@ -227,6 +327,11 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (!strcmp(act, "send"))
 		rc = do_send(ipc, n, win);
+	else if (!strcmp(act, "rr"))
+		rc = (win > ioq_ipc_max_msg(ipc)) ? 2 : do_rr(ipc, n, win);
+	else if (!strcmp(act, "stream"))
+		rc = (!win || win > ioq_ipc_max_msg(ipc)) ? 2 :
+		     do_stream(ipc, n, win, batch);
 	else
 		rc = do_echo(ipc, n, !strcmp(act, "garbage"));
 	ioq_ipc_close(ipc);

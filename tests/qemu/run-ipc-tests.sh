@@ -19,6 +19,11 @@
 #                               [--timeout SEC] [--no-build] [--demo]
 #
 #   --demo   only the exchange (scripts/main.sh shows it)
+#   --bench  figures instead of tests: the guest process echoes, the host
+#            process measures (host clock): round trips of 1 B and 4 KiB
+#            (min/p50/p99), streams of 4 KiB at batch 1 and 32 and of
+#            64 KiB at batch 32 (messages/s, MB/s one way), doorbells per
+#            message; table on stdout, $VBUS_BUILD/bench/ipc.json
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,7 +39,7 @@ source "$here/lib/results.sh"
 # shellcheck source=tests/qemu/lib/hostd.sh
 source "$here/lib/hostd.sh"
 
-msgs=100000 cycles=20 mem=512M timeout=600 build=1 demo=0
+msgs=100000 cycles=20 mem=512M timeout=600 build=1 demo=0 bench=0
 while (($#)); do
 	case "$1" in
 	--msgs) msgs=$2; shift 2 ;;
@@ -43,6 +48,7 @@ while (($#)); do
 	--timeout) timeout=$2; shift 2 ;;
 	--no-build) build=0; shift ;;
 	--demo) demo=1; shift ;;
+	--bench) bench=1; shift ;;
 	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
 	esac
@@ -108,14 +114,20 @@ mkdir -p "$s/test"
 cp "$here/guest/lib.sh" "$s/test/lib.sh"
 cp "$here/guest/ipc-tests.sh" "$s/test/run.sh"
 cp "$peer" "$s/test/ipc-peer"
-printf 'VIPC_MSGS=%s\nVIPC_CYCLES=%s\nVIPC_DEMO=%s\n' "$msgs" "$cycles" "$demo" >"$s/test/config.sh"
+# bench: one guest echo session per measurement
+bench_runs=("rr 2000 1" "rr 2000 4096" "stream 20000 4096 1" "stream 20000 4096 32"
+	"stream 5000 65536 32")
+printf 'VIPC_MSGS=%s\nVIPC_CYCLES=%s\nVIPC_DEMO=%s\nVIPC_BENCH=%s\n' "$msgs" "$cycles" "$demo" \
+	"$((bench ? ${#bench_runs[@]} : 0))" >"$s/test/config.sh"
 vbus_initramfs_add_kmods "$s" "${kos[@]}" || { h_fail initramfs "modules"; finish; }
 vbus_make_initramfs "$run/ipc.cpio.gz" "$s" >/dev/null
 
+ipc_geom="count=256,bufsize=4096"
+((bench)) && ipc_geom="count=64,bufsize=65536"
 # ---- vbus-hostd -----------------------------------------------------------------------
 "$hostd" --foreground --ctl "$run/ctl.sock" \
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-	--device "g1:type=ipc,id=5,service=echo,sock=$run/echo.sock,qsock=$run/ipc-q.sock,count=256,bufsize=4096" \
+	--device "g1:type=ipc,id=5,service=echo,sock=$run/echo.sock,qsock=$run/ipc-q.sock,$ipc_geom" \
 	>"$out/hostd.log" 2>&1 &
 hostd_pid=$!
 for _ in $(seq 100); do
@@ -139,6 +151,9 @@ for ((i = 0; i <= cycles; i++)); do expect+=(0); done
 names=(exchange host-killed reopen garbage guest-killed)
 if ((demo)); then
 	modes=("echo") expect=(0) names=(exchange)
+elif ((bench)); then
+	modes=("${bench_runs[@]}") expect=() names=()
+	for m in "${modes[@]}"; do expect+=(0); names+=("${m// /-}"); done
 fi
 : >"$out/host-peers.log"
 touch "$run/supervise"
@@ -188,7 +203,7 @@ bad=0
 for ((i = ${#names[@]}; i < ${#modes[@]}; i++)); do
 	[[ "${exits[$i]:-none}" == 0 ]] || bad=$((bad + 1))
 done
-if ((!demo)); then
+if ((!demo && !bench)); then
 	if ((bad == 0)); then h_pass "host/cycles-all-ended-cleanly"; else h_fail "host/cycles-all-ended-cleanly" "$bad not 0"; fi
 fi
 if kill -0 "$hostd_pid" 2>/dev/null && "$hostd" ctl --ctl "$run/ctl.sock" stats g1 5 >"$out/stats.txt" 2>&1; then
@@ -201,5 +216,22 @@ fi
 printf '\nfigures (accel=%s, 2 vCPUs, kernel %s):\n' "$(vbus_qemu_accel)" "$VBUS_KVER"
 tr -d '\r' <"$out/guest.log" | grep -aoE 'vbus-ipc-tests: .*' | sed 's/^/    /' || true
 grep -aE '^ipc-peer: (echo|die-after):' "$out/host-peers.log" | head -n 1 | sed 's/^/    host: /' || true
+if ((bench)); then
+	mkdir -p "$VBUS_BUILD/bench"
+	printf '\nvbus-ipc, guest process <-> host process (host clock; accel=%s):\n' "$(vbus_qemu_accel)"
+	grep -aE '^ipc-(rr|stream) ' "$out/host-peers.log" | sed 's/^/    /' || true
+	grep -aE '^ipc-(rr|stream) ' "$out/host-peers.log" | python3 -c '
+import json, sys
+rows = []
+for line in sys.stdin:
+    kind, *kv = line.split()
+    row = {"kind": kind}
+    for f in kv:
+        k, v = f.split("=")
+        row[k] = float(v)
+    rows.append(row)
+json.dump({"transport": "vbus-ipc", "runs": rows}, sys.stdout, indent=1)
+' >"$VBUS_BUILD/bench/ipc.json" && printf '    json: %s\n' "$VBUS_BUILD/bench/ipc.json"
+fi
 printf 'guest: %s s; total %s s; logs in %s\n' "$guest_secs" "$(vbus_elapsed "$t_start")" "$out"
 finish

@@ -641,8 +641,10 @@ int ioq_ipc_wait(struct ioq_ipc *ipc, int events, int timeout_ms)
 			err = ipc_doorbell(ipc);
 			if (err)
 				return err;
-			continue;
+			if (ipc_ready(ipc, events))
+				return 1;
 		}
+		/* doorbells that bring nothing we wait for still use up time */
 		if (timeout_ms >= 0) {
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			left = timeout_ms - (int)((t1.tv_sec - t0.tv_sec) * 1000 +

@@ -198,6 +198,12 @@ struct vbus_ipc_info {
 	__u32 reserved;
 	char service[VBUS_IPC_SERVICE_LEN];
 };
+VBUS_STATIC_ASSERT(sizeof(struct vbus_ipc_attach) == 16, "vbus_ipc_attach");
+VBUS_STATIC_ASSERT(sizeof(struct vbus_ipc_config) == 72, "vbus_ipc_config");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_ipc_info, session) == 64,
+		   "vbus_ipc_info.session");
+VBUS_STATIC_ASSERT(sizeof(struct vbus_ipc_info) == 136, "vbus_ipc_info");
+
 #define VBUS_IPC_IOC_MAGIC	0xb5
 #define VBUS_IPC_IOC_INFO	_IOR(VBUS_IPC_IOC_MAGIC, 0, struct vbus_ipc_info)
 /* arg: timeout in ms (__u32, by value); 0 when the session is up,
