@@ -12,6 +12,9 @@
 #                both ways for a few seconds; prints throughput, latency,
 #                QEMU/vbus-hostd CPU per GB and vbus-hostd's device counters
 #                (`vbus-hostd ctl ... stats`)
+#   4b. ipc      the same kind of guest with a vbus-ipc channel: a guest
+#                process and a host process exchange 20000 checked messages
+#                (tests/qemu/run-ipc-tests.sh --demo)
 #   5. vbus-blk  boots one guest with a vbus-blk disk (vbus-hostd, io_uring
 #                on a backing file) next to a virtio-blk disk: short fio
 #                runs on both (IOPS, MB/s, latency, host CPU per I/O), then
@@ -20,7 +23,7 @@
 #   6. --bench   bench/venet-vs-virtio.sh: venet against virtio-net in the
 #                same guest, table + build/bench/results.{json,png}; then
 #                bench/blk-vs-virtio.sh: build/bench/blk-results.json
-# Without --bench it takes about 3-6 minutes once the packages are there.
+# Without --bench it takes about 4-7 minutes once the packages are there.
 #
 #   scripts/main.sh [--bench] [--no-deps] [-- BENCH-ARGS...]
 #
@@ -116,6 +119,15 @@ VBUS_HOSTD="$hostd" bash "$top/bench/venet-vs-virtio.sh" --no-build --nics venet
 	--time 4 --streams 2 --ping-n 100 --rr-n 1000 --timeout 300 --out "$VBUS_BUILD/main/venet" || rc=$?
 ((rc == 0)) || fail venet "$(elapsed "$t0")" "venet did not carry the traffic (exit $rc; logs in $VBUS_BUILD/main/venet)"
 done_step venet ok "$(elapsed "$t0")" "$VBUS_BUILD/main/venet/results.json"
+
+# ---- 4b. vbus-ipc: a guest process and a host process -------------------------------------------
+step "4b. vbus-ipc: a guest process <-> a host process over their own channel"
+t0=$(date +%s.%N)
+rc=0
+VBUS_BUILD="$VBUS_BUILD" bash "$top/tests/qemu/run-ipc-tests.sh" --no-build --demo --msgs 20000 \
+	--timeout 300 | grep -E '^(FAIL|    |guest:|[0-9]+ passed)' || rc=$?
+((rc == 0)) || fail ipc "$(elapsed "$t0")" "the exchange failed (logs in $VBUS_BUILD/qemu/ipc-tests)"
+done_step ipc ok "$(elapsed "$t0")" "20000 messages each way, checked"
 
 # ---- 5. vbus-blk: a disk through vbus-hostd --------------------------------------------------
 step "5. vbus-blk: a disk on vbus next to virtio-blk (short fio), ext4 on it"

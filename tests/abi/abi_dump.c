@@ -15,6 +15,7 @@
 #include <vbus/vbus_pci.h>
 #include <vbus/venet.h>
 #include <vbus/vbus_blk.h>
+#include <vbus/vbus_ipc.h>
 
 #define S(type) \
 	printf("%-34s size %3zu\n", #type, sizeof(type))
@@ -229,5 +230,43 @@ int main(void)
 	F(struct vbus_blk_req, nr_segs);
 	F(struct vbus_blk_req, reserved);
 	FA(struct vbus_blk_req, seg);
+	printf("vbus_ipc magic %#x v%d ioc info %#lx wait %#lx\n",
+	       VBUS_IPC_MAGIC, VBUS_IPC_ABI_VERSION,
+	       (unsigned long)VBUS_IPC_IOC_INFO,
+	       (unsigned long)VBUS_IPC_IOC_WAIT_SESSION);
+	S(struct vbus_ipc_layout);
+	F(struct vbus_ipc_layout, count);
+	F(struct vbus_ipc_layout, buf_size);
+	F(struct vbus_ipc_layout, ring_off);
+	F(struct vbus_ipc_layout, area_off);
+	F(struct vbus_ipc_layout, area_len);
+
+	S(struct vbus_ipc_shm);
+	F(struct vbus_ipc_shm, magic);
+	F(struct vbus_ipc_shm, size);
+	F(struct vbus_ipc_shm, region_id);
+	F(struct vbus_ipc_shm, host_peer);
+	F(struct vbus_ipc_shm, layout);
+	F(struct vbus_ipc_shm, service);
+	F(struct vbus_ipc_shm, guest_open);
+	F(struct vbus_ipc_shm, guest_close);
+	F(struct vbus_ipc_shm, session);
+	F(struct vbus_ipc_shm, state);
+	F(struct vbus_ipc_shm, session_open);
+
+	S(struct vbus_ipc_attach);
+	F(struct vbus_ipc_attach, session);
+
+	S(struct vbus_ipc_config);
+	F(struct vbus_ipc_config, region_id);
+	F(struct vbus_ipc_config, service);
+
+	S(struct vbus_ipc_info);
+	F(struct vbus_ipc_info, size);
+	F(struct vbus_ipc_info, region_id);
+	F(struct vbus_ipc_info, layout);
+	F(struct vbus_ipc_info, session);
+	F(struct vbus_ipc_info, service);
+
 	return 0;
 }

@@ -2,9 +2,10 @@
 # Every QEMU test, one after the other (each guest wants both cores under
 # TCG): the harness's own fail-path checks, the kernel selftests, the bus
 # (bridge + vbus-hostd), venet and vbus-blk end to end, vbus-hostd
-# restarted under a running guest (graceful and crash), the modules as DKMS
-# builds them, and a guest on vbus started by libvirt. Prints each suite's
-# summary and, last, the totals as "N passed, N
+# restarted under a running guest (graceful and crash), vbus-ipc (guest
+# process <-> host process), the modules as DKMS builds them, and a guest
+# on vbus started by libvirt. Prints each suite's summary and, last, the
+# totals as "N passed, N
 # failed"; exits non-zero on any failure. Extra arguments are not passed
 # on; set VBUS_QEMU_SUITES to run a subset, e.g. VBUS_QEMU_SUITES="kernel
 # bus". Not in the default list, the soaks (scripts/test.sh stages
@@ -14,7 +15,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-suites=${VBUS_QEMU_SUITES:-harness kernel bus venet blk restart dkms libvirt}
+suites=${VBUS_QEMU_SUITES:-harness kernel bus venet blk restart ipc dkms libvirt}
 passed=0
 failed=0
 lines=()
@@ -53,6 +54,7 @@ for s in $suites; do
 	venet) run_suite venet "$here/run-venet-tests.sh" ;;
 	blk) run_suite blk "$here/run-blk-tests.sh" ;;
 	restart) run_suite restart "$here/run-restart-tests.sh" ;;
+	ipc) run_suite ipc "$here/run-ipc-tests.sh" ;;
 	dkms) run_suite dkms "$here/run-dkms-tests.sh" ;;
 	libvirt) run_suite libvirt "$here/run-libvirt-tests.sh" ;;
 	bus-soak)

@@ -102,6 +102,88 @@ void ioq_channel_destroy(struct ioq_channel *ch);
 int ioq_channel_send_fds(int sock, const struct ioq_channel_fds *fds);
 int ioq_channel_recv_fds(int sock, struct ioq_channel_fds *fds);
 
+/*
+ * vbus-ipc endpoints: a message channel between a guest process and a
+ * host process (core/include/vbus/vbus_ipc.h, docs/transport.md
+ * "vbus-ipc"). The same calls on both ends:
+ *
+ *	struct ioq_ipc *ipc;
+ *	ioq_ipc_attach_host(&ipc, "/run/vbus/ipc-echo.sock", -1);  // host
+ *	ioq_ipc_attach_dev(&ipc, "/dev/vbus-ipc0", -1);            // guest
+ *	for (;;) {
+ *		long n = ioq_ipc_recv(ipc, buf, sizeof(buf));
+ *		if (n == -EAGAIN) { ioq_ipc_wait(ipc, IOQ_IPC_WAIT_RX, -1); continue; }
+ *		if (n < 0) break;             // -EPIPE: the peer left; -EIO: faulted
+ *		ioq_ipc_send(ipc, buf, n, 0);
+ *	}
+ *	ioq_ipc_close(ipc);
+ *
+ * A busy channel makes no system call: notifications stay masked except
+ * while ioq_ipc_wait() sleeps. Every received descriptor is checked
+ * against the endpoint's own copy of the layout; a bad one faults the
+ * endpoint (-EIO). When the session ends (the peer closed or died) every
+ * call returns -EPIPE: close and attach again.
+ */
+struct ioq_ipc;
+
+enum ioq_ipc_role {
+	IOQ_IPC_GUEST,		/* sends on the G2H ring */
+	IOQ_IPC_HOST,		/* sends on the H2G ring */
+};
+
+/* An endpoint from fds (dup'ed): the region, the doorbell this end sleeps
+ * on, the one that wakes the peer, and optionally a socket whose EOF ends
+ * the session (-1: none). For tests and custom transports. */
+struct ioq_ipc_fds {
+	int shm_fd;
+	int wait_fd;
+	int kick_fd;
+	int ctl_fd;
+	__u32 session;		/* the session the region must be in */
+};
+int ioq_ipc_attach_fds(struct ioq_ipc **ipc, enum ioq_ipc_role role,
+		       const struct ioq_ipc_fds *fds);
+/* Guest: open /dev/vbus-ipcN and wait up to @timeout_ms (-1: forever)
+ * for the host process (-ETIMEDOUT). */
+int ioq_ipc_attach_dev(struct ioq_ipc **ipc, const char *path,
+		       int timeout_ms);
+/* Host: connect to vbus-hostd's service socket and wait up to
+ * @timeout_ms for a guest process (-ETIMEDOUT). */
+int ioq_ipc_attach_host(struct ioq_ipc **ipc, const char *sock_path,
+			int timeout_ms);
+
+#define IOQ_IPC_MORE	1	/* send: more follow, signal at the last */
+/* Copy @len bytes (<= ioq_ipc_max_msg) into a tx buffer and post it:
+ * 0, -EAGAIN (all buffers in flight), -EMSGSIZE, -EPIPE, -EIO. */
+int ioq_ipc_send(struct ioq_ipc *ipc, const void *buf, size_t len,
+		 int flags);
+int ioq_ipc_flush(struct ioq_ipc *ipc);	/* signal what MORE held back */
+/* The next message into @buf: its length, -EAGAIN (none), -EMSGSIZE
+ * (@cap too small; it stays queued), -EPIPE, -EIO. */
+long ioq_ipc_recv(struct ioq_ipc *ipc, void *buf, size_t cap);
+
+#define IOQ_IPC_WAIT_RX	1	/* a message to receive */
+#define IOQ_IPC_WAIT_TX	2	/* a tx buffer came back */
+/* Sleep until one of @events (or @timeout_ms; -1 forever): 1, 0 on
+ * timeout, -EPIPE, -EIO. */
+int ioq_ipc_wait(struct ioq_ipc *ipc, int events, int timeout_ms);
+int ioq_ipc_pollfd(const struct ioq_ipc *ipc);
+size_t ioq_ipc_max_msg(const struct ioq_ipc *ipc);
+/* The rings, for iterator and bulk users: @tx 1 = this end's tx ring
+ * (north), 0 = its rx ring (south). */
+struct ioq *ioq_ipc_ioq(struct ioq_ipc *ipc, int tx);
+
+struct ioq_ipc_stats {
+	unsigned long sent, received;
+	unsigned long kicks;	/* doorbells rung (system calls) */
+	unsigned long injects;	/* signal injects that crossed */
+	unsigned long wakeups;	/* doorbells handled */
+	unsigned long sleeps;	/* times wait blocked */
+	unsigned long faults;
+};
+void ioq_ipc_stats(const struct ioq_ipc *ipc, struct ioq_ipc_stats *st);
+void ioq_ipc_close(struct ioq_ipc *ipc);
+
 #ifdef __cplusplus
 }
 #endif
