@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Prints the offset and size of every field of every wire structure. Built
- * -m32 and -m64 (tests/abi/abi-check.sh) and the outputs must be identical:
+ * Emits the offset and size of every field of every wire structure. Compiled
+ * -m32 and -m64 (tests/abi/abi-check.sh) and the dumps must be identical:
  * both sides of a vbus may be different ABIs (an i386 guest on an x86-64
  * host), and the 2009 layouts were not (__u64 aligns to 4 on i386). The
  * headers' static asserts pin the x86-64 numbers; this pins "the same
@@ -9,7 +9,6 @@
  * explicit padding is what makes the layout independent of it.
  */
 #include <stddef.h>
-#include <stdio.h>
 #include <vbus/shm_signal.h>
 #include <vbus/ioq.h>
 #include <vbus/vbus_pci.h>
@@ -17,21 +16,29 @@
 #include <vbus/vbus_blk.h>
 #include <vbus/vbus_ipc.h>
 
-#define S(type) \
-	printf("%-34s size %3zu\n", #type, sizeof(type))
+/*
+ * Nothing here runs: the values are emitted into the assembly as comment
+ * lines "# @@ ..." (the kernel's asm-offsets trick) and abi-check.sh reads
+ * them from `cc -S`, so the -m32 layout is checked on hosts that cannot
+ * execute i386 binaries. An immediate prints as "$N", signed on i386:
+ * the script strips the "$" and reads a negative N modulo 2^32.
+ */
+#define V(v) "i" ((unsigned long)(v))
+#define DUMP(text, ...) asm volatile("\n# @@ " text : : __VA_ARGS__)
+#define S(type) DUMP(#type " size %0", V(sizeof(type)))
 #define F(type, field) \
-	printf("  %-32s off %3zu size %3zu\n", #field, \
-	       offsetof(type, field), sizeof(((type *)0)->field))
+	DUMP("  " #field " off %0 size %1", V(offsetof(type, field)), \
+	     V(sizeof(((type *)0)->field)))
 /* flexible array member: no size */
 #define FA(type, field) \
-	printf("  %-32s off %3zu elem %3zu\n", #field, \
-	       offsetof(type, field), sizeof(((type *)0)->field[0]))
+	DUMP("  " #field " off %0 elem %1", V(offsetof(type, field)), \
+	     V(sizeof(((type *)0)->field[0])))
 
 int main(void)
 {
-	printf("magic shm_signal %#x v%d ioq %#x v%d vbus_pci %#x v%d\n",
-	       SHM_SIGNAL_MAGIC, SHM_SIGNAL_VER, IOQ_RING_MAGIC, IOQ_RING_VER,
-	       VBUS_PCI_ABI_MAGIC, VBUS_PCI_ABI_VERSION);
+	DUMP("magic shm_signal %0 v%1 ioq %2 v%3 vbus_pci %4 v%5",
+	     V(SHM_SIGNAL_MAGIC), V(SHM_SIGNAL_VER), V(IOQ_RING_MAGIC),
+	     V(IOQ_RING_VER), V(VBUS_PCI_ABI_MAGIC), V(VBUS_PCI_ABI_VERSION));
 
 	S(struct shm_signal_irq);
 	F(struct shm_signal_irq, enabled);
@@ -82,10 +89,9 @@ int main(void)
 	F(struct ioq_ring_head_v6, valid_head);
 	F(struct ioq_ring_head_v6, inuse_head);
 	FA(struct ioq_ring_head_v6, ring);
-	printf("  IOQ_RING_SIZE(5, 256) %zu\n",
-	       (size_t)IOQ_RING_SIZE(IOQ_RING_VER_V5, 256));
-	printf("  IOQ_HEAD_DESC_SIZE(256) %zu\n",
-	       (size_t)IOQ_HEAD_DESC_SIZE(256));
+	DUMP("  IOQ_RING_SIZE(5, 256) %0",
+	     V(IOQ_RING_SIZE(IOQ_RING_VER_V5, 256)));
+	DUMP("  IOQ_HEAD_DESC_SIZE(256) %0", V(IOQ_HEAD_DESC_SIZE(256)));
 
 	S(struct vbus_pci_negotiate);
 	F(struct vbus_pci_negotiate, magic);
@@ -230,10 +236,9 @@ int main(void)
 	F(struct vbus_blk_req, nr_segs);
 	F(struct vbus_blk_req, reserved);
 	FA(struct vbus_blk_req, seg);
-	printf("vbus_ipc magic %#x v%d ioc info %#lx wait %#lx\n",
-	       VBUS_IPC_MAGIC, VBUS_IPC_ABI_VERSION,
-	       (unsigned long)VBUS_IPC_IOC_INFO,
-	       (unsigned long)VBUS_IPC_IOC_WAIT_SESSION);
+	DUMP("vbus_ipc magic %0 v%1 ioc info %2 wait %3",
+	     V(VBUS_IPC_MAGIC), V(VBUS_IPC_ABI_VERSION),
+	     V(VBUS_IPC_IOC_INFO), V(VBUS_IPC_IOC_WAIT_SESSION));
 	S(struct vbus_ipc_layout);
 	F(struct vbus_ipc_layout, count);
 	F(struct vbus_ipc_layout, buf_size);
