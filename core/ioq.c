@@ -50,11 +50,6 @@
 #include <vbus/platform.h>
 #include <vbus/ioq.h>
 
-static inline int is_pow2(__u32 n)
-{
-	return n && !(n & (n - 1));
-}
-
 static inline int ver_known(__u32 ver)
 {
 	return ver == IOQ_RING_VER_V5 || ver == IOQ_RING_VER_V6;
@@ -69,7 +64,7 @@ static inline struct ioq_ring_head_v6 *v6_head(struct ioq *ioq)
 
 int ioq_ring_format_ver(struct ioq_ring_head *head, __u32 count, __u32 ver)
 {
-	if (!is_pow2(count) || count > IOQ_RING_MAX_COUNT || !ver_known(ver))
+	if (!ioq_count_valid(count) || !ver_known(ver))
 		return -EINVAL;
 
 	memset(head, 0, IOQ_RING_SIZE(ver, count));
@@ -103,7 +98,7 @@ long ioq_ring_check_ver(const struct ioq_ring_head *head, __u64 len,
 		return -EPROTO;
 
 	n = VBUS_READ(head->count);
-	if (!is_pow2(n) || n > IOQ_RING_MAX_COUNT || (count && n != count))
+	if (!ioq_count_valid(n) || (count && n != count))
 		return -EINVAL;
 	if (len < IOQ_RING_SIZE(ver, (__u64)n))
 		return -EMSGSIZE;
@@ -158,7 +153,7 @@ int ioq_init_ver(struct ioq *ioq, const struct ioq_ops *ops,
 		 enum ioq_locality locale, struct ioq_ring_head *head,
 		 struct shm_signal *signal, __u32 count, __u32 ver)
 {
-	if (!is_pow2(count) || count > IOQ_RING_MAX_COUNT)
+	if (!ioq_count_valid(count))
 		return -EINVAL;
 	if (!ver_known(ver))
 		return -EPROTO;
