@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <vbus/ioq_channel.h>
 #include <vbus/vbus_ipc.h>
+#include "fd_pass.h"
 
 struct ipc_dir {
 	struct ioq_ring_head *head;
@@ -338,57 +339,19 @@ static int poll_in(int fd, int timeout_ms)
 	return n < 0 ? -errno : n;
 }
 
-static void close_all(const int *fdv, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		close(fdv[i]);
-}
-
 /* One attach message and exactly its fds, or -EPROTO (all closed). */
 static int recv_attach(int sock, struct vbus_ipc_attach *m, int *fdv)
 {
-	union {
-		char buf[CMSG_SPACE(16 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
-	};
-	int got[16];
-	size_t nfd = 0;
-	struct cmsghdr *c;
-	ssize_t n;
+	int err;
 
-	do {
-		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		size_t k;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (k > 16 - nfd)
-			k = 16 - nfd;
-		memcpy(&got[nfd], CMSG_DATA(c), k * sizeof(int));
-		nfd += k;
-	}
-	if (n == 0) {
-		close_all(got, nfd);
-		return -ECONNRESET;
-	}
-	if (n != (ssize_t)sizeof(*m) || m->magic != VBUS_IPC_ATTACH_MAGIC ||
-	    m->version != VBUS_IPC_ABI_VERSION ||
-	    (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-	    nfd != VBUS_IPC_ATTACH_NFDS) {
-		close_all(got, nfd);
+	err = ioq_recv_fds(sock, m, sizeof(*m), fdv, VBUS_IPC_ATTACH_NFDS);
+	if (err)
+		return err;
+	if (m->magic != VBUS_IPC_ATTACH_MAGIC ||
+	    m->version != VBUS_IPC_ABI_VERSION) {
+		ioq_close_fds(fdv, VBUS_IPC_ATTACH_NFDS);
 		return -EPROTO;
 	}
-	memcpy(fdv, got, VBUS_IPC_ATTACH_NFDS * sizeof(int));
 	return 0;
 }
 
@@ -424,7 +387,7 @@ int ioq_ipc_attach_host(struct ioq_ipc **ipcp, const char *sock_path,
 				    .kick_fd = fdv[2], .ctl_fd = sock,
 				    .session = m.session };
 	err = ioq_ipc_attach_fds(ipcp, IOQ_IPC_HOST, &fds);
-	close_all(fdv, VBUS_IPC_ATTACH_NFDS);
+	ioq_close_fds(fdv, VBUS_IPC_ATTACH_NFDS);
 out:
 	close(sock);
 	return err;
