@@ -208,6 +208,17 @@ static int faulted(struct ioq *ioq, const char *msg)
 	return -EIO;
 }
 
+/*
+ * The one "faulted" check of the ring level, at every data-path entry
+ * (virtio_ring's BAD_RING/broken): once a counter failed its check the
+ * channel is dead for good, even where a cached counter would still let
+ * a call through. The flag is this side's private memory.
+ */
+static inline int broken(const struct ioq *ioq)
+{
+	return shm_signal_faulted(ioq->signal);
+}
+
 static inline unsigned int min_u(unsigned int a, unsigned int b)
 {
 	return a < b ? a : b;
@@ -490,6 +501,8 @@ static int count_of(struct ioq *ioq, enum ioq_idx_type type,
 
 	if (type != ioq_idxtype_valid && type != ioq_idxtype_inuse)
 		return -EINVAL;
+	if (broken(ioq))
+		return -EIO;
 	if (ioq->ver == IOQ_RING_VER_V6)
 		return v6_count(ioq, type, headp, tailp);
 	idx = idxtype_to_idx(ioq, type);
@@ -691,7 +704,7 @@ static int v6_iter_owned(struct ioq_iterator *iter)
 
 int ioq_iter_owned(struct ioq_iterator *iter)
 {
-	if (!iter->desc)
+	if (!iter->desc || broken(iter->ioq))
 		return 0;
 	if (iter->ioq->ver == IOQ_RING_VER_V6)
 		return v6_iter_owned(iter);
@@ -763,6 +776,8 @@ int ioq_iter_push(struct ioq_iterator *iter, int flags)
 	int ret;
 
 	(void)flags;
+	if (broken(iter->ioq))
+		return -EIO;
 	if (iter->ioq->ver == IOQ_RING_VER_V6)
 		ret = v6_iter_push(iter);
 	else
@@ -830,6 +845,8 @@ int ioq_iter_pop(struct ioq_iterator *iter, int flags)
 	int ret;
 
 	(void)flags;
+	if (broken(iter->ioq))
+		return -EIO;
 	if (iter->ioq->ver == IOQ_RING_VER_V6)
 		ret = v6_iter_pop(iter);
 	else
@@ -857,6 +874,8 @@ int ioq_post_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
 {
 	if (!is_north(ioq))
 		return -EINVAL;
+	if (broken(ioq))
+		return -EIO;
 	if (ioq->ver == IOQ_RING_VER_V5)
 		return v5_post_room(ioq, n, pos);
 	*pos = ioq->push.tail;
@@ -867,12 +886,16 @@ VBUS_EXPORT(ioq_post_begin);
 int ioq_post_end(struct ioq *ioq, unsigned int n, int flags)
 {
 	__u32 tail;
+	int ret;
 
 	if (!is_north(ioq))
 		return -EINVAL;
+	if (broken(ioq))
+		return -EIO;
 	if (ioq->ver == IOQ_RING_VER_V5) {
-		if (v5_post_room(ioq, n, &tail) != (int)n)
-			return -EINVAL;
+		ret = v5_post_room(ioq, n, &tail);
+		if (ret != (int)n)
+			return ret < 0 ? ret : -EINVAL;
 		v5_post_publish(ioq, tail, n);		/* [R4], [R1] */
 	} else {
 		if (n > ioq->count - (ioq->push.tail - ioq->push.head))
@@ -887,6 +910,8 @@ int ioq_consume_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
 {
 	if (is_north(ioq))
 		return -EINVAL;
+	if (broken(ioq))
+		return -EIO;
 	if (ioq->ver == IOQ_RING_VER_V5)
 		return v5_take_avail(ioq, ioq_idxtype_valid, n, pos);
 	*pos = ioq->consume.head;
@@ -897,12 +922,16 @@ VBUS_EXPORT(ioq_consume_begin);
 int ioq_consume_end(struct ioq *ioq, unsigned int n, int flags)
 {
 	__u32 head;
+	int ret;
 
 	if (is_north(ioq))
 		return -EINVAL;
+	if (broken(ioq))
+		return -EIO;
 	if (ioq->ver == IOQ_RING_VER_V5) {
-		if (v5_take_avail(ioq, ioq_idxtype_valid, n, &head) != (int)n)
-			return -EINVAL;
+		ret = v5_take_avail(ioq, ioq_idxtype_valid, n, &head);
+		if (ret != (int)n)
+			return ret < 0 ? ret : -EINVAL;
 		v5_take_publish(ioq, ioq_idxtype_valid, head, n, 1);
 	} else {
 		if (n > ioq->consume.tail - ioq->consume.head)
@@ -917,6 +946,8 @@ int ioq_reap_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
 {
 	if (!is_north(ioq))
 		return -EINVAL;
+	if (broken(ioq))
+		return -EIO;
 	if (ioq->ver == IOQ_RING_VER_V5)
 		return v5_take_avail(ioq, ioq_idxtype_inuse, n, pos);
 	*pos = ioq->reap.head;
@@ -927,12 +958,16 @@ VBUS_EXPORT(ioq_reap_begin);
 int ioq_reap_end(struct ioq *ioq, unsigned int n, int flags)
 {
 	__u32 head;
+	int ret;
 
 	if (!is_north(ioq))
 		return -EINVAL;
+	if (broken(ioq))
+		return -EIO;
 	if (ioq->ver == IOQ_RING_VER_V5) {
-		if (v5_take_avail(ioq, ioq_idxtype_inuse, n, &head) != (int)n)
-			return -EINVAL;
+		ret = v5_take_avail(ioq, ioq_idxtype_inuse, n, &head);
+		if (ret != (int)n)
+			return ret < 0 ? ret : -EINVAL;
 		v5_take_publish(ioq, ioq_idxtype_inuse, head, n, 0);
 	} else {
 		if (n > ioq->reap.done - ioq->reap.head)

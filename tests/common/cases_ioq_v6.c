@@ -297,6 +297,39 @@ VT_CASE(v6_inuse_head_out_of_range_faults)
 	VT_ASSERT_EQ(h6(r)->tail, N);
 }
 
+/* a fault is final even where a cached counter would let a call through */
+VT_CASE(v6_fault_stops_every_call)
+{
+	struct vt_ring *r = vt_ring_new(N);
+	struct ioq_iterator it;
+	__u64 c;
+	__u32 pos;
+
+	VT_ASSERT(r);
+	VT_ASSERT_EQ(bulk_post(r, 0, 4), 4);
+	VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);	/* caches tail = 4 */
+	VT_ASSERT_EQ(vt_reap(r, &c), 0);	/* caches valid_head = 1 */
+	shm_signal_fault(&r->south.side.sig, "test");
+	shm_signal_fault(&r->north.side.sig, "test");
+
+	VT_ASSERT_EQ(ioq_consume_begin(&r->south.q, 1, &pos), -EIO);
+	VT_ASSERT_EQ(ioq_consume_end(&r->south.q, 0, 0), -EIO);
+	VT_ASSERT_EQ(ioq_post_begin(&r->north.q, 1, &pos), -EIO);
+	VT_ASSERT_EQ(ioq_post_end(&r->north.q, 0, 0), -EIO);
+	VT_ASSERT_EQ(ioq_reap_begin(&r->north.q, 1, &pos), -EIO);
+	VT_ASSERT_EQ(ioq_reap_end(&r->north.q, 0, 0), -EIO);
+	VT_ASSERT_EQ(ioq_count(&r->south.q, ioq_idxtype_valid), -EIO);
+	VT_ASSERT_EQ(vt_post(r, 9, 0), -EIO);
+	VT_ASSERT_EQ(ioq_iter_init(&r->south.q, &it, ioq_idxtype_valid, 0), 0);
+	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_head, 0, 0), 0);
+	VT_ASSERT_EQ(ioq_iter_owned(&it), 0);
+	VT_ASSERT_EQ(ioq_iter_pop(&it, 0), -EIO);
+	/* nothing moved */
+	VT_ASSERT_EQ(h6(r)->tail, 4);
+	VT_ASSERT_EQ(h6(r)->valid_head, 1);
+	VT_ASSERT_EQ(h6(r)->inuse_head, 1);
+}
+
 VT_CASE(v6_cached_tail_is_not_reread_while_it_suffices)
 {
 	struct vt_ring *r = vt_ring_new(N);
@@ -489,6 +522,7 @@ VT_SUITE(ioq_v6,
 	VT_ENTRY(v6_tail_behind_head_faults),
 	VT_ENTRY(v6_valid_head_past_tail_faults),
 	VT_ENTRY(v6_inuse_head_out_of_range_faults),
+	VT_ENTRY(v6_fault_stops_every_call),
 	VT_ENTRY(v6_cached_tail_is_not_reread_while_it_suffices),
 	VT_ENTRY(v6_bulk_round_trip),
 	VT_ENTRY(v6_bulk_post_is_all_or_nothing),
