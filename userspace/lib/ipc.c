@@ -153,19 +153,23 @@ static int dir_bind(struct ioq_ipc *ipc, struct ipc_dir *d, int dir,
 {
 	const struct vbus_ipc_layout *l = &ipc->lay;
 	struct ioq_ring_head *head;
+	__u32 ver;
 	long n;
 	int err;
 
 	head = (struct ioq_ring_head *)((char *)ipc->map + l->ring_off[dir]);
 	d->area = (unsigned char *)ipc->map + l->area_off[dir];
-	n = ioq_ring_check(head, IOQ_HEAD_DESC_SIZE(l->count), l->count);
+	/* bind the version we checked, never a second read of the header */
+	n = ioq_ring_check_ver(head, IOQ_HEAD_DESC_SIZE(l->count), l->count,
+			       &ver);
 	if (n < 0)
 		return (int)n;
 	shm_signal_init(&d->signal, (enum shm_signal_locality)locale, ops,
 			&head->signal);
 	vbus_defer_set_kick(&d->signal.deferred_notify, kick_self, ipc);
 	/* the ioq takes over the signal's initial reference */
-	err = ioq_init(&d->ioq, NULL, locale, head, &d->signal, l->count);
+	err = ioq_init_ver(&d->ioq, NULL, locale, head, &d->signal, l->count,
+			   ver);
 	if (err)
 		return err;
 	d->head = head;	/* from here on ioq_ipc_close() puts the ioq */
@@ -442,8 +446,9 @@ int ioq_ipc_send(struct ioq_ipc *ipc, const void *buf, size_t len, int flags)
 	err = tx_reap(ipc);
 	if (err < 0)
 		return err;
-	if (ioq_full(&ipc->tx.ioq, ioq_idxtype_inuse))
-		return -EAGAIN;
+	err = ioq_full(&ipc->tx.ioq, ioq_idxtype_inuse);
+	if (err)
+		return err < 0 ? err : -EAGAIN;
 	/* a caller may also push through ioq_ipc_ioq(): post at the tail */
 	err = ioq_iter_seek(&ipc->tx.it, ioq_seek_tail, 0, 0);
 	if (err)
