@@ -22,16 +22,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
-# shellcheck source=tests/qemu/lib/kernel.sh
-source "$here/lib/kernel.sh"
-# shellcheck source=tests/qemu/lib/initramfs.sh
-source "$here/lib/initramfs.sh"
-# shellcheck source=tests/qemu/lib/boot.sh
-source "$here/lib/boot.sh"
-# shellcheck source=tests/qemu/lib/results.sh
-source "$here/lib/results.sh"
-# shellcheck source=tests/qemu/lib/hostd.sh
-source "$here/lib/hostd.sh"
+# shellcheck source=tests/qemu/lib/suite.sh
+source "$here/lib/suite.sh"
 
 mem=512 timeout=600 build=1 hostd=
 while (($#)); do

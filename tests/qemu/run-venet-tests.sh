@@ -33,16 +33,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
-# shellcheck source=tests/qemu/lib/kernel.sh
-source "$here/lib/kernel.sh"
-# shellcheck source=tests/qemu/lib/initramfs.sh
-source "$here/lib/initramfs.sh"
-# shellcheck source=tests/qemu/lib/boot.sh
-source "$here/lib/boot.sh"
-# shellcheck source=tests/qemu/lib/results.sh
-source "$here/lib/results.sh"
-# shellcheck source=tests/qemu/lib/hostd.sh
-source "$here/lib/hostd.sh"
+# shellcheck source=tests/qemu/lib/suite.sh
+source "$here/lib/suite.sh"
 
 sg_modes="1 0" cycles=20 data_mb=8 soak_mb=0 mem=1G timeout=900 build=1
 while (($#)); do
