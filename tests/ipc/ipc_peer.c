@@ -393,8 +393,7 @@ static int act(struct peer_link *peer, const char *what, unsigned long n,
 		return !win || win > max ? usage() :
 		       do_stream(peer, n, win, batch);
 	if (!strcmp(what, "garbage"))
-		return peer_ipc_channel(peer) ? do_echo(peer, 0, ECHO_GARBAGE) :
-		       usage();
+		return do_echo(peer, 0, ECHO_GARBAGE);
 	return do_echo(peer, n, strcmp(what, "echo-check") ? ECHO : ECHO_CHECK);
 }
 
@@ -425,7 +424,8 @@ int main(int argc, char **argv)
 		   strcmp(what, "garbage")) {
 		return usage();
 	}
-	if (!is_ipc(argv[1]) && !is_tcp(argv[1]))
+	/* garbage is a vbus-ipc descriptor: no such thing over TCP */
+	if (!is_ipc(argv[1]) && (!is_tcp(argv[1]) || !strcmp(what, "garbage")))
 		return usage();
 	err = attach(&peer, argv[1], argv[2], max_msg);
 	if (err) {

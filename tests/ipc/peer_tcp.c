@@ -111,11 +111,12 @@ static void fill_in(struct tcp_link *t)
 static long next_frame(struct tcp_link *t)
 {
 	size_t avail = t->in.end - t->in.start;
-	const unsigned char *h = t->in.p + t->in.start;
+	const unsigned char *h;
 	uint32_t len;
 
 	if (avail < HDR)
 		return -EAGAIN;
+	h = t->in.p + t->in.start;
 	len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
 	      (uint32_t)h[3] << 24;
 	if (len > t->max) {
