@@ -361,19 +361,27 @@ def gp_str(t):
     return '"' + str(t).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def plot_gnuplot(out, meta, res, ratio, png):
-    """one panel per PANELS entry: a bar per NIC with its value on top,
-    whiskers from the lowest to the highest round, the venet/virtio ratio
-    above each pair"""
-    avail = [n for n in NICS if res[n]["available"]]
+COLORS = {"venet": "#1f77b4", "virtio": "#ff7f0e", "ipc": "#2ca02c"}
+GREY = "#7f7f7f"
+
+
+def plot_gnuplot(out, meta, res, ratio, png, series=NICS, panels=None,
+                 title="vbus venet vs virtio-net", ratio_name="venet/virtio",
+                 bars="median of the rounds (latency: all samples)"):
+    """one panel per PANELS entry (or @panels): a bar per NIC (@series)
+    with its value on top, whiskers from the lowest to the highest round,
+    the @ratio (venet/virtio) above each group; bench/ipc_report.py
+    passes its own series, panels and title"""
+    panels = PANELS if panels is None else panels
+    avail = [n for n in series if res[n]["available"]]
     pdir = os.path.join(out, "plot")
     os.makedirs(pdir, exist_ok=True)
     k = len(avail)
     w = 0.8 / max(1, k)
-    head = (f"vbus venet vs virtio-net (accel={meta.get('accel')}, {meta.get('smp')} vCPUs, "
-            f"{meta.get('rounds')} round(s), {meta.get('date')}); bars: median of the rounds "
-            "(latency: all samples), whiskers: lowest..highest round, "
-            "above a pair: venet/virtio")
+    head = (f"{title} (accel={meta.get('accel')}, {meta.get('smp')} vCPUs, "
+            f"{meta.get('rounds')} round(s), {meta.get('date')}); bars: {bars}, "
+            "whiskers: lowest..highest round, "
+            f"above a group: {ratio_name}")
     lines = [
         'set terminal pngcairo size 1800,1000 font ",10"',
         f"set output '{png}'",
@@ -384,8 +392,7 @@ def plot_gnuplot(out, meta, res, ratio, png):
         "set offsets 0, 0, 0, 0",
         f"set multiplot layout 2,3 title {gp_str(head)}",
     ]
-    colors = {"venet": "#1f77b4", "virtio": "#ff7f0e"}
-    for pi, (title, rows) in enumerate(PANELS):
+    for pi, (ptitle, rows) in enumerate(panels):
         dat = os.path.join(pdir, f"panel{pi}.dat")
         top = 0.0
         with open(dat, "w", encoding="utf-8") as f:
@@ -415,7 +422,7 @@ def plot_gnuplot(out, meta, res, ratio, png):
                 f.write("-10 0 \"\"\n")
         xt = ", ".join(f"{gp_str(label)} {j}" for j, (label, _) in enumerate(rows))
         lines += [
-            f"set title {gp_str(title)}",
+            f"set title {gp_str(ptitle)}",
             f"set xtics ({xt})",
             f"set xrange [-0.6:{len(rows) - 0.4}]",
             f"set yrange [0:{top * 1.3 if top > 0 else 1}]",
@@ -423,7 +430,7 @@ def plot_gnuplot(out, meta, res, ratio, png):
         plots = []
         for i, n in enumerate(avail):
             plots += [
-                f"'{dat}' index {i} using 1:2:5 with boxes lc rgb '{colors[n]}' title '{n}'",
+                f"'{dat}' index {i} using 1:2:5 with boxes lc rgb '{COLORS.get(n, GREY)}' title '{n}'",
                 f"'' index {i} using 1:2:3:4 with yerrorbars lc rgb 'black' pt -1 notitle",
                 f"'' index {i} using 1:4:6 with labels offset 0,0.8 font ',9' notitle",
             ]

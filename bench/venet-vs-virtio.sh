@@ -284,6 +284,7 @@ cp "$top/tests/qemu/guest/lib.sh" "$s/test/lib.sh"
 cp "$here/guest/bench-guest.sh" "$s/test/run.sh"
 cp "$tcprr" "$s/test/tcprr"
 cp "$here/guest/counters.sh" "$s/test/counters.sh"
+cp "$here/guest/nic.sh" "$s/test/nic.sh"
 cat >"$s/test/config.sh" <<EOF
 VB_NICS="$guest_nics"
 VB_VIRTIO_IP=${gip[virtio]}

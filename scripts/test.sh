@@ -5,8 +5,8 @@
 # Exits non-zero if anything failed.
 #
 #   VBUS_TEST_STAGES="build ctest ..."  run only these stages; the soaks
-#                                       (soak-stress soak-bus soak-venet)
-#                                       run only when named here
+#                                       (soak-stress soak-bus soak-venet
+#                                       soak-ipc) run only when named here
 #   VBUS_SKIP_KERNEL=1                  skip make modules and QEMU
 #   VBUS_BUILD_DIR=dir                  build tree (default: build/)
 #   JOBS=N                              parallelism (default: nproc)
@@ -208,6 +208,9 @@ if want soak-bus && kernel_ok soak-bus; then
 fi
 if want soak-venet && kernel_ok soak-venet; then
 	run_qemu soak-venet venet-soak
+fi
+if want soak-ipc && kernel_ok soak-ipc; then
+	run_qemu soak-ipc ipc-soak
 fi
 
 echo

@@ -9,9 +9,10 @@
 # failed"; exits non-zero on any failure. Extra arguments are not passed
 # on; set VBUS_QEMU_SUITES to run a subset, e.g. VBUS_QEMU_SUITES="kernel
 # bus". Not in the default list, the soaks (scripts/test.sh stages
-# soak-bus, soak-venet): bus-soak (VBUS_SOAK_CYCLES load/unload cycles
-# with devices present, default 100) and venet-soak (VBUS_SOAK_MB MiB each
-# way, default 2048).
+# soak-bus, soak-venet, soak-ipc): bus-soak (VBUS_SOAK_CYCLES load/unload
+# cycles with devices present, default 100), venet-soak (VBUS_SOAK_MB MiB
+# each way, default 2048) and ipc-soak (VBUS_SOAK_IPC_MSGS messages with
+# sequence numbers and checksums, checked at both ends, default 10^7).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -63,6 +64,9 @@ for s in $suites; do
 	venet-soak)
 		run_suite venet-soak "$here/run-venet-tests.sh" --sg 1 \
 			--soak-mb "${VBUS_SOAK_MB:-2048}" --timeout 3600 ;;
+	ipc-soak)
+		run_suite ipc-soak "$here/run-ipc-tests.sh" \
+			--soak "${VBUS_SOAK_IPC_MSGS:-10000000}" --timeout "${VBUS_SOAK_IPC_TIMEOUT:-21600}" ;;
 	*) echo "run-all: unknown suite '$s'" >&2; failed=$((failed + 1)) ;;
 	esac
 done

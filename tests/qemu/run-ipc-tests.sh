@@ -17,13 +17,19 @@
 #
 #   tests/qemu/run-ipc-tests.sh [--msgs N] [--cycles N] [--mem SIZE]
 #                               [--timeout SEC] [--no-build] [--demo]
+#                               [--soak N] [--bench]
 #
-#   --demo   only the exchange (scripts/main.sh shows it)
-#   --bench  figures instead of tests: the guest process echoes, the host
-#            process measures (host clock): round trips of 1 B and 4 KiB
-#            (min/p50/p99), streams of 4 KiB at batch 1 and 32 and of
-#            64 KiB at batch 32 (messages/s, MB/s one way), doorbells per
-#            message; table on stdout, $VBUS_BUILD/bench/ipc.json
+#   --demo    only the exchange (scripts/main.sh shows it)
+#   --soak N  only the exchange, of N messages, and the host process
+#             checks each one too (ipc-peer echo-check: sequence number,
+#             length, checksum), so both directions are verified; the
+#             soak-ipc stage of scripts/test.sh (VBUS_SOAK_IPC_MSGS, 10^7)
+#   --bench   figures instead of tests: the guest process echoes, the host
+#             process measures (host clock): round trips of 1 B and 4 KiB
+#             (min/p50/p99), streams of 4 KiB at batch 1 and 32 and of
+#             64 KiB at batch 32 (messages/s, MB/s one way), doorbells per
+#             message; table on stdout, $VBUS_BUILD/bench/ipc-alone.json
+#             (bench/ipc-vs-tcp.sh compares with TCP over venet/virtio-net)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,7 +37,7 @@ top=$(cd "$here/../.." && pwd)
 # shellcheck source=tests/qemu/lib/suite.sh
 source "$here/lib/suite.sh"
 
-msgs=100000 cycles=20 mem=512M timeout=600 build=1 demo=0 bench=0
+msgs=100000 cycles=20 mem=512M timeout=600 build=1 demo=0 bench=0 soak=0
 while (($#)); do
 	case "$1" in
 	--msgs) msgs=$2; shift 2 ;;
@@ -41,6 +47,7 @@ while (($#)); do
 	--no-build) build=0; shift ;;
 	--demo) demo=1; shift ;;
 	--bench) bench=1; shift ;;
+	--soak) soak=1 demo=1 msgs=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
 	esac
@@ -141,7 +148,9 @@ for ((i = 0; i <= cycles; i++)); do modes+=("echo"); done
 expect=(0 137 0 0 0)
 for ((i = 0; i <= cycles; i++)); do expect+=(0); done
 names=(exchange host-killed reopen garbage guest-killed)
-if ((demo)); then
+if ((soak)); then
+	modes=("echo-check") expect=(0) names=(exchange-checked)
+elif ((demo)); then
 	modes=("echo") expect=(0) names=(exchange)
 elif ((bench)); then
 	modes=("${bench_runs[@]}") expect=() names=()
@@ -207,7 +216,7 @@ fi
 
 printf '\nfigures (accel=%s, 2 vCPUs, kernel %s):\n' "$(vbus_qemu_accel)" "$VBUS_KVER"
 tr -d '\r' <"$out/guest.log" | grep -aoE 'vbus-ipc-tests: .*' | sed 's/^/    /' || true
-grep -aE '^ipc-peer: (echo|die-after):' "$out/host-peers.log" | head -n 1 | sed 's/^/    host: /' || true
+grep -aE '^ipc-peer: (echo|echo-check|die-after):' "$out/host-peers.log" | head -n 1 | sed 's/^/    host: /' || true
 if ((bench)); then
 	mkdir -p "$VBUS_BUILD/bench"
 	printf '\nvbus-ipc, guest process <-> host process (host clock; accel=%s):\n' "$(vbus_qemu_accel)"
@@ -223,7 +232,7 @@ for line in sys.stdin:
         row[k] = float(v)
     rows.append(row)
 json.dump({"transport": "vbus-ipc", "runs": rows}, sys.stdout, indent=1)
-' >"$VBUS_BUILD/bench/ipc.json" && printf '    json: %s\n' "$VBUS_BUILD/bench/ipc.json"
+' >"$VBUS_BUILD/bench/ipc-alone.json" && printf '    json: %s\n' "$VBUS_BUILD/bench/ipc-alone.json"
 fi
 printf 'guest: %s s; total %s s; logs in %s\n' "$guest_secs" "$(vbus_elapsed "$t_start")" "$out"
 finish

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/* ipc-peer's vbus-ipc link: peer_link calls onto libioq's ioq_ipc_*. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vbus/ioq_channel.h>
+#include "peer_link.h"
+
+struct ipc_link {
+	struct peer_link link;
+	struct ioq_ipc *ipc;
+};
+
+static struct ioq_ipc *chan(struct peer_link *l)
+{
+	return ((struct ipc_link *)l)->ipc;
+}
+
+static long ipc_send(struct peer_link *l, const void *buf, size_t len,
+		     int flags)
+{
+	return ioq_ipc_send(chan(l), buf, len,
+			    (flags & PEER_MORE) ? IOQ_IPC_MORE : 0);
+}
+
+static long ipc_flush(struct peer_link *l)
+{
+	return ioq_ipc_flush(chan(l));
+}
+
+static long ipc_recv(struct peer_link *l, void *buf, size_t max)
+{
+	return ioq_ipc_recv(chan(l), buf, max);
+}
+
+static long ipc_wait(struct peer_link *l, enum peer_wait what, int timeout_ms)
+{
+	return ioq_ipc_wait(chan(l), what == PEER_WAIT_TX ? IOQ_IPC_WAIT_TX :
+			    IOQ_IPC_WAIT_RX, timeout_ms);
+}
+
+static size_t ipc_max_msg(struct peer_link *l)
+{
+	return ioq_ipc_max_msg(chan(l));
+}
+
+static void ipc_stats(struct peer_link *l, struct peer_stats *st)
+{
+	struct ioq_ipc_stats s;
+
+	ioq_ipc_stats(chan(l), &s);
+	*st = (struct peer_stats){ .sent = s.sent, .received = s.received,
+				   .kicks = s.kicks, .wakeups = s.wakeups,
+				   .sleeps = s.sleeps, .faults = s.faults };
+}
+
+static void ipc_close(struct peer_link *l)
+{
+	ioq_ipc_close(chan(l));
+	free(l);
+}
+
+static const struct peer_link_ops ipc_ops = {
+	.send = ipc_send, .flush = ipc_flush, .recv = ipc_recv,
+	.wait = ipc_wait, .max_msg = ipc_max_msg, .stats = ipc_stats,
+	.close = ipc_close,
+};
+
+int peer_ipc_attach(struct peer_link **l, const char *side, const char *where,
+		    int timeout_ms)
+{
+	struct ipc_link *il = calloc(1, sizeof(*il));
+	int err;
+
+	if (!il)
+		return -ENOMEM;
+	if (!strcmp(side, "guest"))
+		err = ioq_ipc_attach_dev(&il->ipc, where, timeout_ms);
+	else
+		err = ioq_ipc_attach_host(&il->ipc, where, timeout_ms);
+	if (err) {
+		free(il);
+		return err;
+	}
+	il->link = (struct peer_link){ .ops = &ipc_ops, .name = "ipc" };
+	*l = &il->link;
+	return 0;
+}
+
+struct ioq_ipc *peer_ipc_channel(struct peer_link *l)
+{
+	return l->ops == &ipc_ops ? chan(l) : NULL;
+}
