@@ -172,18 +172,22 @@ notifies() {
 		awk -F= '$1 == "notify_in" { i = $2 } $1 == "notify_out" { o = $2 } END { print i + 0, o + 0 }'
 }
 responder() {
-	local line what disk job r qemu_pid
+	local line what disk job r gkicks girqs qemu_pid
 	exec 3<"$run/gctl.out" 4>"$run/gctl.in"
 	while IFS= read -r line <&3; do
 		line=$(tr -cd '[:print:]' <<<"$line")
-		read -r what disk job r <<<"$line"
+		read -r what disk job r gkicks girqs <<<"$line"
 		qemu_pid=$(cat "$run/qemu.pid" 2>/dev/null || true)
+		# the guest's own counts (kprobe hits, /proc/interrupts), or -
+		[[ "$gkicks" =~ ^[0-9]+$ ]] || gkicks=-
+		[[ "$girqs" =~ ^[0-9]+$ ]] || girqs=-
 		case "$what" in
 		begin | end)
 			if [[ "$disk" =~ ^(vbus|virtio)$ && "$job" =~ ^[a-z0-9-]+$ && "$r" =~ ^[0-9]+$ ]]; then
 				mkdir -p "$raw/$disk/r$r"
-				printf '%s %s %s %s %s\n' "$(ticks "$qemu_pid")" "$(ticks "$hostd_pid")" \
-					"$(notifies)" "$(vbus_now)" "$clk_tck" >"$raw/$disk/r$r/$job.$what"
+				printf '%s %s %s %s %s %s %s\n' "$(ticks "$qemu_pid")" "$(ticks "$hostd_pid")" \
+					"$(notifies)" "$(vbus_now)" "$clk_tck" "$gkicks" "$girqs" \
+					>"$raw/$disk/r$r/$job.$what"
 				printf 'ok\n' >&4
 			else
 				printf 'fail bad mark\n' >&4
@@ -216,7 +220,7 @@ vbus_check_results "$log" >"$raw/guest-check.txt" 2>&1 || guest_ok=0
 # the fio JSON of each run, out of the serial log
 tr -d '\r' <"$log" | awk -v raw="$raw" '
 	/^VBUS-BENCH-JSON-BEGIN / { f = raw "/" $2 "/r" $4 "/" $3 ".json"; getline; print > f; close(f) }'
-tr -d '\r' <"$log" | grep -aE '^VBUS-BENCH (vbus|virtio) ' >"$raw/status.txt" || true
+tr -d '\r' <"$log" | grep -aE '^VBUS-BENCH (vbus|virtio|notif) ' >"$raw/status.txt" || true
 
 cat >"$raw/meta.env" <<EOF
 accel=$accel
@@ -234,6 +238,7 @@ date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 guest_log_ok=$guest_ok
 EOF
 python3 "$here/blk_report.py" "$raw" "$out" || { vbus_err "blk_report.py failed"; exit 1; }
+grep -a 'notif check' "$raw/status.txt" | sed 's/^VBUS-BENCH /    /' || true
 if ((demo)); then
 	printf '\nvbus disk demo (guest):\n'
 	tr -d '\r' <"$log" | grep -aoE '(demo: .*|VBUS-TEST (PASS|FAIL) demo-ext4.*)' | sed 's/^/    /'
