@@ -11,11 +11,19 @@
 # KiB sequential read/write at QD8 (libaio, direct=1, time based).
 # Around each fio run the guest tells the host (second serial port), which
 # reads the CPU time of QEMU and of vbus-hostd (utime+stime from
-# /proc/PID/stat) and, for vbus, `ctl stats` (notify_in/notify_out). Prints a
+# /proc/PID/stat) and, for vbus, `ctl stats` (notify_in/notify_out); the
+# guest sends its own notification counts with each mark, the same way for
+# both disks (doorbells: kprobe hits on vp_notify / vbus_pci_doorbell;
+# interrupts: the disk's MSI-X lines in /proc/interrupts). Prints a
 # table vbus | virtio | vbus/virtio (IOPS, MB/s, p50/p99 completion
-# latency, host CPU per I/O split QEMU/vbus-hostd, notifications per I/O),
-# medians over the rounds with min..max; writes $OUT/blk-results.json and
-# keeps the raw data in $OUT/raw-blk/. It never asserts a speed.
+# latency, host CPU per I/O split QEMU/vbus-hostd, notif/IO: doorbells +
+# interrupts, vbus-hostd's counts as a cross-check), medians over the
+# rounds with min..max, then the vbus/virtio ratios per job (notif/IO,
+# its goal <= 0.5; p50; IOPS); writes $OUT/blk-results.json,
+# $OUT/blk-results.png (gnuplot) and keeps the raw data in $OUT/raw-blk/.
+# Guests run under TCG here: times and CPU are TCG's, but each counted
+# notification is a VM exit or an injected interrupt on hardware KVM too.
+# It never asserts a speed.
 #
 #   bench/blk-vs-virtio.sh [--time SEC] [--rounds N] [--disk-mb N]
 #       [--jobs "LIST"] [--mem SIZE] [--timeout SEC] [--out DIR] [--no-build]
@@ -238,6 +246,7 @@ date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 guest_log_ok=$guest_ok
 EOF
 python3 "$here/blk_report.py" "$raw" "$out" || { vbus_err "blk_report.py failed"; exit 1; }
+python3 "$here/blk_plot.py" "$out" || bench_log "no plot (blk_plot.py failed)"
 grep -a 'notif check' "$raw/status.txt" | sed 's/^VBUS-BENCH /    /' || true
 if ((demo)); then
 	printf '\nvbus disk demo (guest):\n'
