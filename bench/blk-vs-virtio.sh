@@ -27,7 +27,7 @@
 #
 #   bench/blk-vs-virtio.sh [--time SEC] [--rounds N] [--disk-mb N]
 #       [--jobs "LIST"] [--mem SIZE] [--timeout SEC] [--out DIR] [--no-build]
-#       [--demo]
+#       [--vbus-params K=V,...] [--demo]
 #
 #   --time SEC     seconds per fio run (default 5)
 #   --rounds N     rounds (default 3); figures are medians over rounds
@@ -38,6 +38,8 @@
 #   --out DIR      results directory (default $VBUS_BUILD/bench)
 #   --no-build     use the modules and vbus-hostd already built
 #                  ($VBUS_HOSTD overrides where vbus-hostd is found)
+#   --vbus-params P  more vbus-blk device params, e.g. doorbell_mask_us=0
+#                  (vbus-hostd(8)); recorded in the results' meta
 #   --demo         afterwards, ext4 on the vbus disk: mkfs, mount, files,
 #                  ls, remount, checksums (printed; scripts/main.sh)
 # Exit status: 0 when both disks were measured and the guest's log is
@@ -58,7 +60,7 @@ source "$qlib/results.sh"
 # shellcheck source=tests/qemu/lib/hostd.sh
 source "$qlib/hostd.sh"
 
-secs=5 rounds=3 disk_mb=256 mem=1G timeout=1800 out="" build=1 demo=0
+secs=5 rounds=3 disk_mb=256 mem=1G timeout=1800 out="" build=1 demo=0 vparams=""
 jobs="randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd1 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8"
 while (($#)); do
 	case "$1" in
@@ -70,6 +72,7 @@ while (($#)); do
 	--timeout) timeout=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--no-build) build=0; shift ;;
+	--vbus-params) vparams=$2; shift 2 ;;
 	--demo) demo=1; shift ;;
 	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
@@ -78,6 +81,8 @@ done
 for v in "$secs" "$rounds" "$disk_mb" "$timeout"; do
 	[[ "$v" =~ ^[1-9][0-9]*$ ]] || { vbus_err "not a positive number: $v"; exit 2; }
 done
+[[ -z "$vparams" || "$vparams" =~ ^[a-z_]+=[A-Za-z0-9_]+(,[a-z_]+=[A-Za-z0-9_]+)*$ ]] ||
+	{ vbus_err "--vbus-params: '$vparams' is not K=V[,K=V...]"; exit 2; }
 for j in $jobs; do
 	[[ "$j" =~ ^(randread|randwrite|read|write)-[0-9]+[kKmM]?-qd[0-9]+$ ]] ||
 		{ vbus_err "--jobs: '$j' is not RW-BS-qdN (e.g. randread-4k-qd32)"; exit 2; }
@@ -132,7 +137,7 @@ sync
 
 "$hostd" --foreground --ctl "$run/ctl.sock" \
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-	--device "g1:type=vbus-blk,id=1,file=$run/vbus.img,serial=bench-vbus" \
+	--device "g1:type=vbus-blk,id=1,file=$run/vbus.img,serial=bench-vbus${vparams:+,$vparams}" \
 	>"$raw/hostd.log" 2>&1 &
 hostd_pid=$!
 for _ in $(seq 100); do
@@ -239,6 +244,7 @@ time_s=$secs
 rounds=$rounds
 disk_mb=$disk_mb
 jobs=$jobs
+vbus_params=$vparams
 host_cpus=$(nproc)
 host_loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 qemu=$(qemu-system-x86_64 --version | head -n 1)

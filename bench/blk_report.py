@@ -192,6 +192,8 @@ def main():
     print("\nvbus-blk vs virtio-blk (%s, %s vCPUs, %s s per run, %d round(s);"
           " median (min..max))" % (meta.get("accel"), meta.get("smp"),
                                    meta.get("time_s"), rounds))
+    if meta.get("vbus_params"):
+        print("vbus-blk device params: %s" % meta["vbus_params"])
     for job in jobs:
         per = {}
         for d in DISKS:
