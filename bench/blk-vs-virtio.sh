@@ -11,15 +11,23 @@
 # KiB sequential read/write at QD8 (libaio, direct=1, time based).
 # Around each fio run the guest tells the host (second serial port), which
 # reads the CPU time of QEMU and of vbus-hostd (utime+stime from
-# /proc/PID/stat) and, for vbus, `ctl stats` (notify_in/notify_out). Prints a
+# /proc/PID/stat) and, for vbus, `ctl stats` (notify_in/notify_out); the
+# guest sends its own notification counts with each mark, the same way for
+# both disks (doorbells: kprobe hits on vp_notify / vbus_pci_doorbell;
+# interrupts: the disk's MSI-X lines in /proc/interrupts). Prints a
 # table vbus | virtio | vbus/virtio (IOPS, MB/s, p50/p99 completion
-# latency, host CPU per I/O split QEMU/vbus-hostd, notifications per I/O),
-# medians over the rounds with min..max; writes $OUT/blk-results.json and
-# keeps the raw data in $OUT/raw-blk/. It never asserts a speed.
+# latency, host CPU per I/O split QEMU/vbus-hostd, notif/IO: doorbells +
+# interrupts, vbus-hostd's counts as a cross-check), medians over the
+# rounds with min..max, then the vbus/virtio ratios per job (notif/IO,
+# its goal <= 0.5; p50; IOPS); writes $OUT/blk-results.json,
+# $OUT/blk-results.png (gnuplot) and keeps the raw data in $OUT/raw-blk/.
+# Guests run under TCG here: times and CPU are TCG's, but each counted
+# notification is a VM exit or an injected interrupt on hardware KVM too.
+# It never asserts a speed.
 #
 #   bench/blk-vs-virtio.sh [--time SEC] [--rounds N] [--disk-mb N]
 #       [--jobs "LIST"] [--mem SIZE] [--timeout SEC] [--out DIR] [--no-build]
-#       [--demo]
+#       [--vbus-params K=V,...] [--demo]
 #
 #   --time SEC     seconds per fio run (default 5)
 #   --rounds N     rounds (default 3); figures are medians over rounds
@@ -30,6 +38,8 @@
 #   --out DIR      results directory (default $VBUS_BUILD/bench)
 #   --no-build     use the modules and vbus-hostd already built
 #                  ($VBUS_HOSTD overrides where vbus-hostd is found)
+#   --vbus-params P  more vbus-blk device params, e.g. doorbell_mask_us=0
+#                  (vbus-hostd(8)); recorded in the results' meta
 #   --demo         afterwards, ext4 on the vbus disk: mkfs, mount, files,
 #                  ls, remount, checksums (printed; scripts/main.sh)
 # Exit status: 0 when both disks were measured and the guest's log is
@@ -50,7 +60,7 @@ source "$qlib/results.sh"
 # shellcheck source=tests/qemu/lib/hostd.sh
 source "$qlib/hostd.sh"
 
-secs=5 rounds=3 disk_mb=256 mem=1G timeout=1800 out="" build=1 demo=0
+secs=5 rounds=3 disk_mb=256 mem=1G timeout=1800 out="" build=1 demo=0 vparams=""
 jobs="randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd1 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8"
 while (($#)); do
 	case "$1" in
@@ -62,6 +72,7 @@ while (($#)); do
 	--timeout) timeout=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--no-build) build=0; shift ;;
+	--vbus-params) vparams=$2; shift 2 ;;
 	--demo) demo=1; shift ;;
 	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
@@ -70,6 +81,8 @@ done
 for v in "$secs" "$rounds" "$disk_mb" "$timeout"; do
 	[[ "$v" =~ ^[1-9][0-9]*$ ]] || { vbus_err "not a positive number: $v"; exit 2; }
 done
+[[ -z "$vparams" || "$vparams" =~ ^[a-z_]+=[A-Za-z0-9_]+(,[a-z_]+=[A-Za-z0-9_]+)*$ ]] ||
+	{ vbus_err "--vbus-params: '$vparams' is not K=V[,K=V...]"; exit 2; }
 for j in $jobs; do
 	[[ "$j" =~ ^(randread|randwrite|read|write)-[0-9]+[kKmM]?-qd[0-9]+$ ]] ||
 		{ vbus_err "--jobs: '$j' is not RW-BS-qdN (e.g. randread-4k-qd32)"; exit 2; }
@@ -124,7 +137,7 @@ sync
 
 "$hostd" --foreground --ctl "$run/ctl.sock" \
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-	--device "g1:type=vbus-blk,id=1,file=$run/vbus.img,serial=bench-vbus" \
+	--device "g1:type=vbus-blk,id=1,file=$run/vbus.img,serial=bench-vbus${vparams:+,$vparams}" \
 	>"$raw/hostd.log" 2>&1 &
 hostd_pid=$!
 for _ in $(seq 100); do
@@ -172,18 +185,22 @@ notifies() {
 		awk -F= '$1 == "notify_in" { i = $2 } $1 == "notify_out" { o = $2 } END { print i + 0, o + 0 }'
 }
 responder() {
-	local line what disk job r qemu_pid
+	local line what disk job r gkicks girqs qemu_pid
 	exec 3<"$run/gctl.out" 4>"$run/gctl.in"
 	while IFS= read -r line <&3; do
 		line=$(tr -cd '[:print:]' <<<"$line")
-		read -r what disk job r <<<"$line"
+		read -r what disk job r gkicks girqs <<<"$line"
 		qemu_pid=$(cat "$run/qemu.pid" 2>/dev/null || true)
+		# the guest's own counts (kprobe hits, /proc/interrupts), or -
+		[[ "$gkicks" =~ ^[0-9]+$ ]] || gkicks=-
+		[[ "$girqs" =~ ^[0-9]+$ ]] || girqs=-
 		case "$what" in
 		begin | end)
 			if [[ "$disk" =~ ^(vbus|virtio)$ && "$job" =~ ^[a-z0-9-]+$ && "$r" =~ ^[0-9]+$ ]]; then
 				mkdir -p "$raw/$disk/r$r"
-				printf '%s %s %s %s %s\n' "$(ticks "$qemu_pid")" "$(ticks "$hostd_pid")" \
-					"$(notifies)" "$(vbus_now)" "$clk_tck" >"$raw/$disk/r$r/$job.$what"
+				printf '%s %s %s %s %s %s %s\n' "$(ticks "$qemu_pid")" "$(ticks "$hostd_pid")" \
+					"$(notifies)" "$(vbus_now)" "$clk_tck" "$gkicks" "$girqs" \
+					>"$raw/$disk/r$r/$job.$what"
 				printf 'ok\n' >&4
 			else
 				printf 'fail bad mark\n' >&4
@@ -216,7 +233,7 @@ vbus_check_results "$log" >"$raw/guest-check.txt" 2>&1 || guest_ok=0
 # the fio JSON of each run, out of the serial log
 tr -d '\r' <"$log" | awk -v raw="$raw" '
 	/^VBUS-BENCH-JSON-BEGIN / { f = raw "/" $2 "/r" $4 "/" $3 ".json"; getline; print > f; close(f) }'
-tr -d '\r' <"$log" | grep -aE '^VBUS-BENCH (vbus|virtio) ' >"$raw/status.txt" || true
+tr -d '\r' <"$log" | grep -aE '^VBUS-BENCH (vbus|virtio|notif) ' >"$raw/status.txt" || true
 
 cat >"$raw/meta.env" <<EOF
 accel=$accel
@@ -227,6 +244,7 @@ time_s=$secs
 rounds=$rounds
 disk_mb=$disk_mb
 jobs=$jobs
+vbus_params=$vparams
 host_cpus=$(nproc)
 host_loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 qemu=$(qemu-system-x86_64 --version | head -n 1)
@@ -234,6 +252,8 @@ date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 guest_log_ok=$guest_ok
 EOF
 python3 "$here/blk_report.py" "$raw" "$out" || { vbus_err "blk_report.py failed"; exit 1; }
+python3 "$here/blk_plot.py" "$out" || bench_log "no plot (blk_plot.py failed)"
+grep -a 'notif check' "$raw/status.txt" | sed 's/^VBUS-BENCH /    /' || true
 if ((demo)); then
 	printf '\nvbus disk demo (guest):\n'
 	tr -d '\r' <"$log" | grep -aoE '(demo: .*|VBUS-TEST (PASS|FAIL) demo-ext4.*)' | sed 's/^/    /'

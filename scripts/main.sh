@@ -22,7 +22,7 @@
 #                checksums (bench/blk-vs-virtio.sh --demo)
 #   6. --bench   bench/venet-vs-virtio.sh: venet against virtio-net in the
 #                same guest, table + build/bench/results.{json,png}; then
-#                bench/blk-vs-virtio.sh: build/bench/blk-results.json
+#                bench/blk-vs-virtio.sh: build/bench/blk-results.{json,png}
 # Without --bench it takes about 4-7 minutes once the packages are there.
 #
 #   scripts/main.sh [--bench] [--no-deps] [-- BENCH-ARGS...]
@@ -152,7 +152,7 @@ if ((bench)); then
 	rc=0
 	VBUS_HOSTD="$hostd" bash "$top/bench/blk-vs-virtio.sh" --no-build || rc=$?
 	((rc == 0)) || fail bench-blk "$(elapsed "$t0")" "exit $rc"
-	done_step bench-blk ok "$(elapsed "$t0")" "$VBUS_BUILD/bench/blk-results.json"
+	done_step bench-blk ok "$(elapsed "$t0")" "$VBUS_BUILD/bench/blk-results.{json,png}"
 fi
 
 printf '\n== summary\n'

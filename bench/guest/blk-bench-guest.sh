@@ -9,6 +9,20 @@
 #   VBUS-BENCH-JSON-BEGIN DISK JOB ROUND  and  VBUS-BENCH-JSON-END
 # lines. "VBUS-BENCH DISK up NAME | unavailable REASON" says what is there.
 #
+# Notifications, counted here in the guest the same way for both disks and
+# sent with each mark ("begin DISK JOB ROUND KICKS IRQS"):
+#   KICKS  guest->host: hits of a kprobe on the function that does the
+#          MMIO doorbell write (virtio-blk: virtio_pci's vp_notify, the
+#          guest's only virtio-pci device; vbus: vbus_pcibridge's
+#          vbus_pci_doorbell, this guest's only vbus device), read from
+#          tracefs' kprobe_profile. tracing_on stays 0: the probe counts
+#          its hits, nothing is recorded.
+#   IRQS   host->guest: the /proc/interrupts lines of the disk's MSI-X
+#          vectors, all CPUs (virtio-blk: "virtioN-req.M" and
+#          "virtioN-config" of the disk's virtioN; vbus: the bridge's
+#          "vbus-eventq", through which the host signals the disk's rings)
+# "-" when a count is not available (no tracefs, a probe refused).
+#
 # With VB_DEMO=1, afterwards: ext4 on the vbus disk, mounted, a few files
 # written, listed, checksummed after a remount (scripts/main.sh shows it).
 #
@@ -57,6 +71,43 @@ for m in virtio_pci virtio_blk vbus_core vbus_proxy vbus_pcibridge vbus_blk; do
 	[ -f "$VT_KMOD_DIR/$m.ko" ] && vt_kmod_load "$m" 2>/dev/null
 done
 
+TRACEFS=/sys/kernel/tracing
+
+# kprobe events whose hit counts are the doorbells (see the header)
+notif_setup() {
+	local p ok=""
+	[ -d "$TRACEFS/events" ] || mount -t tracefs nodev "$TRACEFS" 2>/dev/null
+	echo 0 >"$TRACEFS/tracing_on" 2>/dev/null
+	for p in virtio_kick:virtio_pci:vp_notify \
+		vbus_doorbell:vbus_pcibridge:vbus_pci_doorbell; do
+		echo "p:vbnotif/${p%%:*} ${p#*:}" >>"$TRACEFS/kprobe_events" 2>/dev/null &&
+			echo 1 >"$TRACEFS/events/vbnotif/${p%%:*}/enable" 2>/dev/null &&
+			ok="$ok ${p%%:*}"
+	done
+	echo "VBUS-BENCH notif kprobes:${ok:- none}"
+}
+
+# probe_hits EVENT: its hits so far, or -
+probe_hits() {
+	awk -v e="$1" '$1 == e { print $2; f = 1 } END { if (!f) print "-" }' \
+		"$TRACEFS/kprobe_profile" 2>/dev/null || echo -
+}
+
+# irq_sum PREFIX: interrupts so far of the vectors named PREFIX*, or -
+irq_sum() {
+	awk -v p="$1" 'NR == 1 { n = NF; next }
+		index($NF, p) == 1 { for (c = 2; c <= n + 1; c++) s += $c; f = 1 }
+		END { if (f) print s; else print "-" }' /proc/interrupts
+}
+
+# notif_counts DISK: "KICKS IRQS" so far
+notif_counts() {
+	case "$1" in
+	vbus) echo "$(probe_hits vbus_doorbell) $(irq_sum vbus-eventq)" ;;
+	*) echo "$(probe_hits virtio_kick) $(irq_sum "$virtio_irq")" ;;
+	esac
+}
+
 devs=""
 for d in $VB_DISKS; do
 	case "$d" in
@@ -71,6 +122,11 @@ for d in $VB_DISKS; do
 		echo "VBUS-BENCH $d unavailable no disk with serial $s"
 	fi
 done
+virtio_irq=-
+# shellcheck disable=SC2154 # dev_virtio is set by the eval above
+[ -n "${dev_virtio:-}" ] &&
+	virtio_irq="$(basename "$(readlink -f "/sys/block/$dev_virtio/device")")-"
+notif_setup
 
 # fio_job JOB DEV: the job's fio options
 fio_args() {
@@ -90,7 +146,9 @@ while [ "$r" -le "$VB_ROUNDS" ]; do
 		for d in $order; do
 			dev=
 			eval "dev=\$dev_$d"
-			host begin "$d" "$j" "$r" || echo "bench: host did not answer begin"
+			# shellcheck disable=SC2046 # two numbers
+			host begin "$d" "$j" "$r" $(notif_counts "$d") ||
+				echo "bench: host did not answer begin"
 			# shellcheck disable=SC2046 # fio_args is a word list
 			/usr/bin/fio --name="$j" --filename="/dev/$dev" $(fio_args "$j") \
 				--ioengine=libaio --direct=1 --size="${VB_SIZE_MB}M" \
@@ -98,7 +156,9 @@ while [ "$r" -le "$VB_ROUNDS" ]; do
 				--randrepeat=0 --norandommap --group_reporting \
 				--output-format=json --output=/tmp/fio.json >/tmp/fio.err 2>&1 ||
 				{ echo "bench: fio $d $j failed: $(tail -n 1 /tmp/fio.err)"; }
-			host end "$d" "$j" "$r" || echo "bench: host did not answer end"
+			# shellcheck disable=SC2046 # two numbers
+			host end "$d" "$j" "$r" $(notif_counts "$d") ||
+				echo "bench: host did not answer end"
 			echo "VBUS-BENCH-JSON-BEGIN $d $j $r"
 			tr -d '\n' </tmp/fio.json
 			echo
@@ -106,6 +166,11 @@ while [ "$r" -le "$VB_ROUNDS" ]; do
 		done
 	done
 	r=$((r + 1))
+done
+# the kprobe method against a counter the driver keeps itself
+for f in /sys/bus/pci/drivers/vbus-pcibridge/*/vbus_stats; do
+	[ -f "$f" ] && echo "VBUS-BENCH notif check: kprobe vbus_doorbell $(probe_hits vbus_doorbell)," \
+		"bridge doorbells $(awk '$1 == "doorbells" { print $2 }' "$f")"
 done
 echo "VBUS-BENCH DONE"
 vt_pass bench-ran

@@ -627,6 +627,63 @@ static void in_order(void **state)
 	}
 }
 
+/*
+ * Doorbells masked while I/O is in flight (vbus_blk_mask.c): waves of
+ * posts, each made while the last one may still be in io_uring, so the
+ * host is often masked when they land. Every request must come back with
+ * the right data, with the default period and with a 1 us period (the
+ * timer fires all the time: the stall path), and with masking off. A lost
+ * post would hang its wave until the test's timeout.
+ */
+static void doorbell_mask(void **state)
+{
+	static const char *const modes[] = {
+		NULL, "doorbell_mask_us=1", "doorbell_mask_us=0"
+	};
+	struct fx *f = *state;
+	__u32 l = 4096;
+	__u64 g[16], a[16];
+	unsigned int m, wave, i;
+	char file[8192];
+
+	for (m = 0; m < 3; m++) {
+		blk_create(f, modes[m]);
+		blk_negotiate(f, f->cfg.features, 1, 16);
+		for (wave = 0; wave < 8; wave++) {
+			for (i = 0; i < 16; i++) {
+				a[i] = buf_new(l, (int)(m * 64 + wave * 16 + i));
+				g[i] = req_new(VBUS_BLK_OP_WRITE, 0,
+					       (wave * 16 + i) * 8, 0, 1,
+					       &a[i], &l);
+				assert_int_equal(fgd_post(&f->r[0], g[i],
+							  VBUS_BLK_REQ_SIZE(1),
+							  i), 0);
+				if (i == 7)	/* host submits the first half */
+					fgd_poll(0);
+			}
+			reap_n(&f->r[0], 16, NULL);
+			for (i = 0; i < 16; i++)
+				assert_int_equal(req_status(g[i]),
+						 VBUS_BLK_S_OK);
+		}
+		assert_int_equal(fgd_stat(f->dev, "inflight"), 0);
+		assert_int_equal(fgd_stat(f->dev, "writes"), 8 * 16);
+		if (m == 2)
+			assert_int_equal(fgd_stat(f->dev, "masks"), 0);
+		assert_false(fgd_dev_faulted(f->dev));
+		fgd_dev_destroy(f->dev);
+		f->dev = NULL;
+		for (wave = 0; wave < 8; wave++)
+			for (i = 0; i < 16; i++) {
+				file_read(f->path, (wave * 16 + i) * 4096ull,
+					  file, l);
+				memset(file + l, (int)(m * 64 + wave * 16 + i),
+				       l);
+				assert_memory_equal(file, file + l, l);
+			}
+	}
+}
+
 /* Several queues at once, a full ring on each */
 static void queues_full(void **state)
 {
@@ -755,6 +812,9 @@ static void create_errors(void **state)
 	REFUSED(params, "at most 20 bytes");
 	snprintf(params, sizeof(params), "file=%s,color=red", f->path);
 	REFUSED(params, "unknown parameter 'color'");
+	snprintf(params, sizeof(params), "file=%s,doorbell_mask_us=1000001",
+		 f->path);
+	REFUSED(params, "doorbell_mask_us=1000001: want a number in 0..1000000");
 
 	/* one file, one device: also under another name */
 	blk_create(f, NULL);
@@ -938,6 +998,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(single_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(queues_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(doorbell_mask, setup, teardown),
 		cmocka_unit_test_setup_teardown(close_inflight, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(direct_and_buffered, setup,

@@ -12,7 +12,9 @@
  * default 128), max_sectors=N (per request, default 2048), discard=0|1
  * (offer DISCARD and WRITE_ZEROES, default 1 unless ro), direct=auto|0|1
  * (O_DIRECT, see vbus_blk_backend.c), strict=0|1 (1: a malformed request
- * faults the device instead of being answered S_BADREQ).
+ * faults the device instead of being answered S_BADREQ),
+ * doorbell_mask_us=N (0..1000000, default 1000; 0: never mask the guest's
+ * doorbells while I/O is in flight, see vbus_blk_mask.c).
  *
  * Everything runs on the guest's loop thread (device.h): no locks.
  */
@@ -145,7 +147,8 @@ static int vblk_params(struct vblk *b, const struct hostd_params *p)
 {
 	static const char *const known[] = {
 		"file", "ro", "serial", "queues", "depth", "segs",
-		"max_sectors", "discard", "direct", "strict", NULL
+		"max_sectors", "discard", "direct", "strict",
+		"doorbell_mask_us", NULL
 	};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	__u32 defq = ncpu > 0 && ncpu < 4 ? (__u32)ncpu : 4;
@@ -169,6 +172,9 @@ static int vblk_params(struct vblk *b, const struct hostd_params *p)
 		ret = param_u32(b, p, "max_sectors", VBLK_DEF_MAX_SECTORS, 8,
 				1u << 16, false, &b->max_sectors);
 	if (!ret)
+		ret = param_u32(b, p, "doorbell_mask_us", VBLK_DEF_MASK_US, 0,
+				VBLK_MAX_MASK_US, false, &b->mask_us);
+	if (!ret)
 		ret = params_misc(b, p);
 	return ret;
 }
@@ -187,6 +193,7 @@ static void vblk_free(struct vblk *b)
 		hostd_fd_del(b->dev, b->efd);
 	if (b->kick.dev)
 		hostd_kick_fini(&b->kick);
+	vblk_mask_fini(b);
 	vblk_backend_close(b);
 	free(b);
 }
@@ -199,7 +206,7 @@ static int vblk_create(struct hostd_dev *dev, const struct hostd_params *p)
 	if (!b)
 		return -ENOMEM;
 	b->dev = dev;
-	b->fd = b->fd_buffered = b->efd = -1;
+	b->fd = b->fd_buffered = b->efd = b->mask_tfd = -1;
 	ret = vblk_params(b, p);
 	if (!ret)
 		ret = vblk_backend_open(b);
@@ -207,11 +214,14 @@ static int vblk_create(struct hostd_dev *dev, const struct hostd_params *p)
 		ret = hostd_kick_init(dev, &b->kick, on_kick, b);
 	if (!ret)
 		ret = hostd_fd_add(dev, b->efd, EPOLLIN, vblk_completions, b);
+	if (!ret)
+		b->efd_watched = true;
+	if (!ret)
+		ret = vblk_mask_init(b);
 	if (ret < 0) {
 		vblk_free(b);
 		return ret;
 	}
-	b->efd_watched = true;
 	hostd_dev_set_priv(dev, b);
 	return 0;
 }
@@ -249,6 +259,7 @@ static void vblk_close(struct hostd_dev *dev)
 	 */
 	vblk_queues_drain(b);
 	hostd_kick_cancel(&b->kick);
+	vblk_mask_reset(b);
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
 		vblk_queue_detach(&b->q[i]);
 	b->open = false;
@@ -365,6 +376,7 @@ static void vblk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(get_ids); S(bytes_read); S(bytes_written); S(fua_writes);
 	S(buffered_ios); S(io_errors); S(bad_requests); S(unsupported);
 	S(batches); S(zero_fallbacks); S(submit_retries); S(drain_timeouts);
+	S(masks); S(mask_polls); S(mask_timeouts);
 #undef S
 	stats_latency(b, out);
 }

@@ -11,6 +11,8 @@
  *                       check it, build its iovecs (no io_uring in it)
  *   vbus_blk_backend.c  the backing file and the io_uring: open, probe
  *                       O_DIRECT, queue an op, submit, cancel
+ *   vbus_blk_mask.c     the guest's doorbells masked while a queue has
+ *                       I/O in flight, and the timer that bounds it
  *
  * Everything runs on the guest's loop thread (device.h): io_uring's
  * completions arrive through an eventfd registered with hostd_fd_add, so
@@ -33,6 +35,9 @@
 #define VBLK_URING_ENTRIES	256		/* SQ size; CQ is twice */
 #define VBLK_DRAIN_MS		10000		/* close: wait this long */
 #define VBLK_LAT_BUCKETS	24		/* < 1us .. >= 2^22 us */
+#define VBLK_DEF_MASK_US	1000		/* doorbell_mask_us */
+#define VBLK_MAX_MASK_US	1000000
+#define VBLK_MASK_MIN_INFLIGHT	2		/* QD1 never masks */
 
 /* A slot of a queue: the request the ring descriptor of that slot holds. */
 enum vblk_slot_state {
@@ -75,6 +80,7 @@ struct vblk_queue {
 	__u32 next;		/* free-running: next valid position to parse */
 	__u32 head;		/* free-running: our copy of valid.head */
 	unsigned int inflight;	/* slots INFLIGHT */
+	bool masked;		/* doorbells off: completions look (mask.c) */
 	struct vblk_slot *slots;	/* depth of them */
 };
 
@@ -90,6 +96,9 @@ struct vblk_stats {
 	__u64 zero_fallbacks;	/* ZERO_RANGE refused: punched instead */
 	__u64 submit_retries;	/* io_uring_submit EAGAIN/EBUSY: kicked */
 	__u64 drain_timeouts;
+	__u64 masks;		/* a queue masked the guest's doorbells */
+	__u64 mask_polls;	/* ring looks at a completion, while masked */
+	__u64 mask_timeouts;	/* no completion for doorbell_mask_us */
 	__u64 lat[VBLK_LAT_BUCKETS];	/* completions by 2^n us */
 };
 
@@ -104,6 +113,7 @@ struct vblk {
 	char serial[VBUS_BLK_SERIAL_LEN];
 	__u32 max_queues, max_depth, max_segs, max_sectors;
 	bool discard;
+	__u32 mask_us;			/* doorbell_mask_us; 0: never mask */
 
 	/* backend (vbus_blk_backend.c) */
 	int fd;				/* O_DIRECT when direct, else buffered */
@@ -122,6 +132,14 @@ struct vblk {
 	unsigned int stale;		/* SQEs of a closed session (timeout) */
 	bool submit_pending;		/* SQEs queued, not yet submitted */
 	struct hostd_kick kick;		/* submit again: the kernel said EAGAIN */
+
+	/* doorbell masking (vbus_blk_mask.c) */
+	int mask_tfd;			/* timerfd, -1 when mask_us is 0 */
+	bool mask_tfd_watched;
+	bool mask_armed;
+	bool mask_stalled;		/* timed out: no masking until a CQE */
+	__u64 cqes;			/* completions taken, ever */
+	__u64 cqes_at_arm;
 
 	/* session (open .. close) */
 	bool open;
@@ -156,6 +174,14 @@ __u8 vblk_req_parse(struct vblk *b, __u64 req_gpa, __u64 desc_len,
 /* GET_ID: copy the serial into the request's segment */
 void vblk_req_get_id(struct vblk *b, const struct vblk_io *io,
 		     struct iovec *iov);
+
+/* vbus_blk_mask.c: the guest's doorbells off while a queue is busy */
+int vblk_mask_init(struct vblk *b);	/* hostd_dev_fail on error */
+void vblk_mask_fini(struct vblk *b);
+void vblk_mask_reset(struct vblk *b);	/* close: nothing masked */
+/* after a queue run: mask if I/O is in flight, unmask when idle */
+void vblk_mask_update(struct vblk_queue *q);
+void vblk_mask_cqe(struct vblk *b);	/* a completion came */
 
 /* vbus_blk_queue.c */
 int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm);

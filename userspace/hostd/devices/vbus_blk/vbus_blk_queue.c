@@ -20,6 +20,9 @@
  * request's address (never a pointer kept from the parse) and pops; one
  * ioq_signal() per batch, which the shm-signal suppresses while the
  * guest has its side masked or an event pending.
+ *
+ * Our side of the signal is masked while the queue has I/O in flight and
+ * the ring is looked at on each completion instead (vbus_blk_mask.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -222,6 +225,8 @@ static void queue_run(struct vblk_queue *q)
 	 */
 	reap_and_hand_back(b);
 	hand_back(q);
+	/* in flight now: doorbells off; nothing: on (vbus_blk_mask.c) */
+	vblk_mask_update(q);
 }
 
 static void on_notify(struct ioq_notifier *n)
@@ -344,6 +349,8 @@ static void reap(struct vblk *b, bool *touched, bool closing)
 						closing);
 
 		io_uring_cqe_seen(&b->ring, cqe);
+		if (!closing)
+			vblk_mask_cqe(b);
 		if (q && touched)
 			touched[q->idx] = true;
 	}
@@ -363,11 +370,24 @@ static void reap_and_hand_back(struct vblk *b)
 
 void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 {
+	struct vblk *b = arg;
+	unsigned int i;
+
 	(void)dev;
 	(void)events;
 	/* empty it first: a CQE posted after this raises it again */
 	hostd_eventfd_drain(fd);
-	reap_and_hand_back(arg);
+	reap_and_hand_back(b);
+	/*
+	 * A masked queue rang no doorbell for what the guest posted since:
+	 * look at its ring now (queue_run also unmasks it once idle).
+	 */
+	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++) {
+		if (b->q[i].masked) {
+			b->st.mask_polls++;
+			queue_run(&b->q[i]);
+		}
+	}
 }
 
 void vblk_queues_drain(struct vblk *b)
