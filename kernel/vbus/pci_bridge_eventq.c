@@ -176,6 +176,19 @@ static int eventq_post_all(struct vbus_pci_bridge *b)
 }
 
 /*
+ * v5 on purpose: a handful of events, a host of any version reads it
+ * (BUSREG has no retry), and every boot keeps v5 exercised. Setup and a
+ * host restart's reset both format it here: b->eventq stays bound to v5
+ * for the bridge's life, so the ring must never come back another
+ * version.
+ */
+static int eventq_format(struct vbus_pci_bridge *b)
+{
+	return ioq_ring_format_ver(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT,
+				   IOQ_RING_VER_V5);
+}
+
+/*
  * Allocate and format the ring and event array (physically contiguous,
  * zeroed), bind the north ioq and post every descriptor. The host sees
  * none of it until BUSREG.
@@ -193,12 +206,7 @@ int vbus_pci_eventq_setup(struct vbus_pci_bridge *b)
 	if (!b->eventq_ring || !b->events)
 		return -ENOMEM;
 
-	/*
-	 * v5 on purpose: a handful of events, a host of any version reads
-	 * it (BUSREG has no retry), and every boot keeps v5 exercised.
-	 */
-	ret = ioq_ring_format_ver(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT,
-				  IOQ_RING_VER_V5);
+	ret = eventq_format(b);
 	if (ret)
 		return ret;
 
@@ -234,7 +242,7 @@ int vbus_pci_eventq_reset(struct vbus_pci_bridge *b)
 	if (!b->eventq_ready)
 		return -ENODEV;
 	tasklet_disable(&b->eventq_tasklet);
-	ret = ioq_ring_format(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT);
+	ret = eventq_format(b);
 	if (!ret) {
 		WRITE_ONCE(b->eventq_signal.faulted, 0);
 		ret = eventq_post_all(b);
