@@ -148,6 +148,12 @@ if want buildtypes; then
 				note "bt-$cc" "SKIP ($cc not installed)"
 				break
 			fi
+			# the build stage is this one already (gcc, the
+			# default RelWithDebInfo): not twice
+			if [[ "$cc" == gcc && "$bt" == RelWithDebInfo ]] && want build; then
+				note "bt-$cc-$bt" "= the build stage (not built twice)"
+				continue
+			fi
 			CC=$cc cmake_build "bt-$cc-$bt" "$build/bt-$cc-$bt" \
 				-DCMAKE_BUILD_TYPE="$bt" &&
 				note "bt-$cc-$bt" ok
