@@ -14,7 +14,11 @@
 # the right md5 at both ends, the venet netdev kept its name and address,
 # the carrier came back, vbus-test's ring carries verified traffic, and
 # prints the measured link-down time, the longest rx stall and the TCP
-# retransmissions. Last, a hostile host (lib/bar2-flap.py: the daemon
+# retransmissions. With a vbus-blk device too (id 3, serial vr-blk, on a
+# sparse 64 MiB file; --no-blk leaves it out) the same restarts hit a
+# disk under fio with verify=crc32c: no I/O error, every block checked,
+# a stamp written before the restart reads back the same, the disk keeps
+# its vbdN ("BLK kind parked=.. resent=.." figures). Last, a hostile host (lib/bar2-flap.py: the daemon
 # stopped, its BAR2 and eventfds taken) flips host_epoch and fires every
 # vector every 2 ms for 3 s under traffic, then dies: the guest re-attaches
 # at most about once a second meanwhile and is in service once the keeper's
@@ -22,10 +26,14 @@
 # and "N passed, N failed"; exits non-zero on failure. Needs root.
 #
 #   tests/qemu/run-restart-tests.sh [--kinds "term kill"] [--data-mb N]
+#                                   [--blk-mb N] [--no-blk]
 #                                   [--mem SIZE] [--timeout SEC] [--no-build]
 #
 #   --kinds K     restarts to do, in order (default "term kill")
 #   --data-mb N   size of each transfer in MiB (default 8)
+#   --blk-mb N    MiB each verified fio pass covers on the disk (1..32,
+#                 default 16; the stamp is at 32..36 MiB)
+#   --no-blk      no vbus-blk device (venet and vbus-test only)
 #   --mem SIZE    guest RAM, QEMU syntax (default 512M)
 #   --timeout SEC kill the guest after SEC seconds (default 600)
 #   --no-build    use the .ko files and binaries already built
@@ -45,11 +53,13 @@ source "$here/lib/results.sh"
 # shellcheck source=tests/qemu/lib/hostd.sh
 source "$here/lib/hostd.sh"
 
-kinds="term kill" data_mb=8 mem=512M timeout=600 build=1
+kinds="term kill" data_mb=8 blk_mb=16 blk=1 mem=512M timeout=600 build=1
 while (($#)); do
 	case "$1" in
 	--kinds) kinds=$2; shift 2 ;;
 	--data-mb) data_mb=$2; shift 2 ;;
+	--blk-mb) blk_mb=$2; shift 2 ;;
+	--no-blk) blk=0; shift ;;
 	--mem) mem=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--no-build) build=0; shift ;;
@@ -57,9 +67,10 @@ while (($#)); do
 	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
 	esac
 done
-for v in "$data_mb" "$timeout"; do
+for v in "$data_mb" "$blk_mb" "$timeout"; do
 	[[ "$v" =~ ^[0-9]+$ && "$v" -gt 0 ]] || { vbus_err "not a positive number: $v"; exit 2; }
 done
+((blk_mb <= 32)) || { vbus_err "--blk-mb takes 1..32 (the stamp is at 32 MiB), not $blk_mb"; exit 2; }
 for v in $kinds; do
 	[[ "$v" == term || "$v" == kill ]] || { vbus_err "--kinds takes term/kill, not $v"; exit 2; }
 done
@@ -86,7 +97,7 @@ rm -f "$out/flap.log"
 
 # ---- build ---------------------------------------------------------------
 if ((build)); then
-	if ! step=$(vbus_build_stack "kernel/vbus kernel/net" "$out" "$cbuild"); then
+	if ! step=$(vbus_build_stack "kernel/vbus kernel/net kernel/block" "$out" "$cbuild"); then
 		h_fail "$step" "build failed (log $out/$step.log)"
 		finish
 	fi
@@ -99,6 +110,7 @@ fi
 kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
 	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/vbus/vbus_test.ko"
 	"$top/kernel/net/venet.ko")
+((blk)) && kos+=("$top/kernel/block/vbus_blk.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done
@@ -107,6 +119,10 @@ keeper="$(dirname "$hostd")/vbus-fdkeeper"
 [[ -x "$keeper" ]] || { h_fail build "no vbus-fdkeeper next to $hostd"; finish; }
 busybox=$(command -v busybox) || { h_fail setup "no busybox on the host"; finish; }
 pgrep=$(command -v pgrep) || { h_fail setup "no pgrep on the host"; finish; }
+fio=''
+if ((blk)); then
+	fio=$(command -v fio) || { h_fail setup "no fio on the host (scripts/deps.sh installs it)"; finish; }
+fi
 
 # ---- run directory, namespace, cleanup ----------------------------------
 run=$(mktemp -d /tmp/vbus-vr.XXXXXX)
@@ -182,17 +198,29 @@ VT_HTTP_PORT=$port
 VT_DATA_MD5=$data_md5
 VT_DATA_MB=$data_mb
 VT_KINDS="$kinds"
+VT_BLK_SERIAL=$( ((blk)) && echo vr-blk)
+VT_BLK_MB=$blk_mb
+VT_FIO=$fio
 EOF
 vbus_initramfs_add_kmods "$s" "${kos[@]}" || { h_fail initramfs kmods; finish; }
+if ((blk)); then
+	# at the host's path, with its libraries
+	vbus_initramfs_add_binary "$s" "$fio" || { h_fail initramfs fio; finish; }
+fi
 vbus_make_initramfs "$run/restart.cpio.gz" "$s" >/dev/null
 
 # ---- vbus-hostd under vbus-fdkeeper (in the namespace: the tap is there) -----
+blk_dev=()
+if ((blk)); then
+	truncate -s 64M "$run/blk.img"
+	blk_dev=(--device "g1:type=vbus-blk,id=3,file=$run/blk.img,serial=vr-blk,strict=1")
+fi
 # `ip netns exec` execs in place: $! is the keeper
 ip netns exec "$ns" "$keeper" --restart-delay 100 -- "$hostd" --foreground \
 	--ctl "$run/ctl.sock" \
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
 	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1" \
-	--device "g1:type=vbus-test,id=2" \
+	--device "g1:type=vbus-test,id=2" "${blk_dev[@]}" \
 	>"$out/hostd.log" 2>&1 &
 keeper_pid=$!
 for _ in $(seq 100); do
@@ -282,7 +310,7 @@ else
 	h_pass hostd-no-device-fault
 fi
 [[ -f "$out/flap.log" ]] && sed 's/^/    flap: /' "$out/flap.log"
-tr -d '\r' <"$log" | grep -aoE 'restart-tests: (RESTART|FLAP) .*' | sed 's/^restart-tests: /    /' ||
+tr -d '\r' <"$log" | grep -aoE 'restart-tests: (RESTART|BLK|FLAP) .*' | sed 's/^restart-tests: /    /' ||
 	printf '    (no RESTART figures)\n'
 printf 'guest: %s s (accel=%s, RAM %s, kernel %s); total %s s; logs %s\n' \
 	"$boot_secs" "$(vbus_qemu_accel)" "$mem" "$VBUS_KVER" \

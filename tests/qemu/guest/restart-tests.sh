@@ -15,7 +15,16 @@
 #   - prints "RESTART kind link_down_ms=.. max_rx_gap_ms=.. tcp_retrans=..":
 #     how long the carrier was off, the longest time the download got no
 #     byte, and the TCP segments retransmitted meanwhile;
-# then a hostile host flips host_epoch for 3 s under traffic: at most about
+# With a vbus-blk disk (serial $VT_BLK_SERIAL; vbus_blk loaded) the same
+# restarts happen under disk I/O too: fio with verify=crc32c runs in a loop
+# over the disk's first $VT_BLK_MB MiB (random 4k-64k writes, QD16, every
+# block read back and checked) while a 4 MiB stamp written before the
+# restart sits further on; after the restart fio has seen no I/O error or
+# bad block, the stamp reads back the same, the disk is the same vbdN
+# (reconnect, not re-probe), the kernel logged no I/O error, and "BLK kind
+# parked=.. resent=.. fio_passes=.." says how many requests the driver
+# took back from the dead host and sent again.
+# Then a hostile host flips host_epoch for 3 s under traffic: at most about
 # one re-attach a second, then everything in service again (FLAP figures).
 # The host's result check fails on any kernel WARN/BUG/Oops.
 
@@ -30,6 +39,9 @@
 : "${VT_DATA_MD5:=}"
 : "${VT_DATA_MB:=8}"
 : "${VT_KINDS:=term kill}"
+: "${VT_BLK_SERIAL:=}"
+: "${VT_BLK_MB:=16}"
+: "${VT_FIO:=/usr/bin/fio}"
 
 URL="http://$VT_HOST_IP:$VT_HTTP_PORT"
 BUS=/sys/bus/vbus-proxy/devices
@@ -107,8 +119,9 @@ monitor() {
 }
 
 setup() {
-	local m
-	for m in vbus_core vbus_proxy vbus_pcibridge venet vbus_test; do
+	local m mods="vbus_core vbus_proxy vbus_pcibridge venet vbus_test"
+	[ -n "$VT_BLK_SERIAL" ] && mods="$mods vbus_blk"
+	for m in $mods; do
 		vt_kmod_load "$m" || { echo "insmod $m failed"; return 1; }
 	done
 	n=0
@@ -158,13 +171,91 @@ check_md5_file() { [ "$(cut -d' ' -f1 "$1")" = "$2" ] || { echo "$1: $(cat "$1")
 check_up_md5() { [ "$(cat /tmp/up.host)" = "$(cat /tmp/up.want)" ] || { echo "host got $(cat /tmp/up.host), sent $(cat /tmp/up.want)"; return 1; }; }
 same_if() { [ "$(venet_if)" = "$IF" ] && ip addr show dev "$IF" | grep -q "inet $VT_GUEST_IP/"; }
 
+# ---- the disk ----------------------------------------------------------------
+# blk_disk: the vbdN whose serial is VT_BLK_SERIAL (waits up to 10 s).
+blk_disk() {
+	local n=0 d
+	while [ "$n" -lt 50 ]; do
+		for d in /sys/block/vbd*; do
+			[ "$(cat "$d/serial" 2>/dev/null)" = "$VT_BLK_SERIAL" ] &&
+				{ echo "${d##*/}"; return 0; }
+		done
+		n=$((n + 1))
+		usleep 200000
+	done
+	echo "no disk with serial $VT_BLK_SERIAL"
+	return 1
+}
+
+# sha of the 4 MiB stamp at 32 MiB (O_DIRECT: from the host, not the cache)
+stamp_sha() {
+	dd if="/dev/$BLK" bs=1M skip=32 count=4 iflag=direct 2>/dev/null |
+		sha256sum | cut -d' ' -f1
+}
+
+stamp_write() {
+	head -c 4194304 /dev/urandom >/tmp/stamp
+	sha256sum </tmp/stamp | cut -d' ' -f1 >/tmp/stamp.want
+	dd if=/tmp/stamp of="/dev/$BLK" bs=1M seek=32 oflag=direct conv=notrunc 2>/dev/null
+}
+
+stamp_same() {
+	local got
+	got=$(stamp_sha)
+	[ "$got" = "$(cat /tmp/stamp.want)" ] || { echo "stamp reads $got, wrote $(cat /tmp/stamp.want)"; return 1; }
+}
+
+# blk_fio_loop: verified fio passes over the first VT_BLK_MB MiB until
+# /tmp/blk.stop; the count of good passes to /tmp/blk.passes, a failed
+# pass's output to /tmp/blk.fail.
+blk_fio_loop() {
+	local n=0
+	while [ ! -e /tmp/blk.stop ]; do
+		if ! "$VT_FIO" --name=rs --filename="/dev/$BLK" --rw=randwrite \
+			--bs=4k-64k --iodepth=16 --ioengine=libaio --direct=1 \
+			--size="${VT_BLK_MB}M" --verify=crc32c --do_verify=1 \
+			--verify_fatal=1 --randseed=$((n + 1)) >/tmp/blk.out 2>&1; then
+			cp /tmp/blk.out /tmp/blk.fail
+			break
+		fi
+		n=$((n + 1))
+		echo "$n" >/tmp/blk.passes
+	done
+}
+
+# blk_log_count PATTERN: the sum of the numbers before PATTERN in the
+# driver's "host gone: N request(s)" / "host back: N request(s)" lines.
+blk_log_count() {
+	dmesg | grep -o "$1: [0-9]* request" | awk '{ s += $(NF - 1) } END { print s + 0 }'
+}
+
+blk_fio_ok() {
+	[ -e /tmp/blk.fail ] && { tail -n 20 /tmp/blk.fail; return 1; }
+	[ "$(cat /tmp/blk.passes 2>/dev/null || echo 0)" -ge 1 ] || { echo "no fio pass completed"; return 1; }
+}
+
+blk_no_io_error() {
+	! dmesg | grep -E "I/O error, dev vbd|Buffer I/O error|device fault"
+}
+
+same_blk() { [ "$(blk_disk)" = "$BLK" ] || { echo "disk is now $(blk_disk), was $BLK"; return 1; }; }
+
 restart_case() {
-	local k=$1 re0 down0 rc0 r0 dl up figs
+	local k=$1 re0 down0 rc0 r0 dl up figs blk=0 gone0 back0 backs0 p n
 	re0=$(bridge_stat reattach)
 	down0=$(bridge_stat host_down)
 	rc0=$(bridge_stat reconnect)
 	r0=$(retrans)
 	rm -f /tmp/mon.stop /tmp/mon.out /tmp/dl.md5 /tmp/up.host
+	if [ -n "$BLK" ]; then
+		blk=1
+		gone0=$(blk_log_count "host gone")
+		back0=$(blk_log_count "host back")
+		backs0=$(dmesg | grep -c "host back: [0-9]* request")
+		rm -f /tmp/blk.stop /tmp/blk.fail /tmp/blk.passes
+		vt_check "$k-blk-stamp-written" stamp_write
+		blk_fio_loop &
+	fi
 	monitor "$IF" &
 	(timeout 300 wget -q -O - "$URL/cgi-bin/slow" | md5sum >/tmp/dl.md5) &
 	dl=$!
@@ -178,6 +269,17 @@ restart_case() {
 	vt_check "$k-reattached" wait_stat_above reattach "$re0"
 	vt_check "$k-carrier-up" wait_carrier_up
 	touch /tmp/mon.stop
+	if [ "$blk" = 1 ]; then
+		# at least one whole pass after the restart
+		p=$(cat /tmp/blk.passes 2>/dev/null || echo 0)
+		n=0
+		while [ "$n" -lt 600 ] && [ ! -e /tmp/blk.fail ] &&
+			[ "$(cat /tmp/blk.passes 2>/dev/null || echo 0)" -le "$p" ]; do
+			n=$((n + 1))
+			usleep 200000
+		done
+		touch /tmp/blk.stop
+	fi
 	wait
 	figs=$(cat /tmp/mon.out 2>/dev/null || echo "? ?")
 	vt_check "$k-download-md5" check_md5_file /tmp/dl.md5 "$VT_DATA_MD5"
@@ -187,10 +289,18 @@ restart_case() {
 	else
 		vt_check "$k-crash-not-announced" test "$(bridge_stat host_down)" = "$down0"
 	fi
-	vt_check "$k-devices-reconnected" wait_stat_above reconnect $((rc0 + 1))
+	vt_check "$k-devices-reconnected" wait_stat_above reconnect $((rc0 + NDEV - 1))
 	vt_check "$k-netdev-kept" same_if
 	vt_check "$k-ping" ping -c 3 -W 5 "$VT_HOST_IP"
 	vt_check "$k-vbus-test-ring" ring_ok 2000
+	if [ "$blk" = 1 ]; then
+		vt_check "$k-blk-fio-verified" blk_fio_ok
+		vt_check "$k-blk-stamp-kept" stamp_same
+		vt_check "$k-blk-same-disk" same_blk
+		vt_check "$k-blk-reconnected" test "$(dmesg | grep -c "host back: [0-9]* request")" -gt "$backs0"
+		vt_check "$k-blk-no-io-error" blk_no_io_error
+		log "BLK $k parked=$(($(blk_log_count "host gone") - gone0)) resent=$(($(blk_log_count "host back") - back0)) fio_passes=$(cat /tmp/blk.passes 2>/dev/null || echo 0)"
+	fi
 	log "RESTART $k link_down_ms=${figs% *} max_rx_gap_ms=${figs#* } tcp_retrans=$(($(retrans) - r0)) hc_timeouts=$(bridge_stat hc_timeouts) reprobe=$(bridge_stat reprobe)"
 }
 
@@ -218,11 +328,26 @@ flap_case() {
 	vt_check flap-ping ping -c 3 -W 5 "$VT_HOST_IP"
 	vt_check flap-netdev-kept same_if
 	vt_check flap-vbus-test-ring ring_ok 2000
+	if [ -n "$BLK" ]; then
+		vt_check flap-blk-same-disk same_blk
+		vt_check flap-blk-stamp-kept stamp_same
+		vt_check flap-blk-no-io-error blk_no_io_error
+	fi
 	log "FLAP reattach=$n reattach_fail=$(($(bridge_stat reattach_fail) - f0)) host_down=$(bridge_stat host_down)"
 }
 
 vt_check setup setup || { vt_done; exit 0; }
 vt_check ring-before ring_ok 2000
+BLK='' NDEV=2
+if [ -n "$VT_BLK_SERIAL" ]; then
+	NDEV=3
+	if BLK=$(blk_disk); then
+		vt_pass "blk-disk-$BLK"
+	else
+		vt_fail blk-disk "$BLK"
+		BLK=''
+	fi
+fi
 dd if=/dev/urandom bs=3k count=$((VT_DATA_MB * 256)) 2>/dev/null | base64 >/tmp/up
 md5sum /tmp/up | cut -d' ' -f1 >/tmp/up.want
 for k in $VT_KINDS; do
@@ -230,5 +355,5 @@ for k in $VT_KINDS; do
 done
 vt_check no-reprobe test "$(bridge_stat reprobe)" = 0
 [ "${VT_FLAP:-1}" = 1 ] && flap_case
-vt_check unload sh -c "rmmod vbus_test venet vbus_pcibridge vbus_proxy vbus_core"
+vt_check unload sh -c "rmmod ${BLK:+vbus_blk }vbus_test venet vbus_pcibridge vbus_proxy vbus_core"
 vt_done
