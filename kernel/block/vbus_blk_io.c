@@ -19,6 +19,10 @@
  * the host sits on for too long) makes the device unusable: new requests
  * fail at once, the host device is closed (it lets go of the rings and
  * our pages), then every request still in flight ends with BLK_STS_IOERR.
+ *
+ * A host restart (vbus_blk_link.c) is not a fault: the requests on the
+ * rings are taken back and parked, still started, and sent again to the
+ * next host; a parked request times out like one on a ring.
  */
 #include <linux/blk-mq.h>
 #include <linux/io.h>
@@ -647,6 +651,8 @@ static int vbus_blk_init_request(struct blk_mq_tag_set *set,
 
 	cmd->sg = (struct scatterlist *)&cmd->req.seg[vblk->max_segs];
 	INIT_LIST_HEAD(&cmd->node);
+	cmd->parked = false;
+	cmd->slot = 0;		/* the timeout handler looks before a post */
 	return 0;
 }
 

@@ -14,6 +14,8 @@
  * still in flight end with an I/O error, and only then is the disk
  * deleted: del_gendisk() waits for every request, and a dropped host
  * would never complete them.
+ *
+ * A host restart keeps the disk: vbus_blk_link.c.
  */
 #include <linux/module.h>
 #include <linux/moduleparam.h>
