@@ -234,7 +234,9 @@ int vbus_pci_eventq_reset(struct vbus_pci_bridge *b)
 	if (!b->eventq_ready)
 		return -ENODEV;
 	tasklet_disable(&b->eventq_tasklet);
-	ret = ioq_ring_format(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT);
+	/* as at setup: v5 (a v6 header would not match b->eventq's ops) */
+	ret = ioq_ring_format_ver(b->eventq_ring, VBUS_PCI_EVENTQ_COUNT,
+				  IOQ_RING_VER_V5);
 	if (!ret) {
 		WRITE_ONCE(b->eventq_signal.faulted, 0);
 		ret = eventq_post_all(b);
