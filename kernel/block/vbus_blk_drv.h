@@ -22,6 +22,8 @@
 #define VBUS_BLK_DRV_NAME	"vbus_blk"
 #define VBUS_BLK_DISK_NAME	"vbd"
 #define VBUS_BLK_MINORS		16	/* per disk: the disk + 15 partitions */
+/* Timer resets (of blk-mq's timeout) a request gets before the fault. */
+#define VBUS_BLK_TIMEOUT_RESETS	4
 
 /*
  * One request ring (DEVSHM id = index). @lock serialises the posting side
@@ -92,6 +94,8 @@ struct vbus_blk {
 	 */
 	bool away;
 	bool quiesced;
+	/* faults the device when the host stays away too long */
+	struct delayed_work away_work;
 	spinlock_t park_lock;	/* @parked and cmd->parked */
 	struct list_head parked;
 };
@@ -125,6 +129,8 @@ int vbus_blk_rings_open(struct vbus_blk *vblk);
 void vbus_blk_rings_release(struct vbus_blk *vblk);
 
 /* link: host restarts (struct vbus_driver_ops) */
+void vbus_blk_link_init(struct vbus_blk *vblk);
+void vbus_blk_link_stop(struct vbus_blk *vblk);
 void vbus_blk_disconnect(struct vbus_device_proxy *vdev);
 int vbus_blk_reconnect(struct vbus_device_proxy *vdev);
 

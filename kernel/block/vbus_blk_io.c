@@ -30,9 +30,6 @@
 
 #include "vbus_blk_drv.h"
 
-/* Timer resets (of blk-mq's timeout) a request gets before the fault. */
-#define VBUS_BLK_TIMEOUT_RESETS	4
-
 size_t vbus_blk_cmd_size(unsigned int max_segs)
 {
 	return sizeof(struct vbus_blk_cmd) +

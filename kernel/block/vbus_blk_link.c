@@ -10,6 +10,10 @@
  * guarantees nothing on the host touches them any more). A parked
  * request stays started: its blk-mq timer runs, so a host that never
  * comes back ends it through the timeout handler (the device faults).
+ * Requests that arrive meanwhile wait in blk-mq unstarted, with no timer:
+ * away_work faults the device when the host has been away as long as a
+ * request may wait (io_timeout x (1 + the timeout handler's resets)),
+ * which fails them all.
  *
  * reconnect: DEVOPEN, GETCONFIG, NEGOTIATE and DEVSHM as at probe; the
  * new host must offer the same disk (capacity, block sizes, serial,
@@ -20,8 +24,38 @@
  */
 #include <linux/blk-mq.h>
 #include <linux/string.h>
+#include <linux/workqueue.h>
 
 #include "vbus_blk_drv.h"
+
+/* How long a host may stay away, in io_timeouts (see vbus_blk_io.c). */
+#define VBUS_BLK_AWAY_TIMEOUTS	(VBUS_BLK_TIMEOUT_RESETS + 1)
+
+/*
+ * The host stayed away too long: fault (under close_lock, so a reconnect
+ * either came first and we see it, or sees the fault and fails).
+ */
+static void vbus_blk_away_work(struct work_struct *work)
+{
+	struct vbus_blk *vblk = container_of(to_delayed_work(work),
+					     struct vbus_blk, away_work);
+
+	mutex_lock(&vblk->close_lock);
+	if (vblk->away)
+		vbus_blk_fault(vblk, "host away too long");
+	mutex_unlock(&vblk->close_lock);
+}
+
+void vbus_blk_link_init(struct vbus_blk *vblk)
+{
+	INIT_DELAYED_WORK(&vblk->away_work, vbus_blk_away_work);
+}
+
+/* Remove: the away timer neither runs nor is pending after this. */
+void vbus_blk_link_stop(struct vbus_blk *vblk)
+{
+	cancel_delayed_work_sync(&vblk->away_work);
+}
 
 /* What the gendisk and the tag set were made for. */
 struct vbus_blk_shape {
@@ -156,6 +190,10 @@ void vbus_blk_disconnect(struct vbus_device_proxy *vdev)
 	n = vbus_blk_take_back(vblk);
 	if (vbus_blk_faulted(vblk))
 		vbus_blk_fail_parked(vblk);
+	else
+		schedule_delayed_work(&vblk->away_work,
+				      vblk->disk->queue->rq_timeout *
+				      VBUS_BLK_AWAY_TIMEOUTS);
 	mutex_unlock(&vblk->close_lock);
 	dev_info(&vdev->dev, "%s: host gone: %u request(s) in flight wait for it\n",
 		 vblk->disk->disk_name, n);
@@ -181,6 +219,8 @@ int vbus_blk_reconnect(struct vbus_device_proxy *vdev)
 	else
 		ret = vbus_blk_reopen(vblk);
 	if (!ret) {
+		/* not _sync: the work takes close_lock; it sees !away */
+		cancel_delayed_work(&vblk->away_work);
 		vblk->away = false;
 		n = vbus_blk_resend_parked(vblk);
 		vbus_blk_unquiesce(vblk);

@@ -397,6 +397,7 @@ static int vbus_blk_probe(struct vbus_device_proxy *vdev)
 		return -ENOMEM;
 	vblk->vdev = vdev;
 	vbus_blk_io_init(vblk);
+	vbus_blk_link_init(vblk);
 
 	vblk->index = ida_alloc_max(&vbus_blk_ida,
 				    (1 << MINORBITS) / VBUS_BLK_MINORS - 1,
@@ -460,6 +461,7 @@ static int vbus_blk_remove(struct vbus_device_proxy *vdev)
 		return 0;
 
 	vbus_blk_stop(vblk);
+	vbus_blk_link_stop(vblk);
 	/* whatever reaches queue_rq now fails at once; nothing is in flight */
 	del_gendisk(vblk->disk);
 	cancel_work_sync(&vblk->fail_work);

@@ -18,11 +18,15 @@
 # sparse 64 MiB file; --no-blk leaves it out) the same restarts hit a
 # disk under fio with verify=crc32c: no I/O error, every block checked,
 # a stamp written before the restart reads back the same, the disk keeps
-# its vbdN ("BLK kind parked=.. resent=.." figures). Last, a hostile host (lib/bar2-flap.py: the daemon
+# its vbdN, and the restart took requests in flight back and sent them
+# again ("BLK kind parked=.. resent=.." figures). Then a hostile host (lib/bar2-flap.py: the daemon
 # stopped, its BAR2 and eventfds taken) flips host_epoch and fires every
 # vector every 2 ms for 3 s under traffic, then dies: the guest re-attaches
 # at most about once a second meanwhile and is in service once the keeper's
-# next daemon is up. No kernel warning may appear. Prints PASS/FAIL lines
+# next daemon is up. Last (with the disk) the keeper is stopped, so the
+# daemon goes for good: a read on the disk fails once the host has been
+# away io_timeout (1 s) x 5, the device faulted ("host away too long"),
+# the next at once. No kernel warning may appear. Prints PASS/FAIL lines
 # and "N passed, N failed"; exits non-zero on failure. Needs root.
 #
 #   tests/qemu/run-restart-tests.sh [--kinds "term kill"] [--data-mb N]
@@ -201,6 +205,7 @@ VT_KINDS="$kinds"
 VT_BLK_SERIAL=$( ((blk)) && echo vr-blk)
 VT_BLK_MB=$blk_mb
 VT_FIO=$fio
+VT_STOP=$blk
 EOF
 vbus_initramfs_add_kmods "$s" "${kos[@]}" || { h_fail initramfs kmods; finish; }
 if ((blk)); then
@@ -250,12 +255,22 @@ boot_pid=$!
 
 # VBUS-HOSTREQ SEQ restart term|kill: signal the daemon the keeper runs
 declare -A done_req
-restarts=0
+restarts=0 stopped=0 stats_rc=0
 while kill -0 "$boot_pid" 2>/dev/null; do
 	while read -r _ seq cmd kind; do
 		[[ -n "${done_req[$seq]:-}" ]] && continue
 		done_req[$seq]=1
 		pid=$(daemon_pid)
+		if [[ "$cmd" == stop ]]; then
+			# the daemon goes for good; its stats first
+			vbus_log "stop: SIGTERM to vbus-fdkeeper pid $keeper_pid"
+			stats_rc=0
+			ctl stats g1 >"$out/hostd-stats.txt" 2>&1 || stats_rc=$?
+			vbus_stop_pid "$keeper_pid"
+			keeper_pid=''
+			stopped=1
+			continue
+		fi
 		if [[ "$cmd" == flap && -n "$pid" ]]; then
 			# a hostile host for 3 s, then it dies (the keeper restarts)
 			vbus_log "flap: host_epoch and interrupts of vbus-hostd pid $pid for 3 s"
@@ -274,7 +289,7 @@ while kill -0 "$boot_pid" 2>/dev/null; do
 		kill -"$sig" "$pid"
 		restarts=$((restarts + 1))
 	done < <([[ -f "$log" ]] && tr -d '\r' <"$log" |
-		grep -aoE 'VBUS-HOSTREQ [0-9]+ (restart (term|kill)|flap 0)' || true)
+		grep -aoE 'VBUS-HOSTREQ [0-9]+ (restart (term|kill)|flap 0|stop 0)' || true)
 	sleep 0.1
 done
 boot_rc=0
@@ -298,7 +313,13 @@ if ((started == nkinds + 1 && took == nkinds)); then
 else
 	h_fail keeper-restarts-take-over "started $started, taken over $took (log $out/hostd.log)"
 fi
-if ctl stats g1 >"$out/hostd-stats.txt" 2>&1; then
+if ((stopped)); then
+	if ((stats_rc == 0)); then
+		h_pass hostd-alive-until-stop
+	else
+		h_fail hostd-alive-until-stop "(log $out/hostd.log)"
+	fi
+elif ctl stats g1 >"$out/hostd-stats.txt" 2>&1; then
 	h_pass hostd-alive-at-end
 else
 	h_fail hostd-alive-at-end "(log $out/hostd.log)"
@@ -310,7 +331,7 @@ else
 	h_pass hostd-no-device-fault
 fi
 [[ -f "$out/flap.log" ]] && sed 's/^/    flap: /' "$out/flap.log"
-tr -d '\r' <"$log" | grep -aoE 'restart-tests: (RESTART|BLK|FLAP) .*' | sed 's/^restart-tests: /    /' ||
+tr -d '\r' <"$log" | grep -aoE 'restart-tests: (RESTART|BLK|FLAP|STOP) .*' | sed 's/^restart-tests: /    /' ||
 	printf '    (no RESTART figures)\n'
 printf 'guest: %s s (accel=%s, RAM %s, kernel %s); total %s s; logs %s\n' \
 	"$boot_secs" "$(vbus_qemu_accel)" "$mem" "$VBUS_KVER" \

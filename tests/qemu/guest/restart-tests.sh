@@ -26,6 +26,9 @@
 # took back from the dead host and sent again.
 # Then a hostile host flips host_epoch for 3 s under traffic: at most about
 # one re-attach a second, then everything in service again (FLAP figures).
+# With VT_STOP=1 (and the disk) the daemon then stops for good: a read
+# waits until the host has been away io_timeout (1 s) x 5, then fails
+# ("host away too long"), the next fails at once.
 # The host's result check fails on any kernel WARN/BUG/Oops.
 
 # shellcheck source=tests/qemu/guest/lib.sh
@@ -229,6 +232,18 @@ blk_log_count() {
 	dmesg | grep -o "$1: [0-9]* request" | awk '{ s += $(NF - 1) } END { print s + 0 }'
 }
 
+# blk_busy: until the disk has requests in flight (fio is under way), 30 s.
+blk_busy() {
+	local n=0 r w
+	while [ "$n" -lt 300 ]; do
+		read -r r w <"/sys/block/$BLK/inflight" 2>/dev/null && [ $((r + w)) -gt 0 ] && return 0
+		n=$((n + 1))
+		usleep 100000
+	done
+	echo "no fio request seen in flight on $BLK"
+	return 1
+}
+
 blk_fio_ok() {
 	[ -e /tmp/blk.fail ] && { tail -n 20 /tmp/blk.fail; return 1; }
 	[ "$(cat /tmp/blk.passes 2>/dev/null || echo 0)" -ge 1 ] || { echo "no fio pass completed"; return 1; }
@@ -255,6 +270,7 @@ restart_case() {
 		rm -f /tmp/blk.stop /tmp/blk.fail /tmp/blk.passes
 		vt_check "$k-blk-stamp-written" stamp_write
 		blk_fio_loop &
+		vt_check "$k-blk-io-in-flight" blk_busy
 	fi
 	monitor "$IF" &
 	(timeout 300 wget -q -O - "$URL/cgi-bin/slow" | md5sum >/tmp/dl.md5) &
@@ -299,7 +315,13 @@ restart_case() {
 		vt_check "$k-blk-same-disk" same_blk
 		vt_check "$k-blk-reconnected" test "$(dmesg | grep -c "host back: [0-9]* request")" -gt "$backs0"
 		vt_check "$k-blk-no-io-error" blk_no_io_error
-		log "BLK $k parked=$(($(blk_log_count "host gone") - gone0)) resent=$(($(blk_log_count "host back") - back0)) fio_passes=$(cat /tmp/blk.passes 2>/dev/null || echo 0)"
+		p=$(($(blk_log_count "host gone") - gone0))
+		n=$(($(blk_log_count "host back") - back0))
+		# fio keeps 16 requests in flight: the restart must catch some
+		vt_check "$k-blk-requests-taken-back" test "$p" -gt 0
+		vt_check "$k-blk-all-resent" test "$n" = "$p"
+		dmesg | grep -E "vbd[0-9]+: host (gone|back)" | tail -n 2 | sed 's/^/  dmesg: /'
+		log "BLK $k parked=$p resent=$n fio_passes=$(cat /tmp/blk.passes 2>/dev/null || echo 0)"
 	fi
 	log "RESTART $k link_down_ms=${figs% *} max_rx_gap_ms=${figs#* } tcp_retrans=$(($(retrans) - r0)) hc_timeouts=$(bridge_stat hc_timeouts) reprobe=$(bridge_stat reprobe)"
 }
@@ -336,6 +358,44 @@ flap_case() {
 	log "FLAP reattach=$n reattach_fail=$(($(bridge_stat reattach_fail) - f0)) host_down=$(bridge_stat host_down)"
 }
 
+# The daemon stops for good (the host SIGTERMs the keeper): a request on
+# the disk waits (quiesced) until the host has been away io_timeout (1 s
+# here) x 5, then the device faults and it fails; the next fails at once.
+stop_read_fails() {
+	local t0 secs
+	t0=$(date +%s)
+	if dd if="/dev/$BLK" of=/dev/null bs=4096 skip=300 count=1 iflag=direct 2>/dev/null; then
+		echo "a read with the host gone succeeded"
+		return 1
+	fi
+	secs=$(($(date +%s) - t0))
+	log "STOP a read with the host gone for good failed after $secs s"
+	dmesg | grep -q 'device fault (host away too long)' ||
+		{ echo "no 'device fault (host away too long)' in dmesg"; return 1; }
+	[ "$secs" -le 60 ] || { echo "took $secs s"; return 1; }
+}
+
+stop_fails_fast() {
+	local t0
+	t0=$(date +%s)
+	if dd if="/dev/$BLK" of=/dev/null bs=4096 skip=400 count=1 iflag=direct 2>/dev/null; then
+		echo "a read from the faulted disk succeeded"
+		return 1
+	fi
+	[ $(($(date +%s) - t0)) -le 2 ] || { echo "took $(($(date +%s) - t0)) s"; return 1; }
+}
+
+stop_case() {
+	local down0
+	down0=$(bridge_stat host_down)
+	echo 1000 >"/sys/block/$BLK/queue/io_timeout"
+	REQ=$((REQ + 1))
+	echo "VBUS-HOSTREQ $REQ stop 0" >/dev/console
+	vt_check stop-host-down-seen wait_stat_above host_down "$down0" &&
+		vt_check stop-blk-read-times-out stop_read_fails &&
+		vt_check stop-blk-faulted-fails-fast stop_fails_fast
+}
+
 vt_check setup setup || { vt_done; exit 0; }
 vt_check ring-before ring_ok 2000
 BLK='' NDEV=2
@@ -355,5 +415,6 @@ for k in $VT_KINDS; do
 done
 vt_check no-reprobe test "$(bridge_stat reprobe)" = 0
 [ "${VT_FLAP:-1}" = 1 ] && flap_case
+[ -n "$BLK" ] && [ "${VT_STOP:-0}" = 1 ] && stop_case
 vt_check unload sh -c "rmmod ${BLK:+vbus_blk }vbus_test venet vbus_pcibridge vbus_proxy vbus_core"
 vt_done
