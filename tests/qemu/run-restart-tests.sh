@@ -19,7 +19,11 @@
 # disk under fio with verify=crc32c: no I/O error, every block checked,
 # a stamp written before the restart reads back the same, the disk keeps
 # its vbdN, and the restart took requests in flight back and sent them
-# again ("BLK kind parked=.. resent=.." figures). Then a hostile host (lib/bar2-flap.py: the daemon
+# again ("BLK kind parked=.. resent=.." figures). A second vbus-blk disk
+# (id 4, serial vr-fs, 64 MiB) holds a mounted ext4 with a loop of fsynced
+# 256 KiB file writes through every restart: every file reads back with
+# its md5, fsck finds it clean at the end and a remount reads it all back
+# ("EXT4 kind files_written=.."). Then a hostile host (lib/bar2-flap.py: the daemon
 # stopped, its BAR2 and eventfds taken) flips host_epoch and fires every
 # vector every 2 ms for 3 s under traffic, then dies: the guest re-attaches
 # at most about once a second meanwhile and is in service once the keeper's
@@ -37,7 +41,7 @@
 #   --data-mb N   size of each transfer in MiB (default 8)
 #   --blk-mb N    MiB each verified fio pass covers on the disk (1..32,
 #                 default 16; the stamp is at 32..36 MiB)
-#   --no-blk      no vbus-blk device (venet and vbus-test only)
+#   --no-blk      no vbus-blk devices (venet and vbus-test only)
 #   --mem SIZE    guest RAM, QEMU syntax (default 512M)
 #   --timeout SEC kill the guest after SEC seconds (default 600)
 #   --no-build    use the .ko files and binaries already built
@@ -123,9 +127,13 @@ keeper="$(dirname "$hostd")/vbus-fdkeeper"
 [[ -x "$keeper" ]] || { h_fail build "no vbus-fdkeeper next to $hostd"; finish; }
 busybox=$(command -v busybox) || { h_fail setup "no busybox on the host"; finish; }
 pgrep=$(command -v pgrep) || { h_fail setup "no pgrep on the host"; finish; }
-fio=''
+bins=()
 if ((blk)); then
-	fio=$(command -v fio) || { h_fail setup "no fio on the host (scripts/deps.sh installs it)"; finish; }
+	for b in fio mkfs.ext4 fsck.ext4; do
+		p=$(PATH=$PATH:/usr/sbin:/sbin command -v "$b") ||
+			{ h_fail setup "no $b on the host (scripts/deps.sh installs fio, e2fsprogs)"; finish; }
+		bins+=("$p")
+	done
 fi
 
 # ---- run directory, namespace, cleanup ----------------------------------
@@ -204,21 +212,25 @@ VT_DATA_MB=$data_mb
 VT_KINDS="$kinds"
 VT_BLK_SERIAL=$( ((blk)) && echo vr-blk)
 VT_BLK_MB=$blk_mb
-VT_FIO=$fio
+VT_FIO=${bins[0]:-}
+VT_FS_SERIAL=$( ((blk)) && echo vr-fs)
 VT_STOP=$blk
 EOF
-vbus_initramfs_add_kmods "$s" "${kos[@]}" || { h_fail initramfs kmods; finish; }
+extra_kmods=()
+((blk)) && extra_kmods=(crc32c_generic ext4)
+vbus_initramfs_add_kmods "$s" "${kos[@]}" "${extra_kmods[@]}" || { h_fail initramfs kmods; finish; }
 if ((blk)); then
-	# at the host's path, with its libraries
-	vbus_initramfs_add_binary "$s" "$fio" || { h_fail initramfs fio; finish; }
+	# at the host's paths, with their libraries
+	vbus_initramfs_add_binary "$s" "${bins[@]}" || { h_fail initramfs "${bins[*]}"; finish; }
 fi
 vbus_make_initramfs "$run/restart.cpio.gz" "$s" >/dev/null
 
 # ---- vbus-hostd under vbus-fdkeeper (in the namespace: the tap is there) -----
 blk_dev=()
 if ((blk)); then
-	truncate -s 64M "$run/blk.img"
-	blk_dev=(--device "g1:type=vbus-blk,id=3,file=$run/blk.img,serial=vr-blk,strict=1")
+	truncate -s 64M "$run/blk.img" "$run/fs.img"
+	blk_dev=(--device "g1:type=vbus-blk,id=3,file=$run/blk.img,serial=vr-blk,strict=1"
+		--device "g1:type=vbus-blk,id=4,file=$run/fs.img,serial=vr-fs,strict=1")
 fi
 # `ip netns exec` execs in place: $! is the keeper
 ip netns exec "$ns" "$keeper" --restart-delay 100 -- "$hostd" --foreground \
@@ -331,7 +343,7 @@ else
 	h_pass hostd-no-device-fault
 fi
 [[ -f "$out/flap.log" ]] && sed 's/^/    flap: /' "$out/flap.log"
-tr -d '\r' <"$log" | grep -aoE 'restart-tests: (RESTART|BLK|FLAP|STOP) .*' | sed 's/^restart-tests: /    /' ||
+tr -d '\r' <"$log" | grep -aoE 'restart-tests: (RESTART|BLK|EXT4|FLAP|STOP) .*' | sed 's/^restart-tests: /    /' ||
 	printf '    (no RESTART figures)\n'
 printf 'guest: %s s (accel=%s, RAM %s, kernel %s); total %s s; logs %s\n' \
 	"$boot_secs" "$(vbus_qemu_accel)" "$mem" "$VBUS_KVER" \

@@ -23,7 +23,11 @@
 # bad block, the stamp reads back the same, the disk is the same vbdN
 # (reconnect, not re-probe), the kernel logged no I/O error, and "BLK kind
 # parked=.. resent=.. fio_passes=.." says how many requests the driver
-# took back from the dead host and sent again.
+# took back from the dead host and sent again. A second disk (serial
+# $VT_FS_SERIAL) carries a mounted ext4 with a loop writing 256 KiB files
+# (fsync each) through every restart: each file reads back with its md5,
+# and at the end fsck finds the file system clean and a remount reads
+# every file back intact.
 # Then a hostile host flips host_epoch for 3 s under traffic: at most about
 # one re-attach a second, then everything in service again (FLAP figures).
 # With VT_STOP=1 (and the disk) the daemon then stops for good: a read
@@ -45,6 +49,7 @@
 : "${VT_BLK_SERIAL:=}"
 : "${VT_BLK_MB:=16}"
 : "${VT_FIO:=/usr/bin/fio}"
+: "${VT_FS_SERIAL:=}"
 
 URL="http://$VT_HOST_IP:$VT_HTTP_PORT"
 BUS=/sys/bus/vbus-proxy/devices
@@ -124,6 +129,8 @@ monitor() {
 setup() {
 	local m mods="vbus_core vbus_proxy vbus_pcibridge venet vbus_test"
 	[ -n "$VT_BLK_SERIAL" ] && mods="$mods vbus_blk"
+	# metadata_csum wants the crc32c shash; ext4's softdep is not followed
+	[ -n "$VT_FS_SERIAL" ] && mods="$mods crc32c_generic ext4"
 	for m in $mods; do
 		vt_kmod_load "$m" || { echo "insmod $m failed"; return 1; }
 	done
@@ -175,20 +182,60 @@ check_up_md5() { [ "$(cat /tmp/up.host)" = "$(cat /tmp/up.want)" ] || { echo "ho
 same_if() { [ "$(venet_if)" = "$IF" ] && ip addr show dev "$IF" | grep -q "inet $VT_GUEST_IP/"; }
 
 # ---- the disk ----------------------------------------------------------------
-# blk_disk: the vbdN whose serial is VT_BLK_SERIAL (waits up to 10 s).
+# blk_disk [SERIAL]: the vbdN whose serial is SERIAL (default
+# VT_BLK_SERIAL; waits up to 10 s).
 blk_disk() {
-	local n=0 d
+	local n=0 d serial=${1:-$VT_BLK_SERIAL}
 	while [ "$n" -lt 50 ]; do
 		for d in /sys/block/vbd*; do
-			[ "$(cat "$d/serial" 2>/dev/null)" = "$VT_BLK_SERIAL" ] &&
+			[ "$(cat "$d/serial" 2>/dev/null)" = "$serial" ] &&
 				{ echo "${d##*/}"; return 0; }
 		done
 		n=$((n + 1))
 		usleep 200000
 	done
-	echo "no disk with serial $VT_BLK_SERIAL"
+	echo "no disk with serial $serial"
 	return 1
 }
+
+# ---- ext4 on the second disk ---------------------------------------------------
+fs_setup() {
+	mkdir -p /mnt/fs /tmp/fsmd5 &&
+		/usr/sbin/mkfs.ext4 -q -F "/dev/$FS" &&
+		mount -t ext4 "/dev/$FS" /mnt/fs
+}
+
+# fs_loop: until /tmp/fs.stop, 256 KiB files f0..f99 (round robin), each
+# written and fsynced, its md5 kept in /tmp/fsmd5; a failed write to
+# /tmp/fs.fail. The count written to /tmp/fs.count.
+fs_loop() {
+	local i=0 f
+	while [ ! -e /tmp/fs.stop ]; do
+		f=f$((i % 100))
+		head -c 262144 /dev/urandom >/tmp/fs.data
+		if ! dd if=/tmp/fs.data of="/mnt/fs/$f" bs=64k conv=fsync 2>/tmp/fs.err; then
+			{ echo "writing $f:"; cat /tmp/fs.err; } >/tmp/fs.fail
+			break
+		fi
+		md5sum </tmp/fs.data | cut -d' ' -f1 >"/tmp/fsmd5/$f"
+		i=$((i + 1))
+		echo "$i" >/tmp/fs.count
+	done
+}
+
+# fs_files_ok: every file written reads back with its md5.
+fs_files_ok() {
+	local m f got
+	[ -e /tmp/fs.fail ] && { cat /tmp/fs.fail; return 1; }
+	for m in /tmp/fsmd5/*; do
+		[ -e "$m" ] || continue
+		f=${m##*/}
+		got=$(md5sum <"/mnt/fs/$f" | cut -d' ' -f1)
+		[ "$got" = "$(cat "$m")" ] || { echo "$f: md5 $got, wrote $(cat "$m")"; return 1; }
+	done
+}
+
+same_fs() { [ "$(blk_disk "$VT_FS_SERIAL")" = "$FS" ] && grep -q "^/dev/$FS /mnt/fs ext4 rw" /proc/mounts; }
 
 # sha of the 4 MiB stamp at 32 MiB (O_DIRECT: from the host, not the cache)
 stamp_sha() {
@@ -264,12 +311,16 @@ restart_case() {
 	rm -f /tmp/mon.stop /tmp/mon.out /tmp/dl.md5 /tmp/up.host
 	if [ -n "$BLK" ]; then
 		blk=1
-		gone0=$(blk_log_count "host gone")
-		back0=$(blk_log_count "host back")
-		backs0=$(dmesg | grep -c "host back: [0-9]* request")
+		gone0=$(blk_log_count "$BLK: host gone")
+		back0=$(blk_log_count "$BLK: host back")
+		backs0=$(dmesg | grep -c "$BLK: host back: [0-9]* request")
 		rm -f /tmp/blk.stop /tmp/blk.fail /tmp/blk.passes
 		vt_check "$k-blk-stamp-written" stamp_write
 		blk_fio_loop &
+	fi
+	if [ -n "$FS" ]; then
+		rm -f /tmp/fs.stop /tmp/fs.fail /tmp/fs.count
+		fs_loop &
 	fi
 	monitor "$IF" &
 	(timeout 300 wget -q -O - "$URL/cgi-bin/slow" | md5sum >/tmp/dl.md5) &
@@ -297,6 +348,7 @@ restart_case() {
 		done
 		touch /tmp/blk.stop
 	fi
+	touch /tmp/fs.stop
 	wait
 	figs=$(cat /tmp/mon.out 2>/dev/null || echo "? ?")
 	vt_check "$k-download-md5" check_md5_file /tmp/dl.md5 "$VT_DATA_MD5"
@@ -314,15 +366,20 @@ restart_case() {
 		vt_check "$k-blk-fio-verified" blk_fio_ok
 		vt_check "$k-blk-stamp-kept" stamp_same
 		vt_check "$k-blk-same-disk" same_blk
-		vt_check "$k-blk-reconnected" test "$(dmesg | grep -c "host back: [0-9]* request")" -gt "$backs0"
+		vt_check "$k-blk-reconnected" test "$(dmesg | grep -c "$BLK: host back: [0-9]* request")" -gt "$backs0"
 		vt_check "$k-blk-no-io-error" blk_no_io_error
-		p=$(($(blk_log_count "host gone") - gone0))
-		n=$(($(blk_log_count "host back") - back0))
+		p=$(($(blk_log_count "$BLK: host gone") - gone0))
+		n=$(($(blk_log_count "$BLK: host back") - back0))
 		# fio keeps 16 requests in flight: the restart must catch some
 		vt_check "$k-blk-requests-taken-back" test "$p" -gt 0
 		vt_check "$k-blk-all-resent" test "$n" = "$p"
 		dmesg | grep -E "vbd[0-9]+: host (gone|back)" | tail -n 2 | sed 's/^/  dmesg: /'
 		log "BLK $k parked=$p resent=$n fio_passes=$(cat /tmp/blk.passes 2>/dev/null || echo 0)"
+	fi
+	if [ -n "$FS" ]; then
+		vt_check "$k-ext4-files-verified" fs_files_ok
+		vt_check "$k-ext4-still-mounted-rw" same_fs
+		log "EXT4 $k files_written=$(cat /tmp/fs.count 2>/dev/null || echo 0)"
 	fi
 	log "RESTART $k link_down_ms=${figs% *} max_rx_gap_ms=${figs#* } tcp_retrans=$(($(retrans) - r0)) hc_timeouts=$(bridge_stat hc_timeouts) reprobe=$(bridge_stat reprobe)"
 }
@@ -400,9 +457,18 @@ stop_case() {
 
 vt_check setup setup || { vt_done; exit 0; }
 vt_check ring-before ring_ok 2000
-BLK='' NDEV=2
+BLK='' FS='' NDEV=2
+if [ -n "$VT_FS_SERIAL" ]; then
+	NDEV=$((NDEV + 1))
+	if FS=$(blk_disk "$VT_FS_SERIAL"); then
+		vt_check "ext4-on-$FS" fs_setup || FS=''
+	else
+		vt_fail fs-disk "$FS"
+		FS=''
+	fi
+fi
 if [ -n "$VT_BLK_SERIAL" ]; then
-	NDEV=3
+	NDEV=$((NDEV + 1))
 	if BLK=$(blk_disk); then
 		vt_pass "blk-disk-$BLK"
 	else
@@ -416,7 +482,15 @@ for k in $VT_KINDS; do
 	restart_case "$k"
 done
 vt_check no-reprobe test "$(bridge_stat reprobe)" = 0
+if [ -n "$FS" ]; then
+	vt_check ext4-umount umount /mnt/fs
+	vt_check ext4-fsck-clean /usr/sbin/fsck.ext4 -n -f "/dev/$FS"
+	vt_check ext4-remount mount -t ext4 "/dev/$FS" /mnt/fs &&
+		vt_check ext4-files-after-remount fs_files_ok
+	umount /mnt/fs
+	FS=''
+fi
 [ "${VT_FLAP:-1}" = 1 ] && flap_case
 [ -n "$BLK" ] && [ "${VT_STOP:-0}" = 1 ] && stop_case
-vt_check unload sh -c "rmmod ${BLK:+vbus_blk }vbus_test venet vbus_pcibridge vbus_proxy vbus_core"
+vt_check unload sh -c "rmmod ${BLK:+vbus_blk }${VT_FS_SERIAL:+ext4 }vbus_test venet vbus_pcibridge vbus_proxy vbus_core"
 vt_done
