@@ -27,7 +27,10 @@
 # stopped, its BAR2 and eventfds taken) flips host_epoch and fires every
 # vector every 2 ms for 3 s under traffic, then dies: the guest re-attaches
 # at most about once a second meanwhile and is in service once the keeper's
-# next daemon is up. Last (with the disk) the keeper is stopped, so the
+# next daemon is up. With the disks, the ext4 disk's file is then shrunk
+# to 32 MiB before a SIGTERM restart: the guest refuses the other disk
+# (logged), the bus removes it and probes it anew at the new size, the
+# fio disk is reconnected. Last (with the disks) the keeper is stopped, so the
 # daemon goes for good: a read on the disk fails once the host has been
 # away io_timeout (1 s) x 5, the device faulted ("host away too long"),
 # the next at once. No kernel warning may appear. Prints PASS/FAIL lines
@@ -283,6 +286,14 @@ while kill -0 "$boot_pid" 2>/dev/null; do
 			stopped=1
 			continue
 		fi
+		if [[ "$cmd" == resize && -n "$pid" ]]; then
+			# the next daemon serves another disk under id 4
+			vbus_log "resize: fs.img to 32 MiB, SIGTERM to vbus-hostd pid $pid"
+			truncate -s 32M "$run/fs.img"
+			kill -TERM "$pid"
+			restarts=$((restarts + 1))
+			continue
+		fi
 		if [[ "$cmd" == flap && -n "$pid" ]]; then
 			# a hostile host for 3 s, then it dies (the keeper restarts)
 			vbus_log "flap: host_epoch and interrupts of vbus-hostd pid $pid for 3 s"
@@ -301,7 +312,7 @@ while kill -0 "$boot_pid" 2>/dev/null; do
 		kill -"$sig" "$pid"
 		restarts=$((restarts + 1))
 	done < <([[ -f "$log" ]] && tr -d '\r' <"$log" |
-		grep -aoE 'VBUS-HOSTREQ [0-9]+ (restart (term|kill)|flap 0|stop 0)' || true)
+		grep -aoE 'VBUS-HOSTREQ [0-9]+ (restart (term|kill)|flap 0|resize 0|stop 0)' || true)
 	sleep 0.1
 done
 boot_rc=0
@@ -312,7 +323,7 @@ boot_secs=$(vbus_elapsed "$t0")
 vbus_add_results "$log" || true
 
 # ---- the host's side of it -------------------------------------------------------
-nkinds=$(($(wc -w <<<"$kinds") + 1))	# + the flap's
+nkinds=$(($(wc -w <<<"$kinds") + 1 + blk))	# + the flap's, the resize's
 if ((restarts == nkinds)); then
 	h_pass "host-restarted-$restarts"
 else

@@ -30,6 +30,8 @@
 # every file back intact.
 # Then a hostile host flips host_epoch for 3 s under traffic: at most about
 # one re-attach a second, then everything in service again (FLAP figures).
+# With the disks the ext4 disk's file shrinks under a restart: the driver
+# refuses the other disk, the bus probes it anew at the new size.
 # With VT_STOP=1 (and the disk) the daemon then stops for good: a read
 # waits until the host has been away io_timeout (1 s) x 5, then fails
 # ("host away too long"), the next fails at once.
@@ -416,6 +418,36 @@ flap_case() {
 	log "FLAP reattach=$n reattach_fail=$(($(bridge_stat reattach_fail) - f0)) host_down=$(bridge_stat host_down)"
 }
 
+# fs_disk_size SECTORS: the disk with serial VT_FS_SERIAL has SECTORS (15 s).
+fs_disk_size() {
+	local n=0 d
+	while [ "$n" -lt 75 ]; do
+		d=$(blk_disk "$VT_FS_SERIAL") && [ "$(cat "/sys/block/$d/size")" = "$1" ] && return 0
+		n=$((n + 1))
+		usleep 200000
+	done
+	echo "disk with serial $VT_FS_SERIAL: ${d:-none}, $(cat "/sys/block/$d/size" 2>/dev/null) sectors, wanted $1"
+	return 1
+}
+
+# The next daemon serves a smaller file under the ext4 disk's id (the host
+# shrank it before a SIGTERM): the driver refuses the other disk (logged),
+# the bus removes the device and probes it anew, at the new size; the fio
+# disk is reconnected as before.
+resize_case() {
+	local rp0 backs0
+	rp0=$(bridge_stat reprobe)
+	backs0=$(dmesg | grep -c "$BLK: host back: [0-9]* request")
+	REQ=$((REQ + 1))
+	echo "VBUS-HOSTREQ $REQ resize 0" >/dev/console
+	vt_check resize-reprobed wait_stat_above reprobe "$rp0"
+	vt_check resize-refused-logged sh -c "dmesg | grep -q '$FSDEV: the new host offers another disk (capacity'"
+	vt_check resize-new-disk-size fs_disk_size 65536
+	vt_check resize-blk-reconnected sh -c "[ \$(dmesg | grep -c '$BLK: host back: [0-9]* request') -gt $backs0 ]"
+	vt_check resize-blk-same-disk same_blk
+	vt_check resize-blk-stamp-kept stamp_same
+}
+
 # The daemon stops for good (the host SIGTERMs the keeper): a request on
 # the disk waits (quiesced) until the host has been away io_timeout (1 s
 # here) x 5, then the device faults and it fails; the next fails at once.
@@ -457,10 +489,11 @@ stop_case() {
 
 vt_check setup setup || { vt_done; exit 0; }
 vt_check ring-before ring_ok 2000
-BLK='' FS='' NDEV=2
+BLK='' FS='' FSDEV='' NDEV=2
 if [ -n "$VT_FS_SERIAL" ]; then
 	NDEV=$((NDEV + 1))
 	if FS=$(blk_disk "$VT_FS_SERIAL"); then
+		FSDEV=$FS
 		vt_check "ext4-on-$FS" fs_setup || FS=''
 	else
 		vt_fail fs-disk "$FS"
@@ -491,6 +524,7 @@ if [ -n "$FS" ]; then
 	FS=''
 fi
 [ "${VT_FLAP:-1}" = 1 ] && flap_case
+[ -n "$FSDEV" ] && [ -n "$BLK" ] && resize_case
 [ -n "$BLK" ] && [ "${VT_STOP:-0}" = 1 ] && stop_case
 vt_check unload sh -c "rmmod ${BLK:+vbus_blk }${VT_FS_SERIAL:+ext4 }vbus_test venet vbus_pcibridge vbus_proxy vbus_core"
 vt_done
