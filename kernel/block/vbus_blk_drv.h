@@ -22,6 +22,8 @@
 #define VBUS_BLK_DRV_NAME	"vbus_blk"
 #define VBUS_BLK_DISK_NAME	"vbd"
 #define VBUS_BLK_MINORS		16	/* per disk: the disk + 15 partitions */
+/* Timer resets (of blk-mq's timeout) a request gets before the fault. */
+#define VBUS_BLK_TIMEOUT_RESETS	4
 
 /*
  * One request ring (DEVSHM id = index). @lock serialises the posting side
@@ -45,7 +47,8 @@ struct vbus_blk_queue {
  * contiguous per request, so one guest-physical pointer covers it.
  */
 struct vbus_blk_cmd {
-	struct list_head node;	/* on a local completion list */
+	struct list_head node;	/* on a completion list or vblk->parked */
+	bool parked;		/* on vblk->parked; vblk->park_lock */
 	blk_status_t status;	/* decided by the reaper or the fault path */
 	unsigned int timeouts;	/* timer resets so far */
 	u32 slot;		/* ring slot it was posted to */
@@ -71,12 +74,30 @@ struct vbus_blk {
 
 	unsigned long faulted;	/* bit 0: the device is unusable */
 	struct work_struct fail_work;	/* shutdown after a fault */
-	struct mutex close_lock;	/* close_state */
+	/*
+	 * close_state, away, quiesced, and moving requests off @parked in
+	 * bulk (shutdown, reconnect): a host restart and a fault are
+	 * handled one after the other.
+	 */
+	struct mutex close_lock;
 	enum {
 		VBUS_BLK_OPEN,
-		VBUS_BLK_CLOSED,	/* the host answered DEVCLOSE */
+		VBUS_BLK_CLOSED,	/* the host answered DEVCLOSE, or forgot us */
 		VBUS_BLK_CLOSE_TIMEDOUT,	/* it may still use our memory */
 	} close_state;
+
+	/*
+	 * Host restarts (vbus_blk_link.c): between disconnect and reconnect
+	 * the device is @away: no rings, the blk-mq queue @quiesced, and the
+	 * requests the old host had are on @parked, still started (their
+	 * blk-mq timer runs), until a new host takes them again.
+	 */
+	bool away;
+	bool quiesced;
+	/* faults the device when the host stays away too long */
+	struct delayed_work away_work;
+	spinlock_t park_lock;	/* @parked and cmd->parked */
+	struct list_head parked;
 };
 
 /* The one check of vbus_blk_fault()'s verdict. */
@@ -90,7 +111,27 @@ extern const struct blk_mq_ops vbus_blk_mq_ops;
 size_t vbus_blk_cmd_size(unsigned int max_segs);
 void vbus_blk_io_init(struct vbus_blk *vblk);
 void vbus_blk_fault(struct vbus_blk *vblk, const char *why);
+int vbus_blk_close_locked(struct vbus_blk *vblk);
 void vbus_blk_shutdown(struct vbus_blk *vblk);
 void vbus_blk_notify(struct ioq_notifier *n);
+
+/* io: requests across a host restart (close_lock held) */
+unsigned int vbus_blk_take_back(struct vbus_blk *vblk);
+void vbus_blk_fail_parked(struct vbus_blk *vblk);
+unsigned int vbus_blk_resend_parked(struct vbus_blk *vblk);
+void vbus_blk_quiesce(struct vbus_blk *vblk);
+void vbus_blk_unquiesce(struct vbus_blk *vblk);
+
+/* main: bring-up steps a reconnect repeats */
+int vbus_blk_get_config(struct vbus_blk *vblk);
+int vbus_blk_negotiate(struct vbus_blk *vblk, u32 want_queues);
+int vbus_blk_rings_open(struct vbus_blk *vblk);
+void vbus_blk_rings_release(struct vbus_blk *vblk);
+
+/* link: host restarts (struct vbus_driver_ops) */
+void vbus_blk_link_init(struct vbus_blk *vblk);
+void vbus_blk_link_stop(struct vbus_blk *vblk);
+void vbus_blk_disconnect(struct vbus_device_proxy *vdev);
+int vbus_blk_reconnect(struct vbus_device_proxy *vdev);
 
 #endif /* VBUS_BLK_DRV_H */

@@ -19,15 +19,16 @@
  * the host sits on for too long) makes the device unusable: new requests
  * fail at once, the host device is closed (it lets go of the rings and
  * our pages), then every request still in flight ends with BLK_STS_IOERR.
+ *
+ * A host restart (vbus_blk_link.c) is not a fault: the requests on the
+ * rings are taken back and parked, still started, and sent again to the
+ * next host; a parked request times out like one on a ring.
  */
 #include <linux/blk-mq.h>
 #include <linux/io.h>
 #include <linux/slab.h>
 
 #include "vbus_blk_drv.h"
-
-/* Timer resets (of blk-mq's timeout) a request gets before the fault. */
-#define VBUS_BLK_TIMEOUT_RESETS	4
 
 size_t vbus_blk_cmd_size(unsigned int max_segs)
 {
@@ -45,6 +46,8 @@ void vbus_blk_io_init(struct vbus_blk *vblk)
 {
 	INIT_WORK(&vblk->fail_work, vbus_blk_fail_work);
 	mutex_init(&vblk->close_lock);
+	spin_lock_init(&vblk->park_lock);
+	INIT_LIST_HEAD(&vblk->parked);
 }
 
 /*
@@ -99,35 +102,161 @@ static void vbus_blk_fail_queue(struct vbus_blk_queue *vq)
 }
 
 /*
- * Close the host device once (the host stops touching the rings and the
- * pages our requests point to when it answers), then fail every request
- * in flight. Process context. Called with the device faulted, so nothing
- * is posted any more: queue_rq checks the fault under the queue lock.
+ * Close the host device once: when the host answers, it no longer
+ * touches the rings or the pages our requests point to. Under close_lock;
+ * the answer, or 0 when there was nothing to close.
+ */
+int vbus_blk_close_locked(struct vbus_blk *vblk)
+{
+	int ret;
+
+	if (vblk->close_state != VBUS_BLK_OPEN)
+		return 0;
+	ret = vblk->vdev->ops->close(vblk->vdev, 0);
+	if (ret < 0)
+		dev_warn(&vblk->vdev->dev, "DEVCLOSE failed: %d\n", ret);
+	/*
+	 * Only a timeout leaves the host possibly still running; any answer
+	 * (even -ENODEV after a DEVDROP) means it let go.
+	 */
+	vblk->close_state = ret == -ETIMEDOUT ? VBUS_BLK_CLOSE_TIMEDOUT :
+						VBUS_BLK_CLOSED;
+	if (ret == -ETIMEDOUT)
+		dev_err(&vblk->vdev->dev,
+			"host did not close the device: failing its requests anyway, the host may still write their pages\n");
+	return ret;
+}
+
+/*
+ * Close the host device, then fail every request in flight, on the rings
+ * or parked for a host that is away, and let the queue run again so what
+ * waited behind the quiesce fails too. Process context. Called with the
+ * device faulted, so nothing is posted any more: queue_rq checks the
+ * fault under the queue lock.
  */
 void vbus_blk_shutdown(struct vbus_blk *vblk)
 {
 	unsigned int q;
-	int ret;
 
 	mutex_lock(&vblk->close_lock);
-	if (vblk->close_state == VBUS_BLK_OPEN) {
-		ret = vblk->vdev->ops->close(vblk->vdev, 0);
-		if (ret < 0)
-			dev_warn(&vblk->vdev->dev, "DEVCLOSE failed: %d\n", ret);
-		/*
-		 * Only a timeout leaves the host possibly still running; any
-		 * answer (even -ENODEV after a DEVDROP) means it let go.
-		 */
-		vblk->close_state = ret == -ETIMEDOUT ? VBUS_BLK_CLOSE_TIMEDOUT :
-							VBUS_BLK_CLOSED;
-		if (ret == -ETIMEDOUT)
-			dev_err(&vblk->vdev->dev,
-				"host did not close the device: failing its requests anyway, the host may still write their pages\n");
-	}
-	mutex_unlock(&vblk->close_lock);
-
+	vbus_blk_close_locked(vblk);
 	for (q = 0; vblk->queues && q < vblk->nr_queues; q++)
 		vbus_blk_fail_queue(&vblk->queues[q]);
+	vbus_blk_fail_parked(vblk);
+	vbus_blk_unquiesce(vblk);
+	mutex_unlock(&vblk->close_lock);
+}
+
+/* ---- host restarts (vbus_blk_link.c) ---- */
+
+/*
+ * The host went away: every request on @vq's ring comes back to us,
+ * whatever the ring says. Nothing the old host wrote (its pops, a
+ * req.status) is looked at: a request it finished but we had not reaped
+ * is sent again, which the protocol allows (a read, a write of the same
+ * data, a flush, a discard: each may be done twice). The move is atomic
+ * under vq->lock and park_lock, so the timeout handler always finds the
+ * request on a slot or parked. Under close_lock, with the notifier gone.
+ */
+static unsigned int vbus_blk_take_back_queue(struct vbus_blk_queue *vq)
+{
+	struct vbus_blk *vblk = vq->vblk;
+	struct vbus_blk_cmd *cmd;
+	unsigned int i, n = 0;
+	unsigned long flags;
+
+	if (!vq->slots)
+		return 0;
+	spin_lock_irqsave(&vq->lock, flags);
+	spin_lock(&vblk->park_lock);
+	for (i = 0; i < vblk->queue_depth; i++) {
+		if (!vq->slots[i])
+			continue;
+		cmd = blk_mq_rq_to_pdu(vq->slots[i]);
+		vq->slots[i] = NULL;
+		cmd->parked = true;
+		list_add_tail(&cmd->node, &vblk->parked);
+		n++;
+	}
+	spin_unlock(&vblk->park_lock);
+	spin_unlock_irqrestore(&vq->lock, flags);
+	return n;
+}
+
+/* Every request on a ring onto vblk->parked; how many. */
+unsigned int vbus_blk_take_back(struct vbus_blk *vblk)
+{
+	unsigned int q, n = 0;
+
+	for (q = 0; vblk->queues && q < vblk->nr_queues; q++)
+		n += vbus_blk_take_back_queue(&vblk->queues[q]);
+	return n;
+}
+
+/* The parked requests onto @list, no longer parked. */
+static void vbus_blk_unpark_all(struct vbus_blk *vblk, struct list_head *list)
+{
+	struct vbus_blk_cmd *cmd;
+	unsigned long flags;
+
+	spin_lock_irqsave(&vblk->park_lock, flags);
+	list_for_each_entry(cmd, &vblk->parked, node)
+		cmd->parked = false;
+	list_splice_init(&vblk->parked, list);
+	spin_unlock_irqrestore(&vblk->park_lock, flags);
+}
+
+/* Every parked request ends with an I/O error. */
+void vbus_blk_fail_parked(struct vbus_blk *vblk)
+{
+	struct vbus_blk_cmd *cmd;
+	LIST_HEAD(done);
+
+	vbus_blk_unpark_all(vblk, &done);
+	list_for_each_entry(cmd, &done, node)
+		cmd->status = BLK_STS_IOERR;
+	vbus_blk_complete_list(&done);
+}
+
+/*
+ * A new host is in service: the parked requests go back to blk-mq, at
+ * the head, and reach queue_rq again once the queue runs, which builds
+ * their header afresh (req.status = PENDING) before the push publishes
+ * it to the new host. The old host is gone by now (a new one only starts
+ * after it exited), so nothing else writes their pdus or pages.
+ */
+unsigned int vbus_blk_resend_parked(struct vbus_blk *vblk)
+{
+	struct vbus_blk_cmd *cmd, *next;
+	unsigned int n = 0;
+	LIST_HEAD(list);
+
+	vbus_blk_unpark_all(vblk, &list);
+	list_for_each_entry_safe(cmd, next, &list, node) {
+		list_del_init(&cmd->node);
+		blk_mq_requeue_request(blk_mq_rq_from_pdu(cmd), false);
+		n++;
+	}
+	return n;
+}
+
+/* New requests wait in blk-mq (not failed) until vbus_blk_unquiesce(). */
+void vbus_blk_quiesce(struct vbus_blk *vblk)
+{
+	if (vblk->quiesced || !vblk->disk)
+		return;
+	blk_mq_quiesce_queue(vblk->disk->queue);
+	vblk->quiesced = true;
+}
+
+/* Run the queue again, requeued requests first. */
+void vbus_blk_unquiesce(struct vbus_blk *vblk)
+{
+	if (!vblk->quiesced)
+		return;
+	vblk->quiesced = false;
+	blk_mq_unquiesce_queue(vblk->disk->queue);
+	blk_mq_kick_requeue_list(vblk->disk->queue);
 }
 
 /* The data segments of @rq into @cmd: their count, or -errno. */
@@ -225,6 +354,8 @@ static int vbus_blk_post(struct vbus_blk_queue *vq, struct request *rq,
 
 	if (vbus_blk_faulted(vblk))
 		return -EIO;
+	if (!vq->ioq)		/* away: the queue is quiesced, try later */
+		return -EAGAIN;
 	/* full first: the descriptor at the tail is then still in flight */
 	ret = ioq_full(vq->ioq, ioq_idxtype_inuse);
 	if (ret > 0)
@@ -294,6 +425,8 @@ static blk_status_t vbus_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 		ioq_signal(vq->ioq, 0);
 		return BLK_STS_DEV_RESOURCE;
 	}
+	if (ret == -EAGAIN)	/* unquiesce at reconnect reruns us */
+		return BLK_STS_RESOURCE;
 	if (ret)
 		return BLK_STS_IOERR;
 
@@ -306,9 +439,13 @@ static blk_status_t vbus_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 static void vbus_blk_commit_rqs(struct blk_mq_hw_ctx *hctx)
 {
 	struct vbus_blk_queue *vq = hctx->driver_data;
+	unsigned long flags;
 
-	if (!vbus_blk_faulted(vq->vblk))
+	/* blk-mq may call this outside the quiesce: the ring may be gone */
+	spin_lock_irqsave(&vq->lock, flags);
+	if (vq->ioq && !vbus_blk_faulted(vq->vblk))
 		ioq_signal(vq->ioq, 0);
+	spin_unlock_irqrestore(&vq->lock, flags);
 }
 
 /* Our status for the host's; false for one the protocol does not have. */
@@ -436,37 +573,59 @@ static void vbus_blk_complete_rq(struct request *rq)
 }
 
 /*
+ * Is @rq still ours to time out: on a ring slot (remind the host, under
+ * vq->lock: the ring may go at a disconnect) or parked for a host that is
+ * away? take_back moves a request from one to the other atomically.
+ */
+static bool vbus_blk_waiting(struct vbus_blk_queue *vq, struct request *rq,
+			     bool *parked)
+{
+	struct vbus_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	unsigned long flags;
+	bool on_ring;
+
+	spin_lock_irqsave(&vq->lock, flags);
+	on_ring = vq->slots[cmd->slot] == rq;
+	if (on_ring)
+		ioq_signal(vq->ioq, 0);
+	spin_unlock_irqrestore(&vq->lock, flags);
+
+	spin_lock_irqsave(&vq->vblk->park_lock, flags);
+	*parked = cmd->parked;
+	spin_unlock_irqrestore(&vq->vblk->park_lock, flags);
+	return on_ring || *parked;
+}
+
+/*
  * blk-mq's timer ran out on @rq (process context, the timeout work). The
- * host may be slow (TCG, a busy backing store): remind it and wait, a
- * bounded number of times; then give up on the device.
+ * host may be slow (TCG, a busy backing store) or restarting: wait, a
+ * bounded number of times; then give up on the device. A host that never
+ * comes back after a disconnect ends here too.
  */
 static enum blk_eh_timer_return vbus_blk_timeout(struct request *rq)
 {
 	struct vbus_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct vbus_blk_queue *vq = rq->mq_hctx->driver_data;
 	struct vbus_blk *vblk = vq->vblk;
-	unsigned long flags;
-	bool in_flight;
+	bool parked;
 
 	if (!vbus_blk_faulted(vblk)) {
-		spin_lock_irqsave(&vq->lock, flags);
-		in_flight = vq->slots[cmd->slot] == rq;
-		spin_unlock_irqrestore(&vq->lock, flags);
-		if (!in_flight)		/* reaped meanwhile: being completed */
-			return BLK_EH_DONE;
+		if (!vbus_blk_waiting(vq, rq, &parked))
+			return BLK_EH_DONE;	/* being completed or requeued */
 
 		if (++cmd->timeouts <= VBUS_BLK_TIMEOUT_RESETS) {
 			dev_warn_ratelimited(&vblk->vdev->dev,
-					     "request timed out (%u of %u), queue %u: still waiting\n",
+					     "request timed out (%u of %u), queue %u: %s\n",
 					     cmd->timeouts,
-					     VBUS_BLK_TIMEOUT_RESETS,
-					     vq->index);
-			ioq_signal(vq->ioq, 0);
+					     VBUS_BLK_TIMEOUT_RESETS, vq->index,
+					     parked ? "the host is away, still waiting for it" :
+						      "still waiting");
 			return BLK_EH_RESET_TIMER;
 		}
-		vbus_blk_fault(vblk, "request timed out");
+		vbus_blk_fault(vblk, parked ? "request timed out, host away" :
+					      "request timed out");
 	}
-	/* fails this request too (it is still in its slot, or done) */
+	/* fails this request too (it is still in its slot or parked, or done) */
 	vbus_blk_shutdown(vblk);
 	return BLK_EH_DONE;
 }
@@ -489,6 +648,8 @@ static int vbus_blk_init_request(struct blk_mq_tag_set *set,
 
 	cmd->sg = (struct scatterlist *)&cmd->req.seg[vblk->max_segs];
 	INIT_LIST_HEAD(&cmd->node);
+	cmd->parked = false;
+	cmd->slot = 0;		/* the timeout handler looks before a post */
 	return 0;
 }
 

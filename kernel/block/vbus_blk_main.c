@@ -14,6 +14,8 @@
  * still in flight end with an I/O error, and only then is the disk
  * deleted: del_gendisk() waits for every request, and a dropped host
  * would never complete them.
+ *
+ * A host restart keeps the disk: vbus_blk_link.c.
  */
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -134,7 +136,7 @@ static int vbus_blk_check_config(struct vbus_blk *vblk)
 	return 0;
 }
 
-static int vbus_blk_get_config(struct vbus_blk *vblk)
+int vbus_blk_get_config(struct vbus_blk *vblk)
 {
 	struct vbus_device_proxy *vdev = vblk->vdev;
 	struct vbus_blk_config *c;
@@ -153,17 +155,27 @@ static int vbus_blk_get_config(struct vbus_blk *vblk)
 	return ret < 0 ? ret : vbus_blk_check_config(vblk);
 }
 
-static int vbus_blk_negotiate(struct vbus_blk *vblk)
+/* The queues probe asks for: the parameter, or one per online CPU. */
+static u32 vbus_blk_want_queues(const struct vbus_blk_config *c)
+{
+	u32 want = nr_queues ? nr_queues : num_online_cpus();
+
+	return min3(want, c->max_queues, (u32)VBUS_BLK_MAX_QUEUES);
+}
+
+/*
+ * NEGOTIATE: features, @want_queues request rings, their depth. Sets
+ * what was granted in @vblk; a reconnect compares it with what the disk
+ * was made for.
+ */
+int vbus_blk_negotiate(struct vbus_blk *vblk, u32 want_queues)
 {
 	struct vbus_device_proxy *vdev = vblk->vdev;
 	const struct vbus_blk_config *c = &vblk->config;
 	struct vbus_blk_negotiate *n;
-	u32 want_queues, depth;
+	u32 depth;
 	int ret;
 
-	want_queues = nr_queues ? nr_queues : num_online_cpus();
-	want_queues = min3(want_queues, c->max_queues,
-			   (u32)VBUS_BLK_MAX_QUEUES);
 	depth = min(queue_depth, c->max_queue_depth);
 
 	n = kzalloc(sizeof(*n), GFP_KERNEL);
@@ -195,11 +207,10 @@ out:
 	return ret;
 }
 
-/* One request ring per queue, registered as DEVSHM id = queue index. */
-static int vbus_blk_rings_setup(struct vbus_blk *vblk)
+/* The request-slot maps, one per queue: they outlive a host restart. */
+static int vbus_blk_queues_alloc(struct vbus_blk *vblk)
 {
 	unsigned int q;
-	int ret;
 
 	vblk->queues = kcalloc(vblk->nr_queues, sizeof(*vblk->queues),
 			       GFP_KERNEL);
@@ -216,26 +227,50 @@ static int vbus_blk_rings_setup(struct vbus_blk *vblk)
 				    GFP_KERNEL);
 		if (!vq->slots)
 			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * One request ring per queue, registered as DEVSHM id = queue index
+ * (probe, and again for each new host). The device must be open.
+ */
+int vbus_blk_rings_open(struct vbus_blk *vblk)
+{
+	struct ioq *ioq;
+	unsigned int q;
+	unsigned long flags;
+	int ret;
+
+	for (q = 0; q < vblk->nr_queues; q++) {
+		struct vbus_blk_queue *vq = &vblk->queues[q];
+
 		ret = vbus_driver_ioq_alloc(vblk->vdev, q, 0,
-					    vblk->queue_depth, &vq->ioq);
+					    vblk->queue_depth, &ioq);
 		if (ret < 0) {
 			dev_err(&vblk->vdev->dev, "ring %u: DEVSHM failed: %d\n",
 				q, ret);
 			return ret;
 		}
 		vq->notifier.signal = vbus_blk_notify;
-		vq->ioq->notifier = &vq->notifier;
-		ioq_notify_enable(vq->ioq, 0);
+		ioq->notifier = &vq->notifier;
+		spin_lock_irqsave(&vq->lock, flags);
+		vq->ioq = ioq;
+		spin_unlock_irqrestore(&vq->lock, flags);
+		ioq_notify_enable(ioq, 0);
 	}
 	return 0;
 }
 
 /*
- * Undo the ring side. The host must have answered DEVCLOSE (it no longer
- * touches the rings); otherwise they are leaked.
+ * Let go of the rings (the slot maps stay). They are freed only when the
+ * host answered DEVCLOSE or forgot the device (close_state CLOSED);
+ * otherwise it may still use them and they are leaked.
  */
-static void vbus_blk_rings_free(struct vbus_blk *vblk)
+void vbus_blk_rings_release(struct vbus_blk *vblk)
 {
+	struct ioq *ioq;
+	unsigned long flags;
 	unsigned int q;
 
 	if (!vblk->queues)
@@ -246,16 +281,34 @@ static void vbus_blk_rings_free(struct vbus_blk *vblk)
 	/* a notifier already running (eventq tasklet) finishes first */
 	synchronize_rcu();
 
+	for (q = 0; q < vblk->nr_queues; q++) {
+		struct vbus_blk_queue *vq = &vblk->queues[q];
+
+		/* under vq->lock: the timeout handler and commit_rqs look */
+		spin_lock_irqsave(&vq->lock, flags);
+		ioq = vq->ioq;
+		vq->ioq = NULL;
+		spin_unlock_irqrestore(&vq->lock, flags);
+		if (ioq && vblk->close_state == VBUS_BLK_CLOSED)
+			ioq_put(ioq);
+	}
+}
+
+/* Undo the ring side and the slot maps; see vbus_blk_rings_release(). */
+static void vbus_blk_rings_free(struct vbus_blk *vblk)
+{
+	unsigned int q;
+
+	if (!vblk->queues)
+		return;
+	vbus_blk_rings_release(vblk);
 	if (vblk->close_state != VBUS_BLK_CLOSED) {
 		dev_err(&vblk->vdev->dev,
 			"host did not close the device: leaking its rings\n");
 		return;
 	}
-	for (q = 0; q < vblk->nr_queues; q++) {
-		if (vblk->queues[q].ioq)
-			ioq_put(vblk->queues[q].ioq);
+	for (q = 0; q < vblk->nr_queues; q++)
 		kfree(vblk->queues[q].slots);
-	}
 	kfree(vblk->queues);
 	vblk->queues = NULL;
 }
@@ -344,6 +397,7 @@ static int vbus_blk_probe(struct vbus_device_proxy *vdev)
 		return -ENOMEM;
 	vblk->vdev = vdev;
 	vbus_blk_io_init(vblk);
+	vbus_blk_link_init(vblk);
 
 	vblk->index = ida_alloc_max(&vbus_blk_ida,
 				    (1 << MINORBITS) / VBUS_BLK_MINORS - 1,
@@ -361,9 +415,12 @@ static int vbus_blk_probe(struct vbus_device_proxy *vdev)
 
 	ret = vbus_blk_get_config(vblk);
 	if (!ret)
-		ret = vbus_blk_negotiate(vblk);
+		ret = vbus_blk_negotiate(vblk,
+					 vbus_blk_want_queues(&vblk->config));
 	if (!ret)
-		ret = vbus_blk_rings_setup(vblk);
+		ret = vbus_blk_queues_alloc(vblk);
+	if (!ret)
+		ret = vbus_blk_rings_open(vblk);
 	if (!ret)
 		ret = vbus_blk_disk_setup(vblk);
 	if (ret)
@@ -404,6 +461,7 @@ static int vbus_blk_remove(struct vbus_device_proxy *vdev)
 		return 0;
 
 	vbus_blk_stop(vblk);
+	vbus_blk_link_stop(vblk);
 	/* whatever reaches queue_rq now fails at once; nothing is in flight */
 	del_gendisk(vblk->disk);
 	cancel_work_sync(&vblk->fail_work);
@@ -420,8 +478,10 @@ static int vbus_blk_remove(struct vbus_device_proxy *vdev)
 }
 
 static struct vbus_driver_ops vbus_blk_driver_ops = {
-	.probe	= vbus_blk_probe,
-	.remove	= vbus_blk_remove,
+	.probe		= vbus_blk_probe,
+	.remove		= vbus_blk_remove,
+	.disconnect	= vbus_blk_disconnect,
+	.reconnect	= vbus_blk_reconnect,
 };
 
 static struct vbus_driver vbus_blk_driver = {

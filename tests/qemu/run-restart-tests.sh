@@ -14,18 +14,37 @@
 # the right md5 at both ends, the venet netdev kept its name and address,
 # the carrier came back, vbus-test's ring carries verified traffic, and
 # prints the measured link-down time, the longest rx stall and the TCP
-# retransmissions. Last, a hostile host (lib/bar2-flap.py: the daemon
+# retransmissions. With a vbus-blk device too (id 3, serial vr-blk, on a
+# sparse 64 MiB file; --no-blk leaves it out) the same restarts hit a
+# disk under fio with verify=crc32c: no I/O error, every block checked,
+# a stamp written before the restart reads back the same, the disk keeps
+# its vbdN, and the restart took requests in flight back and sent them
+# again ("BLK kind parked=.. resent=.." figures). A second vbus-blk disk
+# (id 4, serial vr-fs, 64 MiB) holds a mounted ext4 with a loop of fsynced
+# 256 KiB file writes through every restart: every file reads back with
+# its md5, fsck finds it clean at the end and a remount reads it all back
+# ("EXT4 kind files_written=.."). Then a hostile host (lib/bar2-flap.py: the daemon
 # stopped, its BAR2 and eventfds taken) flips host_epoch and fires every
 # vector every 2 ms for 3 s under traffic, then dies: the guest re-attaches
 # at most about once a second meanwhile and is in service once the keeper's
-# next daemon is up. No kernel warning may appear. Prints PASS/FAIL lines
+# next daemon is up. With the disks, the ext4 disk's file is then shrunk
+# to 32 MiB before a SIGTERM restart: the guest refuses the other disk
+# (logged), the bus removes it and probes it anew at the new size, the
+# fio disk is reconnected. Last (with the disks) the keeper is stopped, so the
+# daemon goes for good: a read on the disk fails once the host has been
+# away io_timeout (1 s) x 5, the device faulted ("host away too long"),
+# the next at once. No kernel warning may appear. Prints PASS/FAIL lines
 # and "N passed, N failed"; exits non-zero on failure. Needs root.
 #
 #   tests/qemu/run-restart-tests.sh [--kinds "term kill"] [--data-mb N]
+#                                   [--blk-mb N] [--no-blk]
 #                                   [--mem SIZE] [--timeout SEC] [--no-build]
 #
 #   --kinds K     restarts to do, in order (default "term kill")
 #   --data-mb N   size of each transfer in MiB (default 8)
+#   --blk-mb N    MiB each verified fio pass covers on the disk (1..32,
+#                 default 16; the stamp is at 32..36 MiB)
+#   --no-blk      no vbus-blk devices (venet and vbus-test only)
 #   --mem SIZE    guest RAM, QEMU syntax (default 512M)
 #   --timeout SEC kill the guest after SEC seconds (default 600)
 #   --no-build    use the .ko files and binaries already built
@@ -37,11 +56,13 @@ top=$(cd "$here/../.." && pwd)
 # shellcheck source=tests/qemu/lib/suite.sh
 source "$here/lib/suite.sh"
 
-kinds="term kill" data_mb=8 mem=512M timeout=600 build=1
+kinds="term kill" data_mb=8 blk_mb=16 blk=1 mem=512M timeout=600 build=1
 while (($#)); do
 	case "$1" in
 	--kinds) kinds=$2; shift 2 ;;
 	--data-mb) data_mb=$2; shift 2 ;;
+	--blk-mb) blk_mb=$2; shift 2 ;;
+	--no-blk) blk=0; shift ;;
 	--mem) mem=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--no-build) build=0; shift ;;
@@ -49,9 +70,10 @@ while (($#)); do
 	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
 	esac
 done
-for v in "$data_mb" "$timeout"; do
+for v in "$data_mb" "$blk_mb" "$timeout"; do
 	[[ "$v" =~ ^[0-9]+$ && "$v" -gt 0 ]] || { vbus_err "not a positive number: $v"; exit 2; }
 done
+((blk_mb <= 32)) || { vbus_err "--blk-mb takes 1..32 (the stamp is at 32 MiB), not $blk_mb"; exit 2; }
 for v in $kinds; do
 	[[ "$v" == term || "$v" == kill ]] || { vbus_err "--kinds takes term/kill, not $v"; exit 2; }
 done
@@ -78,7 +100,7 @@ rm -f "$out/flap.log"
 
 # ---- build ---------------------------------------------------------------
 if ((build)); then
-	if ! step=$(vbus_build_stack "kernel/vbus kernel/net" "$out" "$cbuild"); then
+	if ! step=$(vbus_build_stack "kernel/vbus kernel/net kernel/block" "$out" "$cbuild"); then
 		h_fail "$step" "build failed (log $out/$step.log)"
 		finish
 	fi
@@ -91,6 +113,7 @@ fi
 kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
 	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/vbus/vbus_test.ko"
 	"$top/kernel/net/venet.ko")
+((blk)) && kos+=("$top/kernel/block/vbus_blk.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done
@@ -99,6 +122,14 @@ keeper="$(dirname "$hostd")/vbus-fdkeeper"
 [[ -x "$keeper" ]] || { h_fail build "no vbus-fdkeeper next to $hostd"; finish; }
 busybox=$(command -v busybox) || { h_fail setup "no busybox on the host"; finish; }
 pgrep=$(command -v pgrep) || { h_fail setup "no pgrep on the host"; finish; }
+bins=()
+if ((blk)); then
+	for b in fio mkfs.ext4 fsck.ext4; do
+		p=$(PATH=$PATH:/usr/sbin:/sbin command -v "$b") ||
+			{ h_fail setup "no $b on the host (scripts/deps.sh installs fio, e2fsprogs)"; finish; }
+		bins+=("$p")
+	done
+fi
 
 # ---- run directory, namespace, cleanup ----------------------------------
 run=$(mktemp -d /tmp/vbus-vr.XXXXXX)
@@ -174,17 +205,34 @@ VT_HTTP_PORT=$port
 VT_DATA_MD5=$data_md5
 VT_DATA_MB=$data_mb
 VT_KINDS="$kinds"
+VT_BLK_SERIAL=$( ((blk)) && echo vr-blk)
+VT_BLK_MB=$blk_mb
+VT_FIO=${bins[0]:-}
+VT_FS_SERIAL=$( ((blk)) && echo vr-fs)
+VT_STOP=$blk
 EOF
-vbus_initramfs_add_kmods "$s" "${kos[@]}" || { h_fail initramfs kmods; finish; }
+extra_kmods=()
+((blk)) && extra_kmods=(crc32c_generic ext4)
+vbus_initramfs_add_kmods "$s" "${kos[@]}" "${extra_kmods[@]}" || { h_fail initramfs kmods; finish; }
+if ((blk)); then
+	# at the host's paths, with their libraries
+	vbus_initramfs_add_binary "$s" "${bins[@]}" || { h_fail initramfs "${bins[*]}"; finish; }
+fi
 vbus_make_initramfs "$run/restart.cpio.gz" "$s" >/dev/null
 
 # ---- vbus-hostd under vbus-fdkeeper (in the namespace: the tap is there) -----
+blk_dev=()
+if ((blk)); then
+	truncate -s 64M "$run/blk.img" "$run/fs.img"
+	blk_dev=(--device "g1:type=vbus-blk,id=3,file=$run/blk.img,serial=vr-blk,strict=1"
+		--device "g1:type=vbus-blk,id=4,file=$run/fs.img,serial=vr-fs,strict=1")
+fi
 # `ip netns exec` execs in place: $! is the keeper
 ip netns exec "$ns" "$keeper" --restart-delay 100 -- "$hostd" --foreground \
 	--ctl "$run/ctl.sock" \
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
 	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1" \
-	--device "g1:type=vbus-test,id=2" \
+	--device "g1:type=vbus-test,id=2" "${blk_dev[@]}" \
 	>"$out/hostd.log" 2>&1 &
 keeper_pid=$!
 for _ in $(seq 100); do
@@ -214,12 +262,30 @@ boot_pid=$!
 
 # VBUS-HOSTREQ SEQ restart term|kill: signal the daemon the keeper runs
 declare -A done_req
-restarts=0
+restarts=0 stopped=0 stats_rc=0
 while kill -0 "$boot_pid" 2>/dev/null; do
 	while read -r _ seq cmd kind; do
 		[[ -n "${done_req[$seq]:-}" ]] && continue
 		done_req[$seq]=1
 		pid=$(daemon_pid)
+		if [[ "$cmd" == stop ]]; then
+			# the daemon goes for good; its stats first
+			vbus_log "stop: SIGTERM to vbus-fdkeeper pid $keeper_pid"
+			stats_rc=0
+			ctl stats g1 >"$out/hostd-stats.txt" 2>&1 || stats_rc=$?
+			vbus_stop_pid "$keeper_pid"
+			keeper_pid=''
+			stopped=1
+			continue
+		fi
+		if [[ "$cmd" == resize && -n "$pid" ]]; then
+			# the next daemon serves another disk under id 4
+			vbus_log "resize: fs.img to 32 MiB, SIGTERM to vbus-hostd pid $pid"
+			truncate -s 32M "$run/fs.img"
+			kill -TERM "$pid"
+			restarts=$((restarts + 1))
+			continue
+		fi
 		if [[ "$cmd" == flap && -n "$pid" ]]; then
 			# a hostile host for 3 s, then it dies (the keeper restarts)
 			vbus_log "flap: host_epoch and interrupts of vbus-hostd pid $pid for 3 s"
@@ -238,7 +304,7 @@ while kill -0 "$boot_pid" 2>/dev/null; do
 		kill -"$sig" "$pid"
 		restarts=$((restarts + 1))
 	done < <([[ -f "$log" ]] && tr -d '\r' <"$log" |
-		grep -aoE 'VBUS-HOSTREQ [0-9]+ (restart (term|kill)|flap 0)' || true)
+		grep -aoE 'VBUS-HOSTREQ [0-9]+ (restart (term|kill)|flap 0|resize 0|stop 0)' || true)
 	sleep 0.1
 done
 boot_rc=0
@@ -249,7 +315,7 @@ boot_secs=$(vbus_elapsed "$t0")
 vbus_add_results "$log" || true
 
 # ---- the host's side of it -------------------------------------------------------
-nkinds=$(($(wc -w <<<"$kinds") + 1))	# + the flap's
+nkinds=$(($(wc -w <<<"$kinds") + 1 + blk))	# + the flap's, the resize's
 if ((restarts == nkinds)); then
 	h_pass "host-restarted-$restarts"
 else
@@ -262,7 +328,13 @@ if ((started == nkinds + 1 && took == nkinds)); then
 else
 	h_fail keeper-restarts-take-over "started $started, taken over $took (log $out/hostd.log)"
 fi
-if ctl stats g1 >"$out/hostd-stats.txt" 2>&1; then
+if ((stopped)); then
+	if ((stats_rc == 0)); then
+		h_pass hostd-alive-until-stop
+	else
+		h_fail hostd-alive-until-stop "(log $out/hostd.log)"
+	fi
+elif ctl stats g1 >"$out/hostd-stats.txt" 2>&1; then
 	h_pass hostd-alive-at-end
 else
 	h_fail hostd-alive-at-end "(log $out/hostd.log)"
@@ -274,7 +346,7 @@ else
 	h_pass hostd-no-device-fault
 fi
 [[ -f "$out/flap.log" ]] && sed 's/^/    flap: /' "$out/flap.log"
-tr -d '\r' <"$log" | grep -aoE 'restart-tests: (RESTART|FLAP) .*' | sed 's/^restart-tests: /    /' ||
+tr -d '\r' <"$log" | grep -aoE 'restart-tests: (RESTART|BLK|EXT4|FLAP|STOP) .*' | sed 's/^restart-tests: /    /' ||
 	printf '    (no RESTART figures)\n'
 printf 'guest: %s s (accel=%s, RAM %s, kernel %s); total %s s; logs %s\n' \
 	"$boot_secs" "$(vbus_qemu_accel)" "$mem" "$VBUS_KVER" \
