@@ -168,7 +168,7 @@ static long tcp_flush(struct peer_link *l)
 {
 	struct tcp_link *t = tl(l);
 	struct buf *o = &t->out;
-	short rev;
+	short rev = 0;
 	ssize_t n;
 	int r;
 
@@ -225,7 +225,7 @@ static long tcp_wait(struct peer_link *l, enum peer_wait what, int timeout_ms)
 {
 	struct tcp_link *t = tl(l);
 	int saved = t->timeout_ms, r;
-	short rev;
+	short rev = 0;
 
 	/* the out buffer grows: there is always room to send */
 	if (what == PEER_WAIT_TX || next_frame(t) >= 0)
