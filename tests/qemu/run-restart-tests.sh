@@ -19,7 +19,10 @@
 # disk under fio with verify=crc32c: no I/O error, every block checked,
 # a stamp written before the restart reads back the same, the disk keeps
 # its vbdN, and the restart took requests in flight back and sent them
-# again ("BLK kind parked=.. resent=.." figures). A second vbus-blk disk
+# again ("BLK kind parked=.. resent=.." figures): the guest first asks
+# for the daemon to be frozen (SIGSTOP) and waits until the disk has
+# requests that no longer complete, so the crash (SIGKILL of the stopped
+# daemon) always leaves requests on the ring to take back. A second vbus-blk disk
 # (id 4, serial vr-fs, 64 MiB) holds a mounted ext4 with a loop of fsynced
 # 256 KiB file writes through every restart: every file reads back with
 # its md5, fsck finds it clean at the end and a remount reads it all back
@@ -294,6 +297,14 @@ while kill -0 "$boot_pid" 2>/dev/null; do
 			restarts=$((restarts + 1))
 			continue
 		fi
+		if [[ "$cmd" == freeze && -n "$pid" ]]; then
+			# the disk's requests pile up on the ring; the restart
+			# that follows must take them back (SIGKILL ends a
+			# stopped process, SIGTERM waits for the SIGCONT)
+			vbus_log "freeze: SIGSTOP to vbus-hostd pid $pid"
+			kill -STOP "$pid"
+			continue
+		fi
 		if [[ "$cmd" != restart || -z "$pid" ]]; then
 			h_fail "hostreq-$seq" "cannot '$cmd $kind' (daemon pid '${pid:-none}')"
 			continue
@@ -302,9 +313,10 @@ while kill -0 "$boot_pid" 2>/dev/null; do
 		[[ "$kind" == kill ]] && sig=KILL
 		vbus_log "restart $kind: SIG$sig to vbus-hostd pid $pid"
 		kill -"$sig" "$pid"
+		kill -CONT "$pid" 2>/dev/null || true
 		restarts=$((restarts + 1))
 	done < <([[ -f "$log" ]] && tr -d '\r' <"$log" |
-		grep -aoE 'VBUS-HOSTREQ [0-9]+ (restart (term|kill)|flap 0|resize 0|stop 0)' || true)
+		grep -aoE 'VBUS-HOSTREQ [0-9]+ (restart (term|kill)|freeze 0|flap 0|resize 0|stop 0)' || true)
 	sleep 0.1
 done
 boot_rc=0
