@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # The RAM file and the sockets belong to one daemon: a locked RAM file is
 # refused (naming its holder), a larger one is never shrunk, and two names
-# for one file (a//b and a/b, a symlinked directory) are one file.
+# for one file (a//b and a/b, a symlinked directory) are one file; a
+# device's own socket in use is refused in the guest socket's words.
 . "$(dirname "$0")/cli_lib.sh"
 
 mkdir "$T/d"
@@ -20,6 +21,15 @@ expect_fail "locked, named through a symlinked directory" "is in use: locked by 
 [ -e "$T/g2.sock" ] && fail "the refused daemon left its socket"
 expect_fail "guest socket in use by another daemon" "$T/g1.sock is in use by another process" \
 	--ctl "$T/ctl2.sock" --guest "g2:sock=$T/g1.sock,mem=$T/g2.ram,size=8M" --foreground
+# a device's own socket (vbus-ipc) is refused in the same words
+expect_fail "ipc device socket in use by another daemon" \
+	"sock: cannot listen: $T/g1.sock is in use by another process" \
+	--ctl "$T/ctl2.sock" --guest "g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M" \
+	--device "g2:type=ipc,id=5,service=echo,sock=$T/g1.sock,qsock=$T/q2.sock" --foreground
+expect_fail "ipc device qsock in use by another daemon" \
+	"qsock: cannot listen: $T/g1.sock is in use by another process" \
+	--ctl "$T/ctl2.sock" --guest "g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M" \
+	--device "g2:type=ipc,id=5,service=echo,sock=$T/e2.sock,qsock=$T/g1.sock" --foreground
 stop_daemon
 # lock released with the daemon: the file is free again
 start_daemon --ctl "$T/ctl1.sock" --guest "g1:sock=$T/g1.sock,mem=$T/d/g1.ram,size=16M" || finish

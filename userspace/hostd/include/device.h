@@ -255,6 +255,33 @@ void hostd_kick_fini(struct hostd_kick *k);
  * signals' deferred notify (vbus_defer) is run by the loop as well.
  */
 
+/* --- unix sockets ------------------------------------------------------------ */
+
+/*
+ * For a device that serves a socket of its own (vbus-ipc: a QEMU
+ * ivshmem-doorbell and its host peers). Listen on @path (non-blocking,
+ * CLOEXEC): a stale socket (its daemon died) is replaced, a live one
+ * (something accepts on it) or a non-socket refused; the fd, or -errno
+ * with the reason in @err (the same words as for the guest's socket).
+ */
+int hostd_sock_listen(const char *path, char *err, size_t errlen);
+
+/* The most descriptors one hostd_send_fds() carries. */
+#define HOSTD_SEND_FDS_MAX	8
+
+/*
+ * Send all @len bytes of @buf, @nfd (<= HOSTD_SEND_FDS_MAX) descriptors
+ * riding on the first byte (SCM_RIGHTS). 0 or -errno.
+ */
+int hostd_send_fds(int sock, const void *buf, size_t len, const int *fds,
+		   size_t nfd);
+
+/*
+ * One ivshmem-doorbell server message (docs/transport.md, "ivshmem
+ * server"): a little-endian int64 @msg and @fd, or no fd if < 0.
+ */
+int hostd_ivshmem_send(int sock, __s64 msg, int fd);
+
 /* --- stats ------------------------------------------------------------------- */
 
 /* Emit one device-specific counter / string for `ctl stats`. */

@@ -32,43 +32,9 @@
 
 int hostd_ivshmem_send(int sock, __s64 msg, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
 	__u64 le = htole64((__u64)msg);
-	struct iovec iov = { .iov_base = &le, .iov_len = sizeof(le) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	size_t done = 0;
 
-	memset(&u, 0, sizeof(u));
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	while (done < sizeof(le)) {
-		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		/* the fd went with the first byte; the rest goes without */
-		done += (size_t)n;
-		iov.iov_base = (char *)&le + done;
-		iov.iov_len = sizeof(le) - done;
-		mh.msg_control = NULL;
-		mh.msg_controllen = 0;
-	}
-	return 0;
+	return hostd_send_fds(sock, &le, sizeof(le), &fd, fd >= 0 ? 1 : 0);
 }
 
 int hostd_ivshmem_handshake(struct hostd_ivshmem *iv, int sock)

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <vbus/vbus_pci.h>
+#include "device.h"
 #include "log.h"
 #include "loop.h"
 
@@ -101,8 +102,7 @@ void hostd_ivshmem_going_down(struct hostd_ivshmem *iv);
 /* Interrupt the guest on MSI-X vector @vector (VBUS_PCI_MSIX_*). */
 void hostd_ivshmem_irq(struct hostd_ivshmem *iv, unsigned int vector);
 
-/* One protocol message (little-endian int64, at most one fd). */
-int hostd_ivshmem_send(int sock, __s64 msg, int fd);
+/* hostd_ivshmem_send() (one protocol message) is in device.h */
 int hostd_ivshmem_handshake(struct hostd_ivshmem *iv, int sock);
 
 #endif /* VBUS_HOSTD_IVSHMEM_H */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* vbus-hostd: listening unix sockets (see sock.h). */
+/* vbus-hostd: unix sockets: listening, sending descriptors (see sock.h). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -58,7 +58,8 @@ int hostd_sock_listen(const char *path, char *err, size_t errlen)
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* non-blocking: a loop thread that finds no connection must not wait */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "socket: %s", strerror(-ret));
@@ -81,4 +82,47 @@ int hostd_sock_listen(const char *path, char *err, size_t errlen)
 		return ret;
 	}
 	return fd;
+}
+
+int hostd_send_fds(int sock, const void *buf, size_t len, const int *fds,
+		   size_t nfd)
+{
+	union {
+		char buf[CMSG_SPACE(HOSTD_SEND_FDS_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	size_t done = 0;
+
+	if (nfd > HOSTD_SEND_FDS_MAX)
+		return -EINVAL;
+	memset(&u, 0, sizeof(u));
+	if (nfd) {
+		struct cmsghdr *c;
+
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
+	}
+	while (done < len) {
+		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		/* the fds went with the first byte; the rest goes without */
+		done += (size_t)n;
+		iov.iov_base = (char *)buf + done;
+		iov.iov_len = len - done;
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+	}
+	return 0;
 }

@@ -28,12 +28,7 @@ void ipc_region_destroy(struct ipc_region *r);
 /* Fresh rings for a new session (nobody may be using the old ones). */
 int ipc_region_format(struct ipc_region *r);
 
-/* A listening unix socket at @path: a stale one is replaced, a live one
- * (something accepts on it) refused with -EADDRINUSE. */
-int ipc_sock_listen(const char *path);
 int ipc_sock_accept(int lfd);
-/* One ivshmem server message: a little-endian int64 and at most one fd. */
-int ipc_ivshmem_send(int sock, __s64 msg, int fd);
 /* The attach message and its VBUS_IPC_ATTACH_NFDS fds. */
 int ipc_attach_send(int sock, __u32 session, const int *fds);
 

@@ -219,15 +219,15 @@ static int ivshmem_handshake(struct ipc *c, int fd)
 {
 	int i, ret;
 
-	ret = ipc_ivshmem_send(fd, 0, -1);
+	ret = hostd_ivshmem_send(fd, 0, -1);
 	if (!ret)
-		ret = ipc_ivshmem_send(fd, IPC_GUEST_PEER, -1);
+		ret = hostd_ivshmem_send(fd, IPC_GUEST_PEER, -1);
 	if (!ret)
-		ret = ipc_ivshmem_send(fd, -1, c->region.fd);
+		ret = hostd_ivshmem_send(fd, -1, c->region.fd);
 	for (i = 0; !ret && i < VBUS_IPC_NR_VECTORS; i++)
-		ret = ipc_ivshmem_send(fd, IPC_HOST_PEER, c->db_fd[i]);
+		ret = hostd_ivshmem_send(fd, IPC_HOST_PEER, c->db_fd[i]);
 	for (i = 0; !ret && i < VBUS_IPC_NR_VECTORS; i++)
-		ret = ipc_ivshmem_send(fd, IPC_GUEST_PEER, c->msix_fd[i]);
+		ret = hostd_ivshmem_send(fd, IPC_GUEST_PEER, c->msix_fd[i]);
 	return ret;
 }
 
@@ -296,15 +296,16 @@ static void ipc_free(struct ipc *c)
 static int listen_on(struct ipc *c, const char *key, const char *path,
 		     int *lfd, hostd_fd_cb cb)
 {
+	char why[256];
 	int fd, ret;
 
 	ret = hostd_dev_claim(c->dev, "ipc socket", path);
 	if (ret < 0)
 		return ret;
-	fd = ipc_sock_listen(path);
+	fd = hostd_sock_listen(path, why, sizeof(why));
 	if (fd < 0)
-		return hostd_dev_fail(c->dev, fd, "%s=%s: cannot listen: %s",
-				      key, path, strerror(-fd));
+		return hostd_dev_fail(c->dev, fd, "%s: cannot listen: %s",
+				      key, why);
 	*lfd = fd;
 	ret = hostd_fd_add(c->dev, fd, EPOLLIN, cb, c);
 	return ret < 0 ? hostd_dev_fail(c->dev, ret, "%s: epoll", key) : 0;
