@@ -20,7 +20,8 @@
 # interrupts, vbus-hostd's counts as a cross-check), medians over the
 # rounds with min..max, then the vbus/virtio ratios per job (notif/IO,
 # its goal <= 0.5; p50; IOPS); writes $OUT/blk-results.json,
-# $OUT/blk-results.png (gnuplot) and keeps the raw data in $OUT/raw-blk/.
+# $OUT/blk-results.png (gnuplot) and keeps the raw data in $OUT/raw-blk/
+# (vbus-hostd's counters for the disk over the whole run: hostd-stats.txt).
 # Guests run under TCG here: times and CPU are TCG's, but each counted
 # notification is a VM exit or an injected interrupt on hardware KVM too.
 # It never asserts a speed.
@@ -226,6 +227,8 @@ boot_rc=0
 vbus_boot_guest --initrd "$run/bench.cpio.gz" --log "$log" --mem "$mem" --smp 2 \
 	--timeout "$timeout" -- "${qargs[@]}" >"$raw/boot.out" 2>&1 || boot_rc=$?
 ((boot_rc == 0)) || bench_log "vbus_boot_guest returned $boot_rc (see $raw/boot.out)"
+# the device's own counters over the whole run (masks, mask_polls, ...)
+ctl stats g1 1 >"$raw/hostd-stats.txt" 2>&1 || true
 guest_ok=1
 vbus_check_results "$log" >"$raw/guest-check.txt" 2>&1 || guest_ok=0
 ((guest_ok)) || { bench_log "the guest's log shows problems:"; sed 's/^/    /' "$raw/guest-check.txt"; }
