@@ -95,9 +95,9 @@ if ! { cmake -S "$top" -B "$cbuild" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 	tail -n 30 "$logs/build-userspace.log" | sed 's/^/    /'
 	fail userspace "$(elapsed "$t0")" "see $logs/build-userspace.log"
 fi
-hostd="$cbuild/userspace/hostd/vbus-hostd"
+hostd="$cbuild/userspace/hostd/daemon/vbus-hostd"
 [[ -x "$hostd" ]] || fail userspace "$(elapsed "$t0")" "no $hostd after the build"
-echo "built: $(find "$cbuild" -maxdepth 3 -type f -perm -u+x \( -name 'vbus-*' -o -name 'ioq-*' \) -printf '%f ' | sort)"
+echo "built: $(find "$cbuild" -maxdepth 4 -type f -perm -u+x \( -name 'vbus-*' -o -name 'ioq-*' \) -printf '%f ' | sort)"
 done_step userspace ok "$(elapsed "$t0")" "$hostd"
 
 # ---- 3. guest kernel + modules ------------------------------------------------------------------
