@@ -130,15 +130,22 @@ static void guest_close(struct env *e)
 	fg_pump(&e->fg);
 }
 
-static void host_spawn(struct env *e, const char *act, const char *arg)
+/* ipc-peer as the host process; @side "host", or "host-poll" (own loop) */
+static void host_spawn_side(struct env *e, const char *side, const char *act,
+			    const char *arg)
 {
 	e->host = fork();
 	assert_true(e->host >= 0);
 	if (!e->host) {
-		execl(IPC_PEER, "ipc-peer", "host", e->sock, act, arg,
+		execl(IPC_PEER, "ipc-peer", side, e->sock, act, arg,
 		      (char *)NULL);
 		_exit(127);
 	}
+}
+
+static void host_spawn(struct env *e, const char *act, const char *arg)
+{
+	host_spawn_side(e, "host", act, arg);
 }
 
 /* Pump vbus-hostd's loop until the host process exits: its exit code. */
@@ -309,6 +316,30 @@ static void test_ipc_echo(void **state)
 	guest_close(e);
 	assert_int_equal(host_exit(e, 10), 0);
 	assert_int_not_equal(e->shm->state, VBUS_IPC_STATE_ACTIVE);
+	down(e);
+}
+
+/*
+ * A host process sleeping in a poll loop of its own (ioq_ipc_arm +
+ * ioq_ipc_pollfd): every message echoed, and the guest's leaving wakes
+ * that loop (the descriptor holds vbus-hostd's socket too), so it exits 0
+ * instead of sleeping for ever.
+ */
+static void test_ipc_echo_own_loop(void **state)
+{
+	struct env *e = up();
+	struct ioq_ipc *ipc;
+	long err;
+
+	(void)state;
+	host_spawn_side(e, "host-poll", "echo-check", NULL);
+	guest_open(e);
+	ipc = guest_attach(e);
+	assert_int_equal(guest_send(e, ipc, 20000, &err), 20000);
+	assert_int_equal(err, 0);
+	ioq_ipc_close(ipc);
+	guest_close(e);
+	assert_int_equal(host_exit(e, 10), 0);
 	down(e);
 }
 
@@ -484,6 +515,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ipc_echo),
+		cmocka_unit_test(test_ipc_echo_own_loop),
 		cmocka_unit_test(test_ipc_host_killed_then_reopen),
 		cmocka_unit_test(test_ipc_host_garbage_faults_guest),
 		cmocka_unit_test(test_ipc_guest_garbage_faults_host),

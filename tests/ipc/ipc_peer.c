@@ -7,6 +7,9 @@
  *
  *   ipc-peer guest DEV  ACTION [OPTIONS]    DEV = /dev/vbus-ipcN
  *   ipc-peer host SOCK  ACTION [OPTIONS]    SOCK = vbus-hostd's sock=
+ *   ipc-peer guest-poll DEV | host-poll SOCK ACTION [OPTIONS]
+ *                    the same, sleeping in a poll loop of its own
+ *                    (ioq_ipc_arm + ioq_ipc_pollfd), not in ioq_ipc_wait
  *   ipc-peer tcp-listen ADDR:PORT  ACTION [OPTIONS]  accepts one connection
  *   ipc-peer tcp-connect ADDR:PORT ACTION [OPTIONS]  retries until it is up
  *
@@ -333,7 +336,7 @@ static int do_echo(struct peer_link *peer, unsigned long limit,
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: ipc-peer guest DEV|host SOCK|tcp-listen ADDR:PORT|tcp-connect ADDR:PORT\n"
+	fprintf(stderr, "usage: ipc-peer guest[-poll] DEV|host[-poll] SOCK|tcp-listen ADDR:PORT|tcp-connect ADDR:PORT\n"
 		"       send N [WINDOW]|echo|echo-check|die-after N|garbage|rr N BYTES|stream N BYTES BATCH\n"
 		"       [--timeout MS] [--max-msg BYTES]\n");
 	return 2;
@@ -364,7 +367,8 @@ static int parse_options(int argc, char **argv, size_t *max_msg)
 
 static int is_ipc(const char *side)
 {
-	return !strcmp(side, "guest") || !strcmp(side, "host");
+	return !strcmp(side, "guest") || !strcmp(side, "host") ||
+	       !strcmp(side, "guest-poll") || !strcmp(side, "host-poll");
 }
 
 static int is_tcp(const char *side)

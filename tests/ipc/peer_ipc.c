@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-/* ipc-peer's vbus-ipc link: peer_link calls onto libioq's ioq_ipc_*. */
+/*
+ * ipc-peer's vbus-ipc link: peer_link calls onto libioq's ioq_ipc_*.
+ * "guest-poll"/"host-poll" wait in a poll loop of ours instead of
+ * ioq_ipc_wait's (ioq_ipc_arm + ioq_ipc_pollfd), as an application with
+ * its own event loop does.
+ */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vbus/ioq_channel.h>
@@ -9,6 +15,7 @@
 struct ipc_link {
 	struct peer_link link;
 	struct ioq_ipc *ipc;
+	int own_loop;
 };
 
 static struct ioq_ipc *chan(struct peer_link *l)
@@ -33,10 +40,29 @@ static long ipc_recv(struct peer_link *l, void *buf, size_t max)
 	return ioq_ipc_recv(chan(l), buf, max);
 }
 
+/* Our own loop's sleep: arm, poll the one descriptor, let libioq handle it. */
+static long own_wait(struct ioq_ipc *ipc, int events, int timeout_ms)
+{
+	struct pollfd p = { .fd = ioq_ipc_pollfd(ipc), .events = POLLIN };
+	int n = ioq_ipc_arm(ipc, events);
+
+	if (n)
+		return n;	/* ready, or the session is over */
+	do {
+		n = poll(&p, 1, timeout_ms);
+	} while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return n < 0 ? -errno : 0;
+	return ioq_ipc_wait(ipc, events, 0);
+}
+
 static long ipc_wait(struct peer_link *l, enum peer_wait what, int timeout_ms)
 {
-	return ioq_ipc_wait(chan(l), what == PEER_WAIT_TX ? IOQ_IPC_WAIT_TX :
-			    IOQ_IPC_WAIT_RX, timeout_ms);
+	int events = what == PEER_WAIT_TX ? IOQ_IPC_WAIT_TX : IOQ_IPC_WAIT_RX;
+
+	if (((struct ipc_link *)l)->own_loop)
+		return own_wait(chan(l), events, timeout_ms);
+	return ioq_ipc_wait(chan(l), events, timeout_ms);
 }
 
 static size_t ipc_max_msg(struct peer_link *l)
@@ -74,7 +100,8 @@ int peer_ipc_attach(struct peer_link **l, const char *side, const char *where,
 
 	if (!il)
 		return -ENOMEM;
-	if (!strcmp(side, "guest"))
+	il->own_loop = !strcmp(side, "guest-poll") || !strcmp(side, "host-poll");
+	if (!strncmp(side, "guest", 5))
 		err = ioq_ipc_attach_dev(&il->ipc, where, timeout_ms);
 	else
 		err = ioq_ipc_attach_host(&il->ipc, where, timeout_ms);

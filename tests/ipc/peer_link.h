@@ -38,7 +38,7 @@ struct peer_link_ops {
 	void (*close)(struct peer_link *l);
 };
 
-/* vbus-ipc: "guest" DEV or "host" SOCK; 0 or -errno */
+/* vbus-ipc: "guest" DEV or "host" SOCK (with "-poll": its own poll loop); 0 or -errno */
 int peer_ipc_attach(struct peer_link **l, const char *side, const char *where,
 		    int timeout_ms);
 /* the channel under an ipc link (the garbage action), NULL over TCP */

@@ -12,6 +12,9 @@
 #   garbage          a descriptor outside the area: the guest faults it
 #   echo             the guest process is SIGKILLed: this one must end
 #                    with -EPIPE (exit 0); rmmod refused meanwhile
+#   echo-check       both processes sleep in a poll loop of their own
+#                    (ipc-peer host-poll / guest-poll: ioq_ipc_arm +
+#                    ioq_ipc_pollfd); the guest's closing must end it
 #   echo x (cycles+1) open/close cycles, slab compared
 # Prints PASS/FAIL lines and "N passed, N failed"; exits non-zero on failure.
 #
@@ -143,11 +146,13 @@ else
 fi
 
 # ---- the host processes, one per session -------------------------------------------
-modes=("echo" "die-after 2000" "echo" "garbage" "echo")
+# "poll:" = ipc-peer host-poll: the host process sleeps in a poll loop of
+# its own (ioq_ipc_arm + ioq_ipc_pollfd), as the guest's does then
+modes=("echo" "die-after 2000" "echo" "garbage" "echo" "poll:echo-check")
 for ((i = 0; i <= cycles; i++)); do modes+=("echo"); done
-expect=(0 137 0 0 0)
+expect=(0 137 0 0 0 0)
 for ((i = 0; i <= cycles; i++)); do expect+=(0); done
-names=(exchange host-killed reopen garbage guest-killed)
+names=(exchange host-killed reopen garbage guest-killed own-loop)
 if ((soak)); then
 	modes=("echo-check") expect=(0) names=(exchange-checked)
 elif ((demo)); then
@@ -161,8 +166,10 @@ touch "$run/supervise"
 (
 	for m in "${modes[@]}"; do
 		[[ -f "$run/supervise" ]] || break
+		side=host
+		[[ "$m" == poll:* ]] && side=host-poll m=${m#poll:}
 		# shellcheck disable=SC2086 # the mode is "action [arg]"
-		"$peer" host "$run/echo.sock" $m --timeout 600000 >>"$out/host-peers.log" 2>&1 &
+		"$peer" "$side" "$run/echo.sock" $m --timeout 600000 >>"$out/host-peers.log" 2>&1 &
 		echo $! >"$run/peer.pid"
 		rc=0
 		wait $! || rc=$?

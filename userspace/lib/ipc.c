@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -50,6 +51,7 @@ struct ioq_ipc {
 	enum ioq_ipc_role role;
 	int wait_fd, kick_fd;	/* the guest: both the device */
 	int ctl_fd;		/* the host: the service socket; else -1 */
+	int poll_fd;		/* with ctl_fd: epoll of wait_fd + ctl_fd */
 	int shm_fd;		/* the host: the region; else -1 */
 	void *map;
 	size_t map_len;
@@ -58,6 +60,7 @@ struct ioq_ipc {
 	__u32 session;
 	int ended;		/* the session is over: -EPIPE */
 	int kicked_self;	/* a deferred notify wants a run */
+	int armed;		/* ioq_ipc_arm() unmasked for the caller's loop */
 	struct ipc_dir tx, rx;
 	struct ioq_ipc_stats st;
 };
@@ -125,6 +128,7 @@ static struct ioq_ipc *ipc_alloc(enum ioq_ipc_role role)
 		return NULL;
 	ipc->role = role;
 	ipc->wait_fd = ipc->kick_fd = ipc->ctl_fd = ipc->shm_fd = -1;
+	ipc->poll_fd = -1;
 	return ipc;
 }
 
@@ -143,8 +147,33 @@ static void ipc_free(struct ioq_ipc *ipc)
 		close_fd(&ipc->kick_fd);
 	close_fd(&ipc->wait_fd);
 	close_fd(&ipc->ctl_fd);
+	close_fd(&ipc->poll_fd);
 	close_fd(&ipc->shm_fd);
 	free(ipc);
+}
+
+/*
+ * The one descriptor a caller's own loop polls (ioq_ipc_pollfd): with a
+ * control socket, an epoll of it and the doorbell, so that the session's
+ * end (the socket's EOF) wakes that loop as a doorbell does.
+ */
+static int ipc_poll_fd(struct ioq_ipc *ipc)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd;
+
+	if (ipc->ctl_fd < 0)
+		return 0;
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ipc->poll_fd = fd;
+	if (epoll_ctl(fd, EPOLL_CTL_ADD, ipc->wait_fd, &ev) < 0)
+		return -errno;
+	ev.events = EPOLLIN | EPOLLRDHUP;
+	if (epoll_ctl(fd, EPOLL_CTL_ADD, ipc->ctl_fd, &ev) < 0)
+		return -errno;
+	return 0;
 }
 
 /* Bind one direction: check the ring vbus-hostd formatted, then init. */
@@ -283,6 +312,8 @@ int ioq_ipc_attach_fds(struct ioq_ipc **ipcp, enum ioq_ipc_role role,
 	err = ipc_map(ipc, ipc->shm_fd, (size_t)st.st_size);
 	if (!err)
 		err = ipc_bind(ipc, (size_t)st.st_size);
+	if (!err)
+		err = ipc_poll_fd(ipc);
 	if (err)
 		goto fail;
 	*ipcp = ipc;
@@ -572,11 +603,79 @@ static int sleep_once(struct ioq_ipc *ipc, int timeout_ms)
 	return n;
 }
 
+/* Mask this end's notifications again (ioq_ipc_wait's and arm's callers). */
+static void ipc_mask(struct ioq_ipc *ipc)
+{
+	ioq_notify_disable(&ipc->rx.ioq, 0);
+	ioq_notify_disable(&ipc->tx.ioq, 0);
+}
+
+/*
+ * Unmask for @events, then look again: a post made before the unmask rang
+ * nothing, and either the enable's own re-check ([B2] in
+ * shm_signal_enable against the peer's [B1]) ran the notifier or we see
+ * the post here. 1: ready (masked again); 0: unmasked, nothing ready.
+ */
+static int ipc_unmask(struct ioq_ipc *ipc, int events)
+{
+	if (events & IOQ_IPC_WAIT_RX)
+		ioq_notify_enable(&ipc->rx.ioq, 0);
+	if (events & IOQ_IPC_WAIT_TX)
+		ioq_notify_enable(&ipc->tx.ioq, 0);
+	/*
+	 * An enable that found work, or a wakeup out of budget, left a
+	 * deferred notify: run it before deciding to sleep.
+	 */
+	if (ipc->kicked_self) {
+		ipc->kicked_self = 0;
+		vbus_defer_run(&ipc->rx.signal.deferred_notify);
+		vbus_defer_run(&ipc->tx.signal.deferred_notify);
+	}
+	if (ipc_ready(ipc, events)) {
+		ipc_mask(ipc);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * After an arm the caller's loop may have been woken by our doorbell: take
+ * it (else the descriptor stays readable), then the rings are looked at
+ * anyway. Only then: a busy channel makes no system call.
+ */
+static int ipc_disarm(struct ioq_ipc *ipc)
+{
+	if (!ipc->armed)
+		return 0;
+	ipc->armed = 0;
+	ipc_mask(ipc);
+	return poll_in(ipc->wait_fd, 0) > 0 ? ipc_doorbell(ipc) : 0;
+}
+
+int ioq_ipc_arm(struct ioq_ipc *ipc, int events)
+{
+	int err = ipc_state(ipc);
+
+	if (!err)
+		err = ipc_disarm(ipc);
+	if (err)
+		return err;
+	if (ipc_ready(ipc, events))
+		return 1;
+	if (ipc_unmask(ipc, events))
+		return 1;
+	ipc->armed = 1;
+	return 0;
+}
+
 int ioq_ipc_wait(struct ioq_ipc *ipc, int events, int timeout_ms)
 {
 	struct timespec t0, t1;
 	int n, err, left = timeout_ms;
 
+	err = ipc_disarm(ipc);
+	if (err)
+		return err;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		err = ipc_state(ipc);
@@ -584,25 +683,8 @@ int ioq_ipc_wait(struct ioq_ipc *ipc, int events, int timeout_ms)
 			return err;
 		if (ipc_ready(ipc, events))
 			return 1;
-		/* unmask, then look again: a post before the unmask rang nothing */
-		if (events & IOQ_IPC_WAIT_RX)
-			ioq_notify_enable(&ipc->rx.ioq, 0);
-		if (events & IOQ_IPC_WAIT_TX)
-			ioq_notify_enable(&ipc->tx.ioq, 0);
-		/*
-		 * An enable that found work, or a wakeup out of budget, left a
-		 * deferred notify: run it instead of sleeping.
-		 */
-		if (ipc->kicked_self) {
-			ipc->kicked_self = 0;
-			vbus_defer_run(&ipc->rx.signal.deferred_notify);
-			vbus_defer_run(&ipc->tx.signal.deferred_notify);
-			n = 0;
-		} else {
-			n = ipc_ready(ipc, events) ? 0 : sleep_once(ipc, left);
-		}
-		ioq_notify_disable(&ipc->rx.ioq, 0);
-		ioq_notify_disable(&ipc->tx.ioq, 0);
+		n = ipc_unmask(ipc, events) ? 0 : sleep_once(ipc, left);
+		ipc_mask(ipc);
 		if (n < 0)
 			return n;
 		if (n > 0) {
@@ -628,7 +710,7 @@ int ioq_ipc_wait(struct ioq_ipc *ipc, int events, int timeout_ms)
 
 int ioq_ipc_pollfd(const struct ioq_ipc *ipc)
 {
-	return ipc->wait_fd;
+	return ipc->poll_fd >= 0 ? ipc->poll_fd : ipc->wait_fd;
 }
 
 size_t ioq_ipc_max_msg(const struct ioq_ipc *ipc)

@@ -3,8 +3,8 @@
 # next to the vbus bridge, then guest process <-> host process sessions
 # with /test/ipc-peer (libioq, static). The host side serves one host
 # process per session, in this order (run-ipc-tests.sh checks their exit
-# codes): echo, die-after 2000, echo, garbage, echo, then echo for every
-# open/close cycle.
+# codes): echo, die-after 2000, echo, garbage, echo, echo-check in a poll
+# loop of its own, then echo for every open/close cycle.
 . /test/lib.sh
 . /test/config.sh
 
@@ -79,6 +79,11 @@ fi
 kill -9 "$bg"
 wait "$bg" 2>/dev/null
 vt_check device-still-there-after-kill test -c "$dev"
+
+# 5b. both ends sleep in a poll loop of their own (ioq_ipc_arm +
+#     ioq_ipc_pollfd, ipc-peer guest-poll/host-poll): every message checked
+#     both ways, and the host process ends when this one closes
+vt_check own-loop-exchange /test/ipc-peer guest-poll "$dev" send 5000 --timeout 120000
 
 # 6. open/close cycles: no slab growth once the file is closed
 peer send 10 >/dev/null 2>&1	# warm-up cycle

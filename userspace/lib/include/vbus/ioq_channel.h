@@ -119,7 +119,8 @@ int ioq_channel_recv_fds(int sock, struct ioq_channel_fds *fds);
  *	ioq_ipc_close(ipc);
  *
  * A busy channel makes no system call: notifications stay masked except
- * while ioq_ipc_wait() sleeps. Every received descriptor is checked
+ * while ioq_ipc_wait() sleeps (or, in a loop of the caller's own, from
+ * ioq_ipc_arm() to the ioq_ipc_wait() after the poll). Every received descriptor is checked
  * against the endpoint's own copy of the layout; a bad one faults the
  * endpoint (-EIO). When the session ends (the peer closed or died) every
  * call returns -EPIPE: close and attach again.
@@ -167,6 +168,15 @@ long ioq_ipc_recv(struct ioq_ipc *ipc, void *buf, size_t cap);
 /* Sleep until one of @events (or @timeout_ms; -1 forever): 1, 0 on
  * timeout, -EPIPE, -EIO. */
 int ioq_ipc_wait(struct ioq_ipc *ipc, int events, int timeout_ms);
+/*
+ * A loop of the caller's own (poll/epoll): ioq_ipc_arm() before it
+ * sleeps: 1 ready now (do not sleep), 0 armed (sleep on
+ * ioq_ipc_pollfd() for POLLIN), or -EPIPE/-EIO. When the descriptor is
+ * readable, ioq_ipc_wait(ipc, events, 0) handles it (1, 0, or the
+ * error that ended the session). The descriptor also wakes when the
+ * session ends.
+ */
+int ioq_ipc_arm(struct ioq_ipc *ipc, int events);
 int ioq_ipc_pollfd(const struct ioq_ipc *ipc);
 size_t ioq_ipc_max_msg(const struct ioq_ipc *ipc);
 /* The rings, for iterator and bulk users: @tx 1 = this end's tx ring
