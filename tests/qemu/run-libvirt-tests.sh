@@ -166,7 +166,11 @@ sed "s/<domain /<domain id=\"1\" /" "$run/guest.xml" |
 t0=$(vbus_now)
 if virsh_s create "$run/guest.xml" >"$out/virsh.log" 2>&1; then h_pass virsh-create
 else h_fail virsh-create "$(cat "$out/virsh.log")"; finish; fi
-id=$(virsh_s domid vbus-lv 2>/dev/null | head -n1 | tr -d ' ')
+# no "| head" here: virsh writes its trailing blank line after the id, and
+# a reader gone by then makes it die of SIGPIPE, which pipefail and set -e
+# turn into the end of this script
+id=$(virsh_s domid vbus-lv 2>/dev/null || true)
+id=${id//[[:space:]]/}
 if [[ "$id" == 1 ]]; then h_pass domain-id-1
 else h_fail domain-id-1 "libvirt gave id '$id': the hook linked the path of id 1"; fi
 if grep -qF " $ram" "/proc/$(cat "$run/xdg/libvirt/qemu/run/vbus-lv.pid" 2>/dev/null || echo 0)/maps" 2>/dev/null; then
