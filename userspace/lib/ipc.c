@@ -603,7 +603,10 @@ static int sleep_once(struct ioq_ipc *ipc, int timeout_ms)
 	return n;
 }
 
-/* Mask this end's notifications again (ioq_ipc_wait's and arm's callers). */
+/*
+ * Mask this end's notifications (no barrier, as shm_signal_disable: a
+ * doorbell already on its way costs one spurious wakeup, nothing else).
+ */
 static void ipc_mask(struct ioq_ipc *ipc)
 {
 	ioq_notify_disable(&ipc->rx.ioq, 0);
