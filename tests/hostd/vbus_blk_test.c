@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -684,6 +687,116 @@ static void doorbell_mask(void **state)
 	}
 }
 
+/*
+ * poll_us (vbus_blk_poll.c): after each request the host keeps looking at
+ * its ring, so a guest that posts the next one within the window rings no
+ * doorbell. A guest thread runs QD1 (post, wait for the completion, post
+ * the next) while this thread runs the host loop. With poll_us=1000 most
+ * posts ring nothing; with poll_us=0 every one rings. Each request comes
+ * back with its data either way, and after the guest pauses, the host,
+ * back asleep, has its doorbell on again: one more post is served (a
+ * poll that left it masked would lose it: reap_n times out).
+ */
+#define QD1_N	200
+
+struct qd1 {
+	struct fg_ring *r;
+	__u64 g[QD1_N];
+	int failed;		/* the guest thread's verdict */
+	int done;		/* atomic: the thread finished */
+};
+
+static void *qd1_guest(void *arg)
+{
+	struct qd1 *c = arg;
+	struct timespec t0, t;
+	unsigned int i;
+	__u64 cookie;
+	int ret;
+
+	for (i = 0; i < QD1_N && !c->failed; i++) {
+		if (fgd_post(c->r, c->g[i], VBUS_BLK_REQ_SIZE(1), i)) {
+			c->failed = 1;
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while ((ret = fgd_reap(c->r, NULL, &cookie)) == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if (t.tv_sec - t0.tv_sec > TIMEOUT_MS / 1000) {
+				c->failed = 2;
+				break;
+			}
+			sched_yield();
+		}
+		if (ret == 1 && cookie != i)
+			c->failed = 3;
+	}
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static bool qd1_done(void *arg)
+{
+	return __atomic_load_n(&((struct qd1 *)arg)->done, __ATOMIC_ACQUIRE);
+}
+
+static __u64 qd1_run(struct fx *f, const char *params, int fill)
+{
+	struct qd1 *c = calloc(1, sizeof(*c));
+	__u32 l = 4096;
+	pthread_t th;
+	unsigned int i;
+	__u64 a, doorbells;
+	char file[8192];
+
+	assert_non_null(c);
+	blk_create(f, params);
+	blk_negotiate(f, f->cfg.features, 1, 16);
+	c->r = &f->r[0];
+	for (i = 0; i < QD1_N; i++) {
+		a = buf_new(l, fill + (int)(i & 63));
+		c->g[i] = req_new(VBUS_BLK_OP_WRITE, 0, i * 8ull, 0, 1, &a, &l);
+	}
+	assert_int_equal(pthread_create(&th, NULL, qd1_guest, c), 0);
+	assert_true(fgd_run_until(qd1_done, c, 4 * TIMEOUT_MS));
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(c->failed, 0);
+	doorbells = fgd_stat(f->dev, "notify_in");
+	for (i = 0; i < QD1_N; i++)
+		assert_int_equal(req_status(c->g[i]), VBUS_BLK_S_OK);
+
+	/* paused: the host went back to sleep; a post must still be seen */
+	fgd_run_for(5);
+	a = buf_new(l, 0x5a);
+	assert_int_equal(rw(f, VBUS_BLK_OP_READ, 0, 0, 1, &a, &l),
+			 VBUS_BLK_S_OK);
+	assert_false(fgd_dev_faulted(f->dev));
+	assert_int_equal(fgd_stat(f->dev, "inflight"), 0);
+	fgd_dev_destroy(f->dev);
+	f->dev = NULL;
+	for (i = 0; i < QD1_N; i++) {
+		file_read(f->path, i * 4096ull, file, l);
+		memset(file + l, fill + (int)(i & 63), l);
+		assert_memory_equal(file, file + l, l);
+	}
+	free(c);
+	return doorbells;
+}
+
+static void poll_window(void **state)
+{
+	struct fx *f = *state;
+	__u64 polled, plain;
+
+	plain = qd1_run(f, "poll_us=0", 0x20);
+	polled = qd1_run(f, "poll_us=1000", 0x60);
+	fprintf(stderr, "[test] QD1 x %d: %llu doorbells without polling, "
+		"%llu with poll_us=1000\n", QD1_N, (unsigned long long)plain,
+		(unsigned long long)polled);
+	assert_true(plain >= QD1_N);
+	assert_true(polled < QD1_N / 4);
+}
+
 /* Several queues at once, a full ring on each */
 static void queues_full(void **state)
 {
@@ -815,6 +928,8 @@ static void create_errors(void **state)
 	snprintf(params, sizeof(params), "file=%s,doorbell_mask_us=1000001",
 		 f->path);
 	REFUSED(params, "doorbell_mask_us=1000001: want a number in 0..1000000");
+	snprintf(params, sizeof(params), "file=%s,poll_us=1001", f->path);
+	REFUSED(params, "poll_us=1001: want a number in 0..1000");
 
 	/* one file, one device: also under another name */
 	blk_create(f, NULL);
@@ -999,6 +1114,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(queues_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(doorbell_mask, setup, teardown),
+		cmocka_unit_test_setup_teardown(poll_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(close_inflight, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(direct_and_buffered, setup,

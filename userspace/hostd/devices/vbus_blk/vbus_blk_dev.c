@@ -148,7 +148,7 @@ static int vblk_params(struct vblk *b, const struct hostd_params *p)
 	static const char *const known[] = {
 		"file", "ro", "serial", "queues", "depth", "segs",
 		"max_sectors", "discard", "direct", "strict",
-		"doorbell_mask_us", NULL
+		"doorbell_mask_us", "poll_us", NULL
 	};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	__u32 defq = ncpu > 0 && ncpu < 4 ? (__u32)ncpu : 4;
@@ -174,6 +174,9 @@ static int vblk_params(struct vblk *b, const struct hostd_params *p)
 	if (!ret)
 		ret = param_u32(b, p, "doorbell_mask_us", VBLK_DEF_MASK_US, 0,
 				VBLK_MAX_MASK_US, false, &b->mask_us);
+	if (!ret)
+		ret = param_u32(b, p, "poll_us", 0, 0, VBLK_MAX_POLL_US, false,
+				&b->poll_us);
 	if (!ret)
 		ret = params_misc(b, p);
 	return ret;
@@ -377,6 +380,7 @@ static void vblk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(buffered_ios); S(io_errors); S(bad_requests); S(unsupported);
 	S(batches); S(zero_fallbacks); S(submit_retries); S(drain_timeouts);
 	S(masks); S(mask_polls); S(mask_timeouts);
+	S(polls); S(poll_hits); S(poll_ns);
 #undef S
 	stats_latency(b, out);
 }

@@ -13,6 +13,9 @@
  *                       O_DIRECT, queue an op, submit, cancel
  *   vbus_blk_mask.c     the guest's doorbells masked while a queue has
  *                       I/O in flight, and the timer that bounds it
+ *   vbus_blk_poll.c     poll_us: look at the CQ and the rings for a
+ *                       while after each wakeup (the steps are queue.c's,
+ *                       passed in: poll.c calls nothing above it)
  *
  * Everything runs on the guest's loop thread (device.h): io_uring's
  * completions arrive through an eventfd registered with hostd_fd_add, so
@@ -38,6 +41,8 @@
 #define VBLK_DEF_MASK_US	1000		/* doorbell_mask_us */
 #define VBLK_MAX_MASK_US	1000000
 #define VBLK_MASK_MIN_INFLIGHT	2		/* QD1 never masks */
+#define VBLK_MAX_POLL_US	1000		/* poll_us */
+#define VBLK_POLL_BUDGET_US	500		/* one poll, then the loop */
 
 /* A slot of a queue: the request the ring descriptor of that slot holds. */
 enum vblk_slot_state {
@@ -99,6 +104,9 @@ struct vblk_stats {
 	__u64 masks;		/* a queue masked the guest's doorbells */
 	__u64 mask_polls;	/* ring looks at a completion, while masked */
 	__u64 mask_timeouts;	/* no completion for doorbell_mask_us */
+	__u64 polls;		/* polls started (poll_us) */
+	__u64 poll_hits;	/* looks of a poll that found work */
+	__u64 poll_ns;		/* time spent polling */
 	__u64 lat[VBLK_LAT_BUCKETS];	/* completions by 2^n us */
 };
 
@@ -114,6 +122,7 @@ struct vblk {
 	__u32 max_queues, max_depth, max_segs, max_sectors;
 	bool discard;
 	__u32 mask_us;			/* doorbell_mask_us; 0: never mask */
+	__u32 poll_us;			/* poll_us; 0: never poll */
 
 	/* backend (vbus_blk_backend.c) */
 	int fd;				/* O_DIRECT when direct, else buffered */
@@ -140,6 +149,10 @@ struct vblk {
 	bool mask_stalled;		/* timed out: no masking until a CQE */
 	__u64 cqes;			/* completions taken, ever */
 	__u64 cqes_at_arm;
+
+	/* polling (vbus_blk_poll.c) */
+	bool polling;			/* in vblk_poll: none nests */
+	bool poll_masked;		/* its masks hold: mask.c unmasks none */
 
 	/* session (open .. close) */
 	bool open;
@@ -182,6 +195,11 @@ void vblk_mask_reset(struct vblk *b);	/* close: nothing masked */
 /* after a queue run: mask if I/O is in flight, unmask when idle */
 void vblk_mask_update(struct vblk_queue *q);
 void vblk_mask_cqe(struct vblk *b);	/* a completion came */
+
+/* vbus_blk_poll.c: after a wakeup, look with @step (true: it found
+ * work) until poll_us pass with nothing; doorbells and the CQ eventfd
+ * off meanwhile. No-op when poll_us is 0 or already polling. */
+void vblk_poll(struct vblk *b, bool (*step)(struct vblk *b));
 
 /* vbus_blk_queue.c */
 int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm);

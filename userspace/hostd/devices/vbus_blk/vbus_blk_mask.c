@@ -83,8 +83,8 @@ void vblk_mask_update(struct vblk_queue *q)
 	if (q->inflight >= VBLK_MASK_MIN_INFLIGHT && !q->masked &&
 	    b->mask_tfd >= 0 && !b->mask_stalled)
 		mask(q);
-	else if (!q->inflight && q->masked)
-		unmask(q);
+	else if (!q->inflight && q->masked && !b->poll_masked)
+		unmask(q);	/* a poll's (poll.c) unmasks when it ends */
 }
 
 void vblk_mask_cqe(struct vblk *b)

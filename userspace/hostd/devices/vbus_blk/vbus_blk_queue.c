@@ -229,6 +229,35 @@ static void queue_run(struct vblk_queue *q)
 	vblk_mask_update(q);
 }
 
+/* posts not parsed yet: the ring's valid count beyond ours */
+static bool posted(struct vblk_queue *q)
+{
+	int n = ioq_count(&q->ioq, ioq_idxtype_valid);
+
+	return n > (int)(q->next - q->head);
+}
+
+/* One look of a poll (vbus_blk_poll.c): true if it found work. */
+static bool poll_step(struct vblk *b)
+{
+	bool got = false;
+	unsigned int i;
+
+	if (b->ring_up && io_uring_cq_ready(&b->ring)) {
+		reap_and_hand_back(b);
+		got = true;
+	}
+	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++) {
+		struct vblk_queue *q = &b->q[i];
+
+		if (q->attached && posted(q)) {
+			queue_run(q);
+			got = true;
+		}
+	}
+	return got;
+}
+
 static void on_notify(struct ioq_notifier *n)
 {
 	struct vblk_queue *q = hostd_container_of(n, struct vblk_queue,
@@ -236,6 +265,7 @@ static void on_notify(struct ioq_notifier *n)
 
 	/* hostd counts the doorbell (notify_in) */
 	queue_run(q);
+	vblk_poll(q->b, poll_step);
 }
 
 /* ---- completions -------------------------------------------------------------- */
@@ -388,6 +418,7 @@ void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 			queue_run(&b->q[i]);
 		}
 	}
+	vblk_poll(b, poll_step);
 }
 
 void vblk_queues_drain(struct vblk *b)
