@@ -38,6 +38,12 @@ struct vbus_blk_queue {
 	spinlock_t lock;
 	struct request **slots;	/* queue_depth entries */
 	unsigned int index;
+	/*
+	 * A poll queue (HCTX_TYPE_POLL: REQ_POLLED I/O, e.g. io_uring with
+	 * IORING_SETUP_IOPOLL): its ring's notifications stay disabled, so
+	 * the host's completions raise no interrupt; blk-mq's ->poll reaps.
+	 */
+	bool poll;
 };
 
 /*
@@ -64,6 +70,7 @@ struct vbus_blk {
 	struct blk_mq_tag_set tag_set;
 	struct vbus_blk_queue *queues;
 	unsigned int nr_queues;
+	unsigned int nr_poll_queues;	/* the last ones of @queues */
 	unsigned int queue_depth;
 	unsigned int max_segs;	/* segments per request we use */
 	int index;		/* the N of vbdN */

@@ -550,7 +550,13 @@ void vbus_blk_notify(struct ioq_notifier *n)
 	unsigned long flags;
 	LIST_HEAD(done);
 
-	if (vbus_blk_faulted(vblk))
+	/*
+	 * A poll queue's requests are REQ_POLLED: they complete in the
+	 * poller's task (->poll), never here in the tasklet (their bios come
+	 * from a per-CPU cache that bio_put() WARNs about outside a task).
+	 * Its signal is disabled, so a signal here is the host's own doing.
+	 */
+	if (vbus_blk_faulted(vblk) || vq->poll)
 		return;
 	/* the ring layer faults a signal whose indexes the host corrupted */
 	if (shm_signal_faulted(vq->ioq->signal)) {
@@ -563,6 +569,61 @@ void vbus_blk_notify(struct ioq_notifier *n)
 	spin_unlock_irqrestore(&vq->lock, flags);
 
 	vbus_blk_complete_list(&done);
+}
+
+/*
+ * blk-mq polls a poll queue (REQ_POLLED I/O waiting for its completion):
+ * the notifier's reap, in the poller's task (the notifier leaves poll
+ * queues alone). Returns how many requests it completed. vq->lock keeps
+ * it apart from posting, the timeout handler and a disconnect.
+ */
+static int vbus_blk_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
+{
+	struct vbus_blk_queue *vq = hctx->driver_data;
+	struct vbus_blk *vblk = vq->vblk;
+	struct vbus_blk_cmd *cmd;
+	unsigned long flags;
+	LIST_HEAD(done);
+	int found = 0;
+
+	if (vbus_blk_faulted(vblk))
+		return 0;
+	spin_lock_irqsave(&vq->lock, flags);
+	if (vq->ioq && shm_signal_faulted(vq->ioq->signal))
+		vbus_blk_fault(vblk, "ring index out of range");
+	else if (vq->ioq)
+		vbus_blk_reap(vq, &done);
+	spin_unlock_irqrestore(&vq->lock, flags);
+
+	list_for_each_entry(cmd, &done, node)
+		found++;
+	vbus_blk_complete_list(&done);
+	return found;
+}
+
+/*
+ * Hardware queues by type: the default ones first, then the poll ones
+ * (vblk->nr_poll_queues, the last rings); reads share the default map.
+ */
+static void vbus_blk_map_queues(struct blk_mq_tag_set *set)
+{
+	struct vbus_blk *vblk = set->driver_data;
+	unsigned int i, off = 0;
+
+	for (i = 0; i < set->nr_maps; i++) {
+		struct blk_mq_queue_map *map = &set->map[i];
+
+		if (i == HCTX_TYPE_DEFAULT)
+			map->nr_queues = vblk->nr_queues - vblk->nr_poll_queues;
+		else if (i == HCTX_TYPE_POLL)
+			map->nr_queues = vblk->nr_poll_queues;
+		else
+			map->nr_queues = 0;
+		map->queue_offset = off;
+		off += map->nr_queues;
+		if (map->nr_queues)
+			blk_mq_map_queues(map);
+	}
 }
 
 static void vbus_blk_complete_rq(struct request *rq)
@@ -660,4 +721,6 @@ const struct blk_mq_ops vbus_blk_mq_ops = {
 	.timeout	= vbus_blk_timeout,
 	.init_hctx	= vbus_blk_init_hctx,
 	.init_request	= vbus_blk_init_request,
+	.map_queues	= vbus_blk_map_queues,
+	.poll		= vbus_blk_poll,
 };

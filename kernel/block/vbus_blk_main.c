@@ -41,6 +41,11 @@ module_param(nr_queues, uint, 0444);
 MODULE_PARM_DESC(nr_queues,
 		 "request rings (0: one per online CPU; capped by the host)");
 
+static unsigned int poll_queues;
+module_param(poll_queues, uint, 0444);
+MODULE_PARM_DESC(poll_queues,
+		 "request rings for polled I/O, no interrupts (0..15; at least one ring stays for the rest)");
+
 static unsigned int max_segments = 128;
 module_param(max_segments, uint, 0444);
 MODULE_PARM_DESC(max_segments,
@@ -155,10 +160,13 @@ int vbus_blk_get_config(struct vbus_blk *vblk)
 	return ret < 0 ? ret : vbus_blk_check_config(vblk);
 }
 
-/* The queues probe asks for: the parameter, or one per online CPU. */
+/*
+ * The queues probe asks for: the parameter, or one per online CPU, plus
+ * the poll queues.
+ */
 static u32 vbus_blk_want_queues(const struct vbus_blk_config *c)
 {
-	u32 want = nr_queues ? nr_queues : num_online_cpus();
+	u32 want = (nr_queues ? nr_queues : num_online_cpus()) + poll_queues;
 
 	return min3(want, c->max_queues, (u32)VBUS_BLK_MAX_QUEUES);
 }
@@ -201,6 +209,8 @@ int vbus_blk_negotiate(struct vbus_blk *vblk, u32 want_queues)
 	}
 	vblk->queue_depth = depth;
 	vblk->max_segs = min(max_segments, c->max_segments);
+	/* polled I/O gets what is left once one ring serves the rest */
+	vblk->nr_poll_queues = min(poll_queues, vblk->nr_queues - 1);
 	ret = 0;
 out:
 	kfree(n);
@@ -222,6 +232,7 @@ static int vbus_blk_queues_alloc(struct vbus_blk *vblk)
 
 		vq->vblk = vblk;
 		vq->index = q;
+		vq->poll = q >= vblk->nr_queues - vblk->nr_poll_queues;
 		spin_lock_init(&vq->lock);
 		vq->slots = kcalloc(vblk->queue_depth, sizeof(*vq->slots),
 				    GFP_KERNEL);
@@ -257,7 +268,11 @@ int vbus_blk_rings_open(struct vbus_blk *vblk)
 		spin_lock_irqsave(&vq->lock, flags);
 		vq->ioq = ioq;
 		spin_unlock_irqrestore(&vq->lock, flags);
-		ioq_notify_enable(ioq, 0);
+		/* a poll queue's completions are looked for: no interrupts */
+		if (vq->poll)
+			ioq_notify_disable(ioq, 0);
+		else
+			ioq_notify_enable(ioq, 0);
 	}
 	return 0;
 }
@@ -347,6 +362,8 @@ static int vbus_blk_disk_setup(struct vbus_blk *vblk)
 
 	set->ops = &vbus_blk_mq_ops;
 	set->nr_hw_queues = vblk->nr_queues;
+	/* default, read (none: shares default), poll (vbus_blk_map_queues) */
+	set->nr_maps = vblk->nr_poll_queues ? HCTX_MAX_TYPES : 1;
 	set->queue_depth = vblk->queue_depth;
 	set->numa_node = NUMA_NO_NODE;
 	set->flags = BLK_MQ_F_SHOULD_MERGE;
@@ -428,10 +445,10 @@ static int vbus_blk_probe(struct vbus_device_proxy *vdev)
 
 	vdev->priv = vblk;
 	dev_info(&vdev->dev,
-		 "%s: %llu sectors (%u-byte blocks), %u queue(s) of %u, %u segs,%s%s%s%s%s serial %s\n",
+		 "%s: %llu sectors (%u-byte blocks), %u queue(s) of %u (%u polled), %u segs,%s%s%s%s%s serial %s\n",
 		 vblk->disk->disk_name, vblk->config.capacity,
 		 vblk->config.logical_block_size, vblk->nr_queues,
-		 vblk->queue_depth, vblk->max_segs,
+		 vblk->queue_depth, vblk->nr_poll_queues, vblk->max_segs,
 		 vblk->features & VBUS_BLK_F_RO ? " ro" : "",
 		 vblk->features & VBUS_BLK_F_FLUSH ? " flush" : "",
 		 vblk->features & VBUS_BLK_F_FUA ? " fua" : "",
@@ -501,6 +518,11 @@ static bool vbus_blk_params_ok(void)
 	if (nr_queues > VBUS_BLK_MAX_QUEUES) {
 		pr_err(VBUS_BLK_DRV_NAME ": nr_queues=%u: must be 0..%u\n",
 		       nr_queues, VBUS_BLK_MAX_QUEUES);
+		return false;
+	}
+	if (poll_queues >= VBUS_BLK_MAX_QUEUES) {
+		pr_err(VBUS_BLK_DRV_NAME ": poll_queues=%u: must be 0..%u\n",
+		       poll_queues, VBUS_BLK_MAX_QUEUES - 1);
 		return false;
 	}
 	if (!max_segments || max_segments > VBUS_BLK_MAX_SEGS) {

@@ -11,7 +11,8 @@
 # QD32, rand 4k-64k QD1: 1.4 GiB moved with the default sizes), discard
 # (the file gets sparse), write-zeroes, ext4 (mkfs, tree, fsck -n,
 # remount, checksums, fstrim), read-only, hot drop + re-add under fio,
-# unbind + bind under fio, load/unload cycles without slab growth, the
+# unbind + bind under fio, load/unload cycles without slab growth, polled
+# I/O (poll_queues=1, io_uring IOPOLL, verified, almost no interrupts), the
 # flush check (the host SIGKILLs vbus-hostd as soon as the guest says its
 # fsync returned, then checks the data is in the file) and last, with
 # vbus-hostd dead, the timeout handler (a request times out, the device
@@ -115,7 +116,8 @@ trap 'exit 130' INT TERM
 rw_img="$run/rw.img" ro_img="$run/ro.img"
 truncate -s "${disk_mb}M" "$rw_img"
 head -c "$((ro_mb * 1024 * 1024))" /dev/urandom >"$ro_img"
-rw_spec="type=vbus-blk,id=1,file=$rw_img,serial=$rw_serial,strict=1"
+# queues=4: room for the guest's poll queue next to one per vCPU (polled_io)
+rw_spec="type=vbus-blk,id=1,file=$rw_img,serial=$rw_serial,strict=1,queues=4"
 ro_spec="type=vbus-blk,id=2,file=$ro_img,serial=$ro_serial,ro=1,strict=1"
 
 # ---- initramfs -----------------------------------------------------------
@@ -253,7 +255,7 @@ else
 	h_pass hostd-no-device-fault
 fi
 
-tr -d '\r' <"$log" | grep -aoE 'blk-tests: (FIO|DISCARD|CYCLES|TIMEOUT) .*' |
+tr -d '\r' <"$log" | grep -aoE 'blk-tests: (FIO|DISCARD|CYCLES|POLL|TIMEOUT) .*' |
 	sed 's/^/    /' || printf '    (no figures)\n'
 printf 'guest: %s s (accel=%s, %s boot, RAM %s, kernel %s); total %s s; log %s\n' \
 	"$boot_secs" "$(vbus_qemu_accel)" "$VBUS_KBOOT" "$mem" "$VBUS_KVER" \
