@@ -9,6 +9,12 @@
 # and runs in the guest, per round, each fio job on each disk (order
 # alternating per round): 4 KiB randread/randwrite at QD1 and QD32, 128
 # KiB sequential read/write at QD8 (libaio, direct=1, time based).
+# A job named ...-poll (e.g. randread-4k-qd1-poll) is polled I/O instead:
+# io_uring with --hipri (IORING_SETUP_IOPOLL), no completion interrupts;
+# with one in the list both drivers get one poll queue besides two
+# interrupt-driven ones (vbus_blk poll_queues=1 and vbus-hostd queues=3;
+# virtio_blk poll_queues=1 and virtio-blk-pci num-queues=3), for every
+# job of the run.
 # Around each fio run the guest tells the host (second serial port), which
 # reads the CPU time of QEMU and of vbus-hostd (utime+stime from
 # /proc/PID/stat) and, for vbus, `ctl stats` (notify_in/notify_out); the
@@ -33,7 +39,7 @@
 #   --time SEC     seconds per fio run (default 5)
 #   --rounds N     rounds (default 3); figures are medians over rounds
 #   --disk-mb N    size of each backing file (default 256)
-#   --jobs LIST    fio jobs, RW-BS-qdN (default: the six above)
+#   --jobs LIST    fio jobs, RW-BS-qdN[-poll] (default: the six above)
 #   --mem SIZE     guest RAM (default 1G)
 #   --timeout SEC  kill the guest after SEC seconds (default 1800)
 #   --out DIR      results directory (default $VBUS_BUILD/bench)
@@ -85,9 +91,15 @@ done
 [[ -z "$vparams" || "$vparams" =~ ^[a-z_]+=[A-Za-z0-9_]+(,[a-z_]+=[A-Za-z0-9_]+)*$ ]] ||
 	{ vbus_err "--vbus-params: '$vparams' is not K=V[,K=V...]"; exit 2; }
 for j in $jobs; do
-	[[ "$j" =~ ^(randread|randwrite|read|write)-[0-9]+[kKmM]?-qd[0-9]+$ ]] ||
-		{ vbus_err "--jobs: '$j' is not RW-BS-qdN (e.g. randread-4k-qd32)"; exit 2; }
+	[[ "$j" =~ ^(randread|randwrite|read|write)-[0-9]+[kKmM]?-qd[0-9]+(-poll)?$ ]] ||
+		{ vbus_err "--jobs: '$j' is not RW-BS-qdN[-poll] (e.g. randread-4k-qd32)"; exit 2; }
 done
+# polled jobs: a poll queue on each disk, next to two interrupt-driven ones
+poll_queues=0
+[[ " $jobs" == *-poll* ]] && poll_queues=1
+if ((poll_queues)) && [[ ",$vparams" != *,queues=* ]]; then
+	vparams="queues=3${vparams:+,$vparams}"
+fi
 for t in fio qemu-system-x86_64 python3; do
 	command -v "$t" >/dev/null || { vbus_err "$t not found (scripts/deps.sh installs it)"; exit 1; }
 done
@@ -161,6 +173,7 @@ VB_ROUNDS=$rounds
 VB_SECS=$secs
 VB_SIZE_MB=$disk_mb
 VB_DEMO=$demo
+VB_POLL_QUEUES=$poll_queues
 EOF
 vbus_initramfs_add_kmods "$s" virtio_pci virtio_blk "${kos[@]}" || { vbus_err "staging modules failed"; exit 1; }
 vbus_initramfs_add_binary "$s" "$(command -v fio)" || { vbus_err "staging fio failed"; exit 1; }
@@ -220,7 +233,7 @@ accel=$(vbus_qemu_accel)
 log="$raw/serial.log"
 mapfile -t qargs < <(vbus_transport_args "/dev/shm/$tag-g1" "$mem" "$run/g1.sock")
 qargs+=(-drive "file=$run/virtio.img,if=none,id=vd0,format=raw,aio=io_uring,cache=none"
-	-device "virtio-blk-pci,drive=vd0,serial=bench-virtio"
+	-device "virtio-blk-pci,drive=vd0,serial=bench-virtio$( ((poll_queues)) && echo ",num-queues=3")"
 	-serial "pipe:$run/gctl" -pidfile "$run/qemu.pid")
 bench_log "accelerator: $accel (2 vCPUs, RAM $mem, kernel $VBUS_KVER); jobs: $jobs; $rounds round(s) of ${secs} s"
 boot_rc=0
@@ -248,6 +261,7 @@ rounds=$rounds
 disk_mb=$disk_mb
 jobs=$jobs
 vbus_params=$vparams
+poll_queues=$poll_queues
 host_cpus=$(nproc)
 host_loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 qemu=$(qemu-system-x86_64 --version | head -n 1)

@@ -27,7 +27,9 @@
 # written, listed, checksummed after a remount (scripts/main.sh shows it).
 #
 # Knobs (/test/config.sh): VB_DISKS ("vbus virtio"), VB_VBUS_SERIAL,
-# VB_VIRTIO_SERIAL, VB_JOBS, VB_ROUNDS, VB_SECS, VB_SIZE_MB, VB_DEMO.
+# VB_VIRTIO_SERIAL, VB_JOBS, VB_ROUNDS, VB_SECS, VB_SIZE_MB, VB_DEMO,
+# VB_POLL_QUEUES (poll_queues= of both block drivers; jobs named ...-poll
+# run io_uring with --hipri: polled, no completion interrupts).
 
 # shellcheck source=tests/qemu/guest/lib.sh
 . /test/lib.sh
@@ -41,6 +43,7 @@
 : "${VB_SECS:=5}"
 : "${VB_SIZE_MB:=256}"
 : "${VB_DEMO:=0}"
+: "${VB_POLL_QUEUES:=0}"
 
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
 exec 3<>/dev/ttyS1
@@ -68,7 +71,10 @@ disk_by_serial() {
 }
 
 for m in virtio_pci virtio_blk vbus_core vbus_proxy vbus_pcibridge vbus_blk; do
-	[ -f "$VT_KMOD_DIR/$m.ko" ] && vt_kmod_load "$m" 2>/dev/null
+	p=""
+	case "$m" in virtio_blk | vbus_blk) [ "$VB_POLL_QUEUES" -gt 0 ] && p="poll_queues=$VB_POLL_QUEUES" ;; esac
+	# shellcheck disable=SC2086 # p is empty or one word
+	[ -f "$VT_KMOD_DIR/$m.ko" ] && vt_kmod_load "$m" $p 2>/dev/null
 done
 
 TRACEFS=/sys/kernel/tracing
@@ -128,14 +134,19 @@ virtio_irq=-
 	virtio_irq="$(basename "$(readlink -f "/sys/block/$dev_virtio/device")")-"
 notif_setup
 
-# fio_job JOB DEV: the job's fio options
+# fio_args JOB: the job's fio options (RW-BS-qdN[-poll])
 fio_args() {
-	local rw bs qd
-	rw=${1%%-*}
-	bs=${1#*-}
+	local rw bs qd j=${1%-poll}
+	rw=${j%%-*}
+	bs=${j#*-}
 	bs=${bs%%-*}
-	qd=${1##*-qd}
+	qd=${j##*-qd}
 	echo "--rw=$rw --bs=$bs --iodepth=$qd"
+	if [ "$j" != "$1" ]; then
+		echo "--ioengine=io_uring --hipri=1"
+	else
+		echo "--ioengine=libaio"
+	fi
 }
 
 r=1
@@ -151,7 +162,7 @@ while [ "$r" -le "$VB_ROUNDS" ]; do
 				echo "bench: host did not answer begin"
 			# shellcheck disable=SC2046 # fio_args is a word list
 			/usr/bin/fio --name="$j" --filename="/dev/$dev" $(fio_args "$j") \
-				--ioengine=libaio --direct=1 --size="${VB_SIZE_MB}M" \
+				--direct=1 --size="${VB_SIZE_MB}M" \
 				--time_based --runtime="$VB_SECS" \
 				--randrepeat=0 --norandommap --group_reporting \
 				--output-format=json --output=/tmp/fio.json >/tmp/fio.err 2>&1 ||
