@@ -17,7 +17,8 @@
 #                (tests/qemu/run-ipc-tests.sh --demo)
 #   5. vbus-blk  boots one guest with a vbus-blk disk (vbus-hostd, io_uring
 #                on a backing file) next to a virtio-blk disk: short fio
-#                runs on both (IOPS, MB/s, latency, host CPU per I/O), then
+#                runs on both (IOPS, MB/s, latency, host CPU per I/O; one of them
+#                polled: io_uring --hipri on a poll queue), then
 #                ext4 on the vbus disk: mkfs, mount, files, remount,
 #                checksums (bench/blk-vs-virtio.sh --demo)
 #   6. --bench   bench/venet-vs-virtio.sh: venet against virtio-net in the
@@ -134,7 +135,7 @@ step "5. vbus-blk: a disk on vbus next to virtio-blk (short fio), ext4 on it"
 t0=$(date +%s.%N)
 rc=0
 VBUS_HOSTD="$hostd" bash "$top/bench/blk-vs-virtio.sh" --no-build --rounds 1 --time 2 --disk-mb 128 \
-	--jobs "randread-4k-qd32 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8" --demo \
+	--jobs "randread-4k-qd32 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8 randread-4k-qd1-poll" --demo \
 	--timeout 600 --out "$VBUS_BUILD/main/blk" || rc=$?
 ((rc == 0)) || fail vbus-blk "$(elapsed "$t0")" "the vbus-blk disk did not work (exit $rc; logs in $VBUS_BUILD/main/blk)"
 done_step vbus-blk ok "$(elapsed "$t0")" "$VBUS_BUILD/main/blk/blk-results.json"
