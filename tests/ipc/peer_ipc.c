@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <vbus/ioq_channel.h>
 #include "peer_link.h"
 
@@ -40,20 +41,39 @@ static long ipc_recv(struct peer_link *l, void *buf, size_t max)
 	return ioq_ipc_recv(chan(l), buf, max);
 }
 
-/* Our own loop's sleep: arm, poll the one descriptor, let libioq handle it. */
+/*
+ * Our own loop's sleep: arm, poll the one descriptor, let libioq handle
+ * it. ioq_ipc_wait(.., 0) answers 0 for a doorbell that brought nothing
+ * we wait for (one for the other direction, or a late one that crossed
+ * our mask: ioq_ipc.3): arm and sleep again until the time is up.
+ */
 static long own_wait(struct ioq_ipc *ipc, int events, int timeout_ms)
 {
 	struct pollfd p = { .fd = ioq_ipc_pollfd(ipc), .events = POLLIN };
-	int n = ioq_ipc_arm(ipc, events);
+	struct timespec t0, t1;
+	int n, left = timeout_ms;
 
-	if (n)
-		return n;	/* ready, or the session is over */
-	do {
-		n = poll(&p, 1, timeout_ms);
-	} while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return n < 0 ? -errno : 0;
-	return ioq_ipc_wait(ipc, events, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = ioq_ipc_arm(ipc, events);
+		if (n)
+			return n;	/* ready, or the session is over */
+		do {
+			n = poll(&p, 1, left);
+		} while (n < 0 && errno == EINTR);
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		n = ioq_ipc_wait(ipc, events, 0);
+		if (n)
+			return n;
+		if (timeout_ms < 0)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		left = timeout_ms - (int)((t1.tv_sec - t0.tv_sec) * 1000 +
+					  (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0)
+			return 0;
+	}
 }
 
 static long ipc_wait(struct peer_link *l, enum peer_wait what, int timeout_ms)
