@@ -7,7 +7,9 @@
  * For each mode (thread, process), ring size (256, 1024) and batch (1, 8,
  * 32) it runs, --reps times, alternating: IOQ v6 bulk calls, rte_ring, IOQ
  * v6 through the iterators, IOQ v5 through the iterators (what every
- * caller used before v6). Each run moves -n messages; the figure is
+ * caller used before v6), rte_ring with 32-byte elements (what an IOQ
+ * descriptor weighs: the payload's share of the gap to rte_ring's 8-byte
+ * pointers). Each run moves -n messages; the figure is
  * messages from the first post to the last consume. It prints the median
  * with min..max and the ratios of the medians to rte_ring's.
  *
@@ -21,6 +23,7 @@
  * core complex (tens of ns) or not (well over 100 ns).
  */
 #define _GNU_SOURCE
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +35,19 @@
 
 #include "ioq-bench.h"
 
-enum impl { IMPL_V6_BULK, IMPL_RTE, IMPL_V6_ITER, IMPL_V5_ITER, NIMPL };
+enum impl {
+	IMPL_V6_BULK, IMPL_RTE, IMPL_V6_ITER, IMPL_V5_ITER, IMPL_RTE32, NIMPL
+};
 
 static const char *const impl_name[NIMPL] = {
 	"ioq-v6-bulk", "rte_ring", "ioq-v6-iter", "ioq-v5-iter",
+	"rte_ring-32B",
 };
+
+static bool is_rte(enum impl i)
+{
+	return i == IMPL_RTE || i == IMPL_RTE32;
+}
 
 static const unsigned int poll_batches[] = { 1, 8, 32 };
 static const unsigned int poll_rings[] = { 256, 1024 };
@@ -224,12 +235,13 @@ static double run_one(struct bench_shared *sh, enum impl impl, int process,
 {
 	static const bench_fn north[NIMPL] = {
 		poll_bulk_north, bench_rte_north, poll_iter_north,
-		poll_iter_north,
+		poll_iter_north, bench_rte32_north,
 	};
 	static const bench_fn south[NIMPL] = {
 		poll_bulk_south, bench_rte_south, poll_iter_south,
-		poll_iter_south,
+		poll_iter_south, bench_rte32_south,
 	};
+	unsigned int esize = impl == IMPL_RTE32 ? 32 : 8;
 	__u64 want = (__u64)n * (n + 1) / 2;
 
 	memset(sh, 0, sizeof(*sh));
@@ -237,16 +249,16 @@ static double run_one(struct bench_shared *sh, enum impl impl, int process,
 	sh->batch = batch;
 	sh->ring = ring;
 	sh->ver = impl == IMPL_V5_ITER ? IOQ_RING_VER_V5 : IOQ_RING_VER_V6;
-	if (impl == IMPL_RTE) {
-		sh->rte = bench_rte_new(ring);
+	if (is_rte(impl)) {
+		sh->rte = bench_rte_new(ring, esize);
 		if (!sh->rte) {
 			*err = -ENOMEM;
 			return 0;
 		}
 	}
 	*err = bench_pair(process, north[impl], south[impl], sh);
-	if (impl == IMPL_RTE)
-		bench_rte_free(sh->rte, ring);
+	if (is_rte(impl))
+		bench_rte_free(sh->rte, ring, esize);
 	/* the consumer must have read exactly what was posted */
 	if (!*err && sh->sum != want)
 		*err = -EBADMSG;
@@ -357,11 +369,12 @@ struct poll_row {
 	int err[NIMPL];
 };
 
+/* @i's median over @base's */
 static void print_ratio(FILE *f, const struct poll_row *r, enum impl i,
-			int json)
+			enum impl base, int json)
 {
-	int ok = r->s[i].ok && r->s[IMPL_RTE].ok && r->s[IMPL_RTE].med > 0;
-	double v = ok ? r->s[i].med / r->s[IMPL_RTE].med : 0;
+	int ok = r->s[i].ok && r->s[base].ok && r->s[base].med > 0;
+	double v = ok ? r->s[i].med / r->s[base].med : 0;
 
 	if (json)
 		fprintf(f, ok ? "%.3f" : "null", v);
@@ -387,11 +400,13 @@ static void print_poll_text(const struct poll_row *rows, int nrows,
 		       "complex: ~30-40 ns; across complexes or sockets: "
 		       "~100-200 ns)\n", ho.med, ho.min, ho.max);
 	if (!bench_rte_available())
-		printf("  rte_ring: skipped (built without libdpdk-dev)\n");
+		printf("  rte_ring, rte_ring-32B: skipped (built without "
+		       "libdpdk-dev)\n");
 	printf("\n  %-7s %4s %5s", "mode", "ring", "batch");
 	for (j = 0; j < NIMPL; j++)
 		printf(" %22s", impl_name[j]);
-	printf(" %7s %7s %7s\n", "v6b/rte", "v6i/rte", "v5i/rte");
+	printf(" %7s %7s %7s %9s\n", "v6b/rte", "v6i/rte", "v5i/rte",
+	       "v6b/rte32");
 	for (i = 0; i < nrows; i++) {
 		const struct poll_row *r = &rows[i];
 
@@ -410,9 +425,11 @@ static void print_poll_text(const struct poll_row *rows, int nrows,
 					 r->err[j] ? strerror(-r->err[j]) : "-");
 			printf(" %22s", cell);
 		}
-		print_ratio(stdout, r, IMPL_V6_BULK, 0);
-		print_ratio(stdout, r, IMPL_V6_ITER, 0);
-		print_ratio(stdout, r, IMPL_V5_ITER, 0);
+		print_ratio(stdout, r, IMPL_V6_BULK, IMPL_RTE, 0);
+		print_ratio(stdout, r, IMPL_V6_ITER, IMPL_RTE, 0);
+		print_ratio(stdout, r, IMPL_V5_ITER, IMPL_RTE, 0);
+		printf("  ");
+		print_ratio(stdout, r, IMPL_V6_BULK, IMPL_RTE32, 0);
 		printf("\n");
 	}
 }
@@ -450,11 +467,13 @@ static void print_poll_json(const struct poll_row *rows, int nrows,
 				printf("null");
 		}
 		printf(", \"ratio_v6_bulk_to_rte\": ");
-		print_ratio(stdout, r, IMPL_V6_BULK, 1);
+		print_ratio(stdout, r, IMPL_V6_BULK, IMPL_RTE, 1);
 		printf(", \"ratio_v6_iter_to_rte\": ");
-		print_ratio(stdout, r, IMPL_V6_ITER, 1);
+		print_ratio(stdout, r, IMPL_V6_ITER, IMPL_RTE, 1);
 		printf(", \"ratio_v5_iter_to_rte\": ");
-		print_ratio(stdout, r, IMPL_V5_ITER, 1);
+		print_ratio(stdout, r, IMPL_V5_ITER, IMPL_RTE, 1);
+		printf(", \"ratio_v6_bulk_to_rte32\": ");
+		print_ratio(stdout, r, IMPL_V6_BULK, IMPL_RTE32, 1);
 		printf("}");
 	}
 	printf("]}\n");
@@ -503,7 +522,7 @@ int bench_poll_main(int json, int quick, unsigned long n, unsigned int reps)
 						int err;
 						double x;
 
-						if (j == IMPL_RTE &&
+						if (is_rte((enum impl)j) &&
 						    !bench_rte_available()) {
 							r->err[j] = -ENOSYS;
 							continue;

@@ -80,10 +80,14 @@ int bench_poll_main(int json, int quick, unsigned long n, unsigned int reps);
  * (a forked south sees it at the same address); NULL without DPDK.
  */
 int bench_rte_available(void);
-void *bench_rte_new(unsigned int count);
-void bench_rte_free(void *r, unsigned int count);
+/* @esize: bytes per element, a multiple of 4 (8: pointers) */
+void *bench_rte_new(unsigned int count, unsigned int esize);
+void bench_rte_free(void *r, unsigned int count, unsigned int esize);
 void bench_rte_north(struct bench_side *side);
 void bench_rte_south(struct bench_side *side);
+/* the same with 32-byte elements: an IOQ descriptor's size */
+void bench_rte32_north(struct bench_side *side);
+void bench_rte32_south(struct bench_side *side);
 
 /* spin-wait hint */
 static inline void bench_relax(void)

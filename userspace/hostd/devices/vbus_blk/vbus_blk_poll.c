@@ -12,7 +12,7 @@
  * dirty and rings nothing, and a post is started as soon as it is seen;
  * io_uring's eventfd is off (IORING_CQ_EVENTFD_DISABLED), and a
  * completion is handed back as soon as it is seen. The price is host
- * CPU: the thread spins (yielding) for the window after the last event
+ * CPU: the thread spins for the window after the last event
  * (the poll_ns counter says how long; 0, the default, never spins).
  *
  * Bounded: one poll returns to the loop after VBLK_POLL_BUDGET_US even
@@ -24,12 +24,12 @@
  *  - each queue's doorbell goes back to what vbus_blk_mask.c wants; a
  *    queue unmasked by it runs shm_signal_enable(), whose [B2] pairs with
  *    [B1] in the guest's inject: a post made while we were masked either
- *    rang or is seen by enable, which runs the queue itself.
+ *    rang or is seen by enable, which schedules the queue's notifier
+ *    (inside a wakeup: the wakeup's loop sees dirty and runs it again).
  *
  * The loop's steps (reap, run the queues) are the caller's (@step in
  * vblk_poll, vbus_blk_queue.c): this file only times, masks and counts.
  */
-#include <sched.h>
 #include <time.h>
 #include "vbus_blk_dev.h"
 
@@ -39,6 +39,13 @@ static __u64 now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
 }
 
 static bool usable(const struct vblk *b)
@@ -98,12 +105,12 @@ void vblk_poll(struct vblk *b, bool (*step)(struct vblk *b))
 		    now - start >= VBLK_POLL_BUDGET_US * 1000ull)
 			break;
 		/*
-		 * not pause: on a host with fewer cores than busy threads
-		 * (this one: 2, for the vCPUs, QEMU's loop and us) the
-		 * thread that would post or complete may be waiting for
-		 * this core; with a core to itself, yield returns at once
+		 * pause, not sched_yield(): on a loaded host a yield hands
+		 * the core to whatever else is runnable for the rest of its
+		 * slice (milliseconds: hostd_vbus_blk_bench measured 4.6 ms
+		 * per I/O with it while a build ran), far past the window
 		 */
-		sched_yield();
+		cpu_relax();
 	}
 	b->st.poll_ns += now - start;
 	if (b->ring_up) {
