@@ -126,11 +126,30 @@ static int ring_up(struct vblk *b)
 	 * its slow path.
 	 */
 	memset(&p, 0, sizeof(p));
+	/*
+	 * Polling (poll_us): COOP_TASKRUN, a finished request's completion
+	 * work waits for our next system call instead of an IPI that
+	 * interrupts the spinning thread, and TASKRUN_FLAG says when such
+	 * work waits (IORING_SQ_TASKRUN: the poll enters the kernel then,
+	 * vbus_blk_queue.c). A device that does not poll keeps the default:
+	 * its loop sleeps in epoll, and the wakeup that runs the completion
+	 * work is then also the one that returns to the loop (with the flags
+	 * it is an -EINTR round first). Kernels before 5.19 refuse both.
+	 */
 	p.flags = IORING_SETUP_CQSIZE;
+	if (b->poll_us)
+		p.flags |= IORING_SETUP_COOP_TASKRUN |
+			   IORING_SETUP_TASKRUN_FLAG;
 	p.cq_entries = b->max_queues * b->max_depth;
 	if (p.cq_entries < 2 * VBLK_URING_ENTRIES)
 		p.cq_entries = 2 * VBLK_URING_ENTRIES;
 	ret = io_uring_queue_init_params(VBLK_URING_ENTRIES, &b->ring, &p);
+	if (ret == -EINVAL) {
+		p.flags &= ~(IORING_SETUP_COOP_TASKRUN |
+			     IORING_SETUP_TASKRUN_FLAG);
+		ret = io_uring_queue_init_params(VBLK_URING_ENTRIES, &b->ring,
+						 &p);
+	}
 	if (ret < 0)
 		return hostd_dev_fail(b->dev, ret,
 				      "io_uring unavailable (io_uring_setup: %s): "

@@ -243,6 +243,10 @@ static bool poll_step(struct vblk *b)
 	bool got = false;
 	unsigned int i;
 
+	/* completion work the kernel keeps for our next entry (COOP_TASKRUN) */
+	if (b->ring_up && b->inflight &&
+	    (IO_URING_READ_ONCE(*b->ring.sq.kflags) & IORING_SQ_TASKRUN))
+		io_uring_get_events(&b->ring);
 	if (b->ring_up && io_uring_cq_ready(&b->ring)) {
 		reap_and_hand_back(b);
 		got = true;
