@@ -34,7 +34,7 @@
 #
 #   bench/blk-vs-virtio.sh [--time SEC] [--rounds N] [--disk-mb N]
 #       [--jobs "LIST"] [--mem SIZE] [--timeout SEC] [--out DIR] [--no-build]
-#       [--vbus-params K=V,...] [--demo]
+#       [--vbus-params K=V,...] [--virtio-iothread] [--demo]
 #
 #   --time SEC     seconds per fio run (default 5)
 #   --rounds N     rounds (default 3); figures are medians over rounds
@@ -47,6 +47,9 @@
 #                  ($VBUS_HOSTD overrides where vbus-hostd is found)
 #   --vbus-params P  more vbus-blk device params, e.g. doorbell_mask_us=0
 #                  (vbus-hostd(8)); recorded in the results' meta
+#   --virtio-iothread  virtio-blk in an IOThread of its own (QEMU's
+#                  production setup; it polls up to its poll-max-ns, 32 us
+#                  by default, the counterpart of vbus's poll_us=)
 #   --demo         afterwards, ext4 on the vbus disk: mkfs, mount, files,
 #                  ls, remount, checksums (printed; scripts/main.sh)
 # Exit status: 0 when both disks were measured and the guest's log is
@@ -67,7 +70,7 @@ source "$qlib/results.sh"
 # shellcheck source=tests/qemu/lib/hostd.sh
 source "$qlib/hostd.sh"
 
-secs=5 rounds=3 disk_mb=256 mem=1G timeout=1800 out="" build=1 demo=0 vparams=""
+secs=5 rounds=3 disk_mb=256 mem=1G timeout=1800 out="" build=1 demo=0 vparams="" iothread=0
 jobs="randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd1 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8"
 while (($#)); do
 	case "$1" in
@@ -81,6 +84,7 @@ while (($#)); do
 	--no-build) build=0; shift ;;
 	--vbus-params) vparams=$2; shift 2 ;;
 	--demo) demo=1; shift ;;
+	--virtio-iothread) iothread=1; shift ;;
 	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
 	esac
@@ -232,8 +236,14 @@ responder_pid=$!
 accel=$(vbus_qemu_accel)
 log="$raw/serial.log"
 mapfile -t qargs < <(vbus_transport_args "/dev/shm/$tag-g1" "$mem" "$run/g1.sock")
+vdev="virtio-blk-pci,drive=vd0,serial=bench-virtio"
+if ((poll_queues)); then vdev+=",num-queues=3"; fi
+if ((iothread)); then
+	vdev+=",iothread=vio0"
+	qargs+=(-object iothread,id=vio0)
+fi
 qargs+=(-drive "file=$run/virtio.img,if=none,id=vd0,format=raw,aio=io_uring,cache=none"
-	-device "virtio-blk-pci,drive=vd0,serial=bench-virtio$( ((poll_queues)) && echo ",num-queues=3")"
+	-device "$vdev"
 	-serial "pipe:$run/gctl" -pidfile "$run/qemu.pid")
 bench_log "accelerator: $accel (2 vCPUs, RAM $mem, kernel $VBUS_KVER); jobs: $jobs; $rounds round(s) of ${secs} s"
 boot_rc=0
@@ -262,6 +272,7 @@ disk_mb=$disk_mb
 jobs=$jobs
 vbus_params=$vparams
 poll_queues=$poll_queues
+virtio_iothread=$iothread
 host_cpus=$(nproc)
 host_loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 qemu=$(qemu-system-x86_64 --version | head -n 1)
