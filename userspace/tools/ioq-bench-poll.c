@@ -235,11 +235,11 @@ static double run_one(struct bench_shared *sh, enum impl impl, int process,
 {
 	static const bench_fn north[NIMPL] = {
 		poll_bulk_north, bench_rte_north, poll_iter_north,
-		poll_iter_north, bench_rte32_north,
+		poll_iter_north, bench_rte_north,
 	};
 	static const bench_fn south[NIMPL] = {
 		poll_bulk_south, bench_rte_south, poll_iter_south,
-		poll_iter_south, bench_rte32_south,
+		poll_iter_south, bench_rte_south,
 	};
 	unsigned int esize = impl == IMPL_RTE32 ? 32 : 8;
 	__u64 want = (__u64)n * (n + 1) / 2;
@@ -249,6 +249,7 @@ static double run_one(struct bench_shared *sh, enum impl impl, int process,
 	sh->batch = batch;
 	sh->ring = ring;
 	sh->ver = impl == IMPL_V5_ITER ? IOQ_RING_VER_V5 : IOQ_RING_VER_V6;
+	sh->esize = esize;
 	if (is_rte(impl)) {
 		sh->rte = bench_rte_new(ring, esize);
 		if (!sh->rte) {

@@ -56,20 +56,46 @@ void bench_rte_free(void *r, unsigned int count, unsigned int esize)
 		munmap(r, rte_bytes(count, esize));
 }
 
+/* element @i of @objs (@esize bytes each): message number @v */
+static void put_elem(void *objs, unsigned int esize, unsigned int i, __u64 v)
+{
+	if (esize == sizeof(struct rte32)) {
+		struct rte32 *e = (struct rte32 *)objs + i;
+
+		e->cookie = v;
+		e->ptr = 0;
+		e->len = 64;
+		e->flags = 0;
+	} else {
+		((__u64 *)objs)[i] = v;
+	}
+}
+
+static __u64 get_elem(const void *objs, unsigned int esize, unsigned int i)
+{
+	return esize == sizeof(struct rte32) ?
+		       ((const struct rte32 *)objs)[i].cookie :
+		       ((const __u64 *)objs)[i];
+}
+
+/*
+ * rte_ring_sp_enqueue_bulk() is this call with sizeof(void *): the 8-byte
+ * column is DPDK's pointer ring exactly.
+ */
 void bench_rte_north(struct bench_side *side)
 {
 	struct bench_shared *sh = side->sh;
 	struct rte_ring *r = sh->rte;
-	unsigned int b = sh->batch, i;
+	unsigned int b = sh->batch, es = sh->esize, i;
 	unsigned long sent = 0, spins = 0;
-	void *objs[64];
+	struct rte32 objs[64];
 
 	bench_wait_ready(sh);
 	sh->t0_ns = bench_now_ns();
 	while (sent < sh->n) {
 		for (i = 0; i < b; i++)
-			objs[i] = (void *)(uintptr_t)(sent + i + 1);
-		if (rte_ring_sp_enqueue_bulk(r, objs, b, NULL) == b) {
+			put_elem(objs, es, i, sent + i + 1);
+		if (rte_ring_sp_enqueue_bulk_elem(r, objs, es, b, NULL) == b) {
 			sent += b;
 			continue;
 		}
@@ -83,70 +109,16 @@ void bench_rte_south(struct bench_side *side)
 {
 	struct bench_shared *sh = side->sh;
 	struct rte_ring *r = sh->rte;
-	unsigned int b = sh->batch, i;
-	unsigned long got = 0, spins = 0;
-	__u64 sum = 0;
-	void *objs[64];
-
-	bench_set_ready(sh);
-	while (got < sh->n) {
-		if (rte_ring_sc_dequeue_bulk(r, objs, b, NULL) == b) {
-			for (i = 0; i < b; i++)
-				sum += (uintptr_t)objs[i];
-			got += b;
-			continue;
-		}
-		bench_relax();
-		if (!(++spins & 0xfffff) && bench_peer_gone(sh))
-			return;
-	}
-	sh->t1_ns = bench_now_ns();
-	sh->sum = sum;
-}
-
-void bench_rte32_north(struct bench_side *side)
-{
-	struct bench_shared *sh = side->sh;
-	struct rte_ring *r = sh->rte;
-	unsigned int b = sh->batch, i;
-	unsigned long sent = 0, spins = 0;
-	struct rte32 objs[64];
-
-	bench_wait_ready(sh);
-	sh->t0_ns = bench_now_ns();
-	while (sent < sh->n) {
-		for (i = 0; i < b; i++) {
-			objs[i].cookie = sent + i + 1;
-			objs[i].ptr = 0;
-			objs[i].len = 64;
-			objs[i].flags = 0;
-		}
-		if (rte_ring_sp_enqueue_bulk_elem(r, objs, sizeof(objs[0]), b,
-						  NULL) == b) {
-			sent += b;
-			continue;
-		}
-		bench_relax();
-		if (!(++spins & 0xfffff) && bench_peer_gone(sh))
-			return;
-	}
-}
-
-void bench_rte32_south(struct bench_side *side)
-{
-	struct bench_shared *sh = side->sh;
-	struct rte_ring *r = sh->rte;
-	unsigned int b = sh->batch, i;
+	unsigned int b = sh->batch, es = sh->esize, i;
 	unsigned long got = 0, spins = 0;
 	__u64 sum = 0;
 	struct rte32 objs[64];
 
 	bench_set_ready(sh);
 	while (got < sh->n) {
-		if (rte_ring_sc_dequeue_bulk_elem(r, objs, sizeof(objs[0]), b,
-						  NULL) == b) {
+		if (rte_ring_sc_dequeue_bulk_elem(r, objs, es, b, NULL) == b) {
 			for (i = 0; i < b; i++)
-				sum += objs[i].cookie;
+				sum += get_elem(objs, es, i);
 			got += b;
 			continue;
 		}
@@ -185,16 +157,6 @@ void bench_rte_north(struct bench_side *side)
 }
 
 void bench_rte_south(struct bench_side *side)
-{
-	bench_fail(side->sh, -ENOSYS);
-}
-
-void bench_rte32_north(struct bench_side *side)
-{
-	bench_fail(side->sh, -ENOSYS);
-}
-
-void bench_rte32_south(struct bench_side *side)
 {
 	bench_fail(side->sh, -ENOSYS);
 }

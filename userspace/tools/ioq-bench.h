@@ -23,6 +23,7 @@ struct bench_shared {
 	__u32 ring;			/* descriptors; 0: BENCH_RING */
 	__u32 ver;			/* ring version; 0: IOQ_RING_VER */
 	void *rte;			/* --poll: the rte_ring, shared */
+	unsigned int esize;		/* --poll: its element, 8 or 32 bytes */
 	/* handshake: south is attached and about to wait */
 	int ready;
 	pid_t peer_pid;			/* the south process, 0 for a thread */
@@ -83,11 +84,10 @@ int bench_rte_available(void);
 /* @esize: bytes per element, a multiple of 4 (8: pointers) */
 void *bench_rte_new(unsigned int count, unsigned int esize);
 void bench_rte_free(void *r, unsigned int count, unsigned int esize);
+/* the two sides, elements of sh->esize bytes (8: pointers; 32: an IOQ
+ * descriptor's size) */
 void bench_rte_north(struct bench_side *side);
 void bench_rte_south(struct bench_side *side);
-/* the same with 32-byte elements: an IOQ descriptor's size */
-void bench_rte32_north(struct bench_side *side);
-void bench_rte32_south(struct bench_side *side);
 
 /* spin-wait hint */
 static inline void bench_relax(void)
