@@ -226,6 +226,9 @@ int hostd_eventfd_new(void);
 void hostd_eventfd_kick(int fd);
 bool hostd_eventfd_drain(int fd);	/* true if it had a count */
 
+/* CLOCK_MONOTONIC in nanoseconds (timeouts, poll windows, latencies) */
+__u64 hostd_now_ns(void);
+
 /*
  * A kick: "run @fn again soon, after the loop's other fds". A device that
  * stops at a budget with work left kicks itself instead of looping on.

@@ -14,7 +14,7 @@ int hostd_log_verbose;
 /* one line at a time from every thread */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static unsigned long long now_ns(void)
+unsigned long long hostd_now_ns(void)
 {
 	struct timespec ts;
 
@@ -70,7 +70,7 @@ void hostd_log_limit_init(struct hostd_log_limit *l, const char *name)
 void hostd_log_vlimited(struct hostd_log_limit *l, const char *sub,
 			const char *fmt, va_list ap)
 {
-	unsigned long long now = now_ns();
+	unsigned long long now = hostd_now_ns();
 
 	if (!l->window_ns || now - l->window_ns >= HOSTD_LOG_INTERVAL_NS) {
 		if (l->suppressed)

@@ -36,4 +36,7 @@ void hostd_log_limited(struct hostd_log_limit *l, const char *fmt, ...)
 void hostd_log_vlimited(struct hostd_log_limit *l, const char *sub,
 			const char *fmt, va_list ap);
 
+/* CLOCK_MONOTONIC in ns: the limiter's clock, and devices' (device.h) */
+unsigned long long hostd_now_ns(void);
+
 #endif /* VBUS_HOSTD_LOG_H */

@@ -30,16 +30,7 @@
  * The loop's steps (reap, run the queues) are the caller's (@step in
  * vblk_poll, vbus_blk_queue.c): this file only times, masks and counts.
  */
-#include <time.h>
 #include "vbus_blk_dev.h"
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
 
 static inline void cpu_relax(void)
 {
@@ -77,7 +68,7 @@ static void unmask_all(struct vblk *b)
 			continue;
 		/* in flight: masked (mask.c); idle: unmasked, enable looks */
 		vblk_mask_update(q);
-		if (q->attached && !q->masked)
+		if (!q->masked)
 			ioq_notify_enable(&q->ioq, 0);
 	}
 }
@@ -92,11 +83,11 @@ void vblk_poll(struct vblk *b, bool (*step)(struct vblk *b))
 	b->st.polls++;
 	window = (__u64)b->poll_us * 1000;
 	mask_all(b);
-	start = last = now_ns();
+	start = last = hostd_now_ns();
 	for (;;) {
 		bool got = step(b);
 
-		now = now_ns();
+		now = hostd_now_ns();
 		if (got) {
 			b->st.poll_hits++;
 			last = now;

@@ -27,17 +27,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <linux/falloc.h>
 #include "vbus_blk_dev.h"
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
 
 static void count_status(struct vblk *b, __u8 st, const char *why)
 {
@@ -182,7 +173,7 @@ static bool start_one(struct vblk_queue *q, struct ioq_iterator *it)
 		slot_done(s, VBUS_BLK_S_OK);
 		return true;
 	}
-	s->t0_ns = now_ns();
+	s->t0_ns = hostd_now_ns();
 	if (vblk_backend_queue(b, q->idx, slot, s) < 0) {
 		b->st.io_errors++;
 		slot_done(s, VBUS_BLK_S_IOERR);
@@ -276,7 +267,7 @@ static void on_notify(struct ioq_notifier *n)
 
 static void count_latency(struct vblk *b, const struct vblk_slot *s)
 {
-	__u64 us = (now_ns() - s->t0_ns) / 1000;
+	__u64 us = (hostd_now_ns() - s->t0_ns) / 1000;
 	unsigned int i = 0;
 
 	while (us && i < VBLK_LAT_BUCKETS - 1) {
@@ -427,12 +418,12 @@ void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 
 void vblk_queues_drain(struct vblk *b)
 {
-	__u64 deadline = now_ns() + VBLK_DRAIN_MS * 1000000ull;
+	__u64 deadline = hostd_now_ns() + VBLK_DRAIN_MS * 1000000ull;
 
 	if (!b->ring_up || !b->inflight)
 		return;
 	vblk_backend_cancel_all(b);
-	while (b->inflight && now_ns() < deadline) {
+	while (b->inflight && hostd_now_ns() < deadline) {
 		struct __kernel_timespec ts = { .tv_nsec = 50 * 1000000 };
 		struct io_uring_cqe *cqe;
 

@@ -23,17 +23,8 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 #include <sys/uio.h>
 #include "venet_dev.h"
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
 
 /* Come back after the loop's other fds (tx: budget or trickle). */
 static void tx_kick(struct venet *v)
@@ -56,7 +47,7 @@ static void tx_signal(struct venet *v)
 /* Still within tx_poll_us of the last frame: poll rather than unmask. */
 static bool tx_polling(struct venet *v)
 {
-	return v->tx_poll_ns && now_ns() - v->tx_last_ns < v->tx_poll_ns;
+	return v->tx_poll_ns && hostd_now_ns() - v->tx_last_ns < v->tx_poll_ns;
 }
 
 /* What became of a frame: sent, or popped unsent, or kept for later. */
@@ -166,7 +157,7 @@ static int tx_pass(struct venet *v)
 	}
 	if (n) {
 		hostd_dev_account(v->dev, n, bytes);
-		v->tx_last_ns = now_ns();
+		v->tx_last_ns = hostd_now_ns();
 		v->tx_unsignalled += n;
 		/* a quarter ring done: wake a guest that may be out of room */
 		if (v->tx_unsignalled >= (unsigned int)ioq_size(&v->txq.ioq) / 4)
