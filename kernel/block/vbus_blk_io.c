@@ -517,8 +517,12 @@ static bool vbus_blk_reap_one(struct vbus_blk_queue *vq,
 	return true;
 }
 
-/* Reap every descriptor the host has handed back. Under vq->lock. */
-static void vbus_blk_reap(struct vbus_blk_queue *vq, struct list_head *done)
+/*
+ * Reap every descriptor the host has handed back onto @done; returns how
+ * many. Under vq->lock.
+ */
+static unsigned int vbus_blk_reap(struct vbus_blk_queue *vq,
+				  struct list_head *done)
 {
 	struct ioq_iterator iter;
 	unsigned int n = 0;
@@ -530,11 +534,12 @@ static void vbus_blk_reap(struct vbus_blk_queue *vq, struct list_head *done)
 		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
 	if (ret) {
 		vbus_blk_fault(vq->vblk, "ring iterator");
-		return;
+		return 0;
 	}
 	/* at most one pass over the ring: the inuse count bounds it too */
 	while (n < vq->vblk->queue_depth && vbus_blk_reap_one(vq, &iter, done))
 		n++;
+	return n;
 }
 
 /*
@@ -581,10 +586,9 @@ static int vbus_blk_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
 {
 	struct vbus_blk_queue *vq = hctx->driver_data;
 	struct vbus_blk *vblk = vq->vblk;
-	struct vbus_blk_cmd *cmd;
 	unsigned long flags;
 	LIST_HEAD(done);
-	int found = 0;
+	unsigned int found = 0;
 
 	if (vbus_blk_faulted(vblk))
 		return 0;
@@ -592,11 +596,9 @@ static int vbus_blk_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
 	if (vq->ioq && shm_signal_faulted(vq->ioq->signal))
 		vbus_blk_fault(vblk, "ring index out of range");
 	else if (vq->ioq)
-		vbus_blk_reap(vq, &done);
+		found = vbus_blk_reap(vq, &done);
 	spin_unlock_irqrestore(&vq->lock, flags);
 
-	list_for_each_entry(cmd, &done, node)
-		found++;
 	vbus_blk_complete_list(&done);
 	return found;
 }
