@@ -5,9 +5,10 @@
  * the IOQ one (spin while full/empty, never sleep); and the same ring with
  * 32-byte elements (rte_ring_elem.h), the size of an IOQ descriptor, so
  * that a reader can tell the ring's cost from the payload's: per batch of
- * 32 a pointer ring moves 4 cache lines of slots, IOQ and rte_ring-32B 16. Built only when CMake
- * found libdpdk (VBUS_BENCH_DPDK); otherwise the column is reported as
- * skipped. No EAL: rte_ring_init() on our own shared memory needs none.
+ * 32 a pointer ring moves 4 cache lines of slots, IOQ and rte_ring-32B 16.
+ * Built only when CMake found libdpdk (VBUS_BENCH_DPDK); otherwise the
+ * columns are reported as skipped. No EAL: rte_ring_init() on our own
+ * shared memory needs none.
  */
 #include <stdint.h>
 #include <sys/mman.h>
@@ -57,7 +58,8 @@ void bench_rte_free(void *r, unsigned int count, unsigned int esize)
 }
 
 /* element @i of @objs (@esize bytes each): message number @v */
-static void put_elem(void *objs, unsigned int esize, unsigned int i, __u64 v)
+static inline void put_elem(void *objs, unsigned int esize, unsigned int i,
+			    __u64 v)
 {
 	if (esize == sizeof(struct rte32)) {
 		struct rte32 *e = (struct rte32 *)objs + i;
@@ -71,7 +73,8 @@ static void put_elem(void *objs, unsigned int esize, unsigned int i, __u64 v)
 	}
 }
 
-static __u64 get_elem(const void *objs, unsigned int esize, unsigned int i)
+static inline __u64 get_elem(const void *objs, unsigned int esize,
+			     unsigned int i)
 {
 	return esize == sizeof(struct rte32) ?
 		       ((const struct rte32 *)objs)[i].cookie :
@@ -79,14 +82,16 @@ static __u64 get_elem(const void *objs, unsigned int esize, unsigned int i)
 }
 
 /*
- * rte_ring_sp_enqueue_bulk() is this call with sizeof(void *): the 8-byte
- * column is DPDK's pointer ring exactly.
+ * One body for both sizes, always inlined with a constant @es: the
+ * element tests above fold away and DPDK's copy is specialised for the
+ * size, so with 8 this is rte_ring_sp_enqueue_bulk() exactly (that is
+ * the _elem call with sizeof(void *)).
  */
-void bench_rte_north(struct bench_side *side)
+static inline __attribute__((always_inline)) void
+rte_north(struct bench_shared *sh, const unsigned int es)
 {
-	struct bench_shared *sh = side->sh;
 	struct rte_ring *r = sh->rte;
-	unsigned int b = sh->batch, es = sh->esize, i;
+	unsigned int b = sh->batch, i;
 	unsigned long sent = 0, spins = 0;
 	struct rte32 objs[64];
 
@@ -105,11 +110,11 @@ void bench_rte_north(struct bench_side *side)
 	}
 }
 
-void bench_rte_south(struct bench_side *side)
+static inline __attribute__((always_inline)) void
+rte_south(struct bench_shared *sh, const unsigned int es)
 {
-	struct bench_shared *sh = side->sh;
 	struct rte_ring *r = sh->rte;
-	unsigned int b = sh->batch, es = sh->esize, i;
+	unsigned int b = sh->batch, i;
 	unsigned long got = 0, spins = 0;
 	__u64 sum = 0;
 	struct rte32 objs[64];
@@ -128,6 +133,22 @@ void bench_rte_south(struct bench_side *side)
 	}
 	sh->t1_ns = bench_now_ns();
 	sh->sum = sum;
+}
+
+void bench_rte_north(struct bench_side *side)
+{
+	if (side->sh->esize == sizeof(struct rte32))
+		rte_north(side->sh, sizeof(struct rte32));
+	else
+		rte_north(side->sh, sizeof(void *));
+}
+
+void bench_rte_south(struct bench_side *side)
+{
+	if (side->sh->esize == sizeof(struct rte32))
+		rte_south(side->sh, sizeof(struct rte32));
+	else
+		rte_south(side->sh, sizeof(void *));
 }
 
 #else /* !VBUS_BENCH_DPDK */
