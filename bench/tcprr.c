@@ -13,6 +13,14 @@
  *                                 "tcprr samples=N min_us=.. p50_us=.. p90_us=..
  *                                  p99_us=.. max_us=.. mean_us=.." and writes
  *                                 every sample (microseconds) to FILE
+ *   tcprr -c ... -B USEC          the same, with the server's socket busy
+ *                                 polling for USEC microseconds (SO_BUSY_POLL:
+ *                                 a blocked read spins on the NIC's NAPI
+ *                                 context instead of sleeping until its
+ *                                 interrupt); a connection whose first byte is
+ *                                 'B' carries it ("B" + 7 decimal digits), and
+ *                                 the server answers one byte: 'b' set, 'e'
+ *                                 refused
  *   tcprr -q IPV4 -p PORT         ask the server to exit
  *   tcprr -s PORT -x CMD          server as above; a connection whose first
  *                                 byte is 'S' gets CMD's output (sh -c CMD)
@@ -44,7 +52,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: tcprr -s PORT\n"
-		"       tcprr -c IPV4 -p PORT [-n N] [-b BYTES] [-w WARMUP] [-t SEC] [-o FILE]\n"
+		"       tcprr -c IPV4 -p PORT [-n N] [-b BYTES] [-w WARMUP] [-t SEC] [-o FILE] [-B USEC]\n"
 		"       tcprr -q IPV4 -p PORT\n"
 		"       tcprr -g IPV4 -p PORT\n");
 	return 2;
@@ -104,6 +112,25 @@ static void send_cmd_output(int c, const char *cmd)
 	pclose(p);
 }
 
+#define BUSY_HDR 8	/* 'B' + 7 decimal digits */
+
+/* The rest of a 'B' header: SO_BUSY_POLL on @c, then 'b' (set) or 'e'. */
+static int serve_busy_poll(int c, char *buf, size_t have)
+{
+	char ack = 'b';
+	int us;
+
+	if (have < BUSY_HDR && full_io(c, buf + have, BUSY_HDR - have, 0))
+		return -1;
+	buf[BUSY_HDR] = 0;
+	us = atoi(buf + 1);
+	if (setsockopt(c, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof(us))) {
+		fprintf(stderr, "tcprr: SO_BUSY_POLL %d: %s\n", us, strerror(errno));
+		ack = 'e';
+	}
+	return full_io(c, &ack, 1, 1) || ack == 'e' ? -1 : 0;
+}
+
 static int serve(int port, const char *cmd)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
@@ -145,6 +172,12 @@ static int serve(int port, const char *cmd)
 			if (first && buf[0] == 'S') {
 				send_cmd_output(c, cmd);
 				break;
+			}
+			if (first && buf[0] == 'B') {
+				first = 0;
+				if (serve_busy_poll(c, buf, (size_t)r))
+					break;
+				continue;
 			}
 			first = 0;
 			if (full_io(c, buf, (size_t)r, 1))
@@ -198,7 +231,25 @@ static double pct(const double *v, int n, double p)
 	return v[k - 1];
 }
 
-static int client(const char *ip, int port, int n, int bytes, int warm, const char *out)
+/* Ask the server to busy poll its end of @fd for @us microseconds. */
+static int ask_busy_poll(int fd, int us)
+{
+	char hdr[BUSY_HDR + 1], ack = 0;
+
+	snprintf(hdr, sizeof(hdr), "B%07d", us);
+	if (full_io(fd, hdr, BUSY_HDR, 1) || full_io(fd, &ack, 1, 0)) {
+		fprintf(stderr, "tcprr: busy poll request: %s\n", strerror(errno));
+		return -1;
+	}
+	if (ack != 'b') {
+		fprintf(stderr, "tcprr: the server refused SO_BUSY_POLL %d\n", us);
+		return -1;
+	}
+	return 0;
+}
+
+static int client(const char *ip, int port, int n, int bytes, int warm, int busy_us,
+		  const char *out)
 {
 	static char buf[MAX_BYTES];
 	double *s, sum = 0;
@@ -210,6 +261,10 @@ static int client(const char *ip, int port, int n, int bytes, int warm, const ch
 	fd = connect_to(ip, port);
 	if (fd < 0)
 		return 1;
+	if (busy_us && ask_busy_poll(fd, busy_us)) {
+		close(fd);
+		return 1;
+	}
 	memset(buf, 'p', sizeof(buf));
 	for (i = -warm; i < n; i++) {
 		double t0 = now_us();
@@ -280,9 +335,9 @@ static int get(const char *ip, int port)
 int main(int argc, char **argv)
 {
 	const char *ip = NULL, *out = NULL, *cmd = NULL;
-	int opt, mode = 0, port = 0, n = 2000, bytes = 1, warm = 50;
+	int opt, mode = 0, port = 0, n = 2000, bytes = 1, warm = 50, busy_us = 0;
 
-	while ((opt = getopt(argc, argv, "s:c:q:g:x:p:n:b:w:t:o:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:q:g:x:p:n:b:w:t:o:B:")) != -1) {
 		switch (opt) {
 		case 's': mode = 's'; port = atoi(optarg); break;
 		case 'c': mode = 'c'; ip = optarg; break;
@@ -295,11 +350,12 @@ int main(int argc, char **argv)
 		case 'w': warm = atoi(optarg); break;
 		case 't': timeout_s = atoi(optarg); break;
 		case 'o': out = optarg; break;
+		case 'B': busy_us = atoi(optarg); break;
 		default: return usage();
 		}
 	}
 	if (!mode || port <= 0 || port > 65535 || n < 1 || bytes < 1 || bytes > MAX_BYTES ||
-	    warm < 0 || timeout_s < 1 || optind != argc)
+	    warm < 0 || timeout_s < 1 || busy_us < 0 || busy_us > 9999999 || optind != argc)
 		return usage();
 	if (mode == 's')
 		return serve(port, cmd);
@@ -307,5 +363,5 @@ int main(int argc, char **argv)
 		return quit(ip, port);
 	if (mode == 'g')
 		return get(ip, port);
-	return client(ip, port, n, bytes, warm, out);
+	return client(ip, port, n, bytes, warm, busy_us, out);
 }
