@@ -44,6 +44,8 @@ FIGURES = [
     ("tcp_h2g_gbps", "TCP host->guest", "Gbit/s", "higher"),
     ("rr_p50_us", "TCP RR latency p50", "us", "lower"),
     ("rr_p99_us", "TCP RR latency p99", "us", "lower"),
+    ("rrbp_p50_us", "TCP RR p50, busy poll", "us", "lower"),
+    ("rrbp_p99_us", "TCP RR p99, busy poll", "us", "lower"),
     ("icmp_p50_us", "ICMP RTT p50", "us", "lower"),
     ("icmp_p99_us", "ICMP RTT p99", "us", "lower"),
     ("cpu_g2h_s_per_gb", "host CPU guest->host", "s/GB", "lower"),
@@ -52,6 +54,8 @@ FIGURES = [
     ("cpu_g2h_hostd_s_per_gb", "  g->h: vbus-hostd", "s/GB", "lower"),
     ("cpu_h2g_qemu_s_per_gb", "  h->g: QEMU", "s/GB", "lower"),
     ("cpu_h2g_hostd_s_per_gb", "  h->g: vbus-hostd", "s/GB", "lower"),
+    ("busy_g2h_pct", "host CPUs busy g->h", "%", "-"),
+    ("busy_h2g_pct", "host CPUs busy h->g", "%", "-"),
     ("notif_per_gb", "notifications per GB", "1/GB", "lower"),
     ("notif_g2h_per_gb", "  g->h: total", "1/GB", "lower"),
     ("db_g2h_per_gb", "  g->h: doorbells", "1/GB", "lower"),
@@ -69,6 +73,7 @@ FIGURES = [
 ROUND_KEYS = ("tcp_g2h_gbps", "tcp_h2g_gbps", "cpu_g2h_s_per_gb", "cpu_h2g_s_per_gb",
               "cpu_g2h_qemu_s_per_gb", "cpu_g2h_hostd_s_per_gb",
               "cpu_h2g_qemu_s_per_gb", "cpu_h2g_hostd_s_per_gb",
+              "busy_g2h_pct", "busy_h2g_pct",
               "notif_per_gb", "notif_g2h_per_gb", "db_g2h_per_gb", "irq_g2h_per_gb",
               "notif_h2g_per_gb", "db_h2g_per_gb", "irq_h2g_per_gb",
               "db_g2h_per_frame", "irq_g2h_per_frame",
@@ -128,9 +133,13 @@ def cpu_round(d, name, nbytes):
     txt = read(os.path.join(d, f"cpu-{name}.txt"))
     if not txt or not nbytes:
         return None
-    q, h, _wall, tck = txt.split()[:4]
+    f = txt.split()
+    q, h, _wall, tck = f[:4]
     gb = nbytes / 1e9
-    return {"qemu": int(q) / int(tck) / gb, "hostd": int(h) / int(tck) / gb}
+    res = {"qemu": int(q) / int(tck) / gb, "hostd": int(h) / int(tck) / gb}
+    if len(f) >= 6 and int(f[5]) > 0:
+        res["busy_pct"] = 100.0 * int(f[4]) / int(f[5])
+    return res
 
 
 def parse_counters(txt):
@@ -254,8 +263,8 @@ def ping_samples(d):
             (int(sent.group(1)), int(sent.group(2))) if sent else None)
 
 
-def rr_samples(d):
-    txt = read(os.path.join(d, "rr.txt")) or ""
+def rr_samples(d, name="rr"):
+    txt = read(os.path.join(d, f"{name}.txt")) or ""
     return [float(x) for x in txt.split()]
 
 
@@ -266,7 +275,7 @@ def nic_results(raw, nic, rounds):
         res["reason"] = st[len("unavailable"):].strip() or "unknown"
         return res
     res["iface"] = st.split()[1] if len(st.split()) > 1 else None
-    per_round, icmp, rr, errors = [], [], [], []
+    per_round, icmp, rr, rrbp, errors = [], [], [], [], []
     for r in range(1, rounds + 1):
         d = os.path.join(raw, nic, f"r{r}")
         if not os.path.isdir(d):
@@ -287,6 +296,8 @@ def nic_results(raw, nic, rounds):
                 # (for virtio-net the daemon is not in the path; its figure
                 # is reported apart as idle overhead)
                 one[f"cpu_{name}_s_per_gb"] = cpu["qemu"] + (cpu["hostd"] if nic == "venet" else 0)
+                if "busy_pct" in cpu:
+                    one[f"busy_{name}_pct"] = cpu["busy_pct"]
         if "db_g2h" in one and "db_h2g" in one:
             gb = (one["tcp_g2h_bytes"] + one["tcp_h2g_bytes"]) / 1e9
             one["notif_per_gb"] = (one["db_g2h"] + one["irq_g2h"] +
@@ -299,12 +310,18 @@ def nic_results(raw, nic, rounds):
         if not rs:
             errors.append(f"round {r} tcprr: {(read(os.path.join(d, 'rr.out')) or '').strip()}")
         rr += rs
+        # the busy-polled run: only when the bench asked for one
+        bs = rr_samples(d, "rr-busy")
+        if not bs and os.path.exists(os.path.join(d, "rr-busy.out")):
+            errors.append(f"round {r} tcprr -B: {(read(os.path.join(d, 'rr-busy.out')) or '').strip()}")
+        rrbp += bs
         # per-round percentiles: only for the spread (the figure pools)
-        for tag, v in (("icmp", sorted(s)), ("rr", sorted(rs))):
+        for tag, v in (("icmp", sorted(s)), ("rr", sorted(rs)), ("rrbp", sorted(bs))):
             one[f"{tag}_p50_us"], one[f"{tag}_p99_us"] = pct(v, 50), pct(v, 99)
         per_round.append(one)
     spread = {}
-    for key in ROUND_KEYS + ("rr_p50_us", "rr_p99_us", "icmp_p50_us", "icmp_p99_us"):
+    for key in ROUND_KEYS + ("rr_p50_us", "rr_p99_us", "rrbp_p50_us", "rrbp_p99_us",
+                             "icmp_p50_us", "icmp_p99_us"):
         v = [o.get(key) for o in per_round if o.get(key) is not None]
         if key in ROUND_KEYS:
             res[key] = median(v)
@@ -313,12 +330,15 @@ def nic_results(raw, nic, rounds):
     res["spread"] = spread
     icmp.sort()
     rr.sort()
+    rrbp.sort()
     res.update({
         "icmp_p50_us": pct(icmp, 50), "icmp_p99_us": pct(icmp, 99),
         "icmp_samples": len(icmp),
         "rr_p50_us": pct(rr, 50), "rr_p99_us": pct(rr, 99),
         "rr_min_us": rr[0] if rr else None, "rr_max_us": rr[-1] if rr else None,
         "rr_samples": len(rr),
+        "rrbp_p50_us": pct(rrbp, 50), "rrbp_p99_us": pct(rrbp, 99),
+        "rrbp_samples": len(rrbp),
         "rounds": per_round,
     })
     if errors:
@@ -342,9 +362,9 @@ PANELS = [
     ("TCP throughput, Gbit/s (higher is better)",
      [("guest->host", "tcp_g2h_gbps"), ("host->guest", "tcp_h2g_gbps")]),
     ("latency p50, us (lower is better)",
-     [("TCP RR", "rr_p50_us"), ("ICMP", "icmp_p50_us")]),
+     [("TCP RR", "rr_p50_us"), ("RR busy poll", "rrbp_p50_us"), ("ICMP", "icmp_p50_us")]),
     ("latency p99, us (lower is better)",
-     [("TCP RR", "rr_p99_us"), ("ICMP", "icmp_p99_us")]),
+     [("TCP RR", "rr_p99_us"), ("RR busy poll", "rrbp_p99_us"), ("ICMP", "icmp_p99_us")]),
     ("notifications per GB (lower is better)",
      [("g->h doorbells", "db_g2h_per_gb"), ("g->h irqs", "irq_g2h_per_gb"),
       ("h->g doorbells", "db_h2g_per_gb"), ("h->g irqs", "irq_h2g_per_gb"),
@@ -508,7 +528,8 @@ def main():
           f"iperf3 -P {meta.get('streams')} -t {meta.get('time_s')}, {meta.get('rounds')} round(s); "
           f"host {meta.get('host_cpus')} CPUs, before the run: load "
           f"{meta.get('host_loadavg_before', meta.get('host_loadavg'))}, "
-          f"{meta.get('host_busy_before_pct', '?')}% busy")
+          f"{meta.get('host_busy_before_pct', '?')}% busy; RR busy poll "
+          f"{meta.get('rr_busy_poll_us', 0)} us (SO_BUSY_POLL on the guest's socket, both NICs)")
     for n in NICS:
         if not res[n]["available"] and res[n]["reason"] != "not requested":
             print(f"{n}: unavailable ({res[n]['reason']})")
@@ -522,6 +543,8 @@ def main():
           + "; ".join(f"{n} min..max" for n in cols))
     for key, label, unit, better in FIGURES:
         if "hostd" in key and cols == ["virtio"]:
+            continue
+        if key.startswith("rrbp_") and not meta.get("rr_busy_poll_us"):
             continue
         r = ratio[key]
         spread = "; ".join("..".join(fmt(x) for x in res[n].get("spread", {}).get(key, []))

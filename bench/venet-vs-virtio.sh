@@ -11,11 +11,16 @@
 # measurement is driven from the namespace, for each NIC in turn:
 #   - ICMP round trip (ping -c N -i 0.01 host->guest, per-packet times)
 #   - TCP request/response round trip (bench/tcprr.c: 1-byte ping-pong on
-#     one TCP_NODELAY connection, server in the guest)
+#     one TCP_NODELAY connection, server in the guest), once as the guest
+#     comes (its reads sleep until the NIC's interrupt) and once with the
+#     guest's server socket busy polling (SO_BUSY_POLL, --rr-busy-poll:
+#     the same setting for both NICs)
 #   - TCP throughput host->guest and guest->host (iperf3 -P STREAMS -t SEC,
 #     server in the guest; guest->host is iperf3 -R)
 #   - host CPU time of QEMU and of vbus-hostd per GB moved (utime+stime
-#     from /proc/PID/stat around each iperf3 run / bytes received)
+#     from /proc/PID/stat around each iperf3 run / bytes received), and how
+#     busy the host's CPUs were during the run (/proc/stat): near 100% the
+#     throughput is bound by the host's CPUs, not by the NIC's path
 # and prints a table venet | virtio | venet/virtio, writes
 # $OUT/results.json and $OUT/results.png (gnuplot; skipped if absent) and
 # keeps the raw data in $OUT/raw/. It never asserts a speed.
@@ -26,7 +31,7 @@
 # says "venet: unavailable (<reason>)" and measures virtio-net alone.
 #
 #   bench/venet-vs-virtio.sh [--time SEC] [--streams N] [--rounds N]
-#       [--ping-n N] [--rr-n N] [--nics "virtio venet"] [--mem SIZE]
+#       [--ping-n N] [--rr-n N] [--rr-busy-poll USEC] [--nics "virtio venet"] [--mem SIZE]
 #       [--timeout SEC] [--out DIR] [--no-build] [--require-venet]
 #
 #   --time SEC       seconds per iperf3 run (default 5)
@@ -35,6 +40,8 @@
 #                    the figures are the median over rounds (default 1)
 #   --ping-n N       ICMP echo requests per round (default 200)
 #   --rr-n N         TCP round trips per round (default 2000)
+#   --rr-busy-poll USEC  the second TCP RR run's SO_BUSY_POLL on the guest's
+#                    socket (default 400; 0 skips that run)
 #   --nics LIST      NICs to measure (default "virtio venet")
 #   --mem SIZE       guest RAM (default 1G)
 #   --timeout SEC    kill the guest after SEC seconds (default 600)
@@ -74,7 +81,7 @@ source "$qlib/results.sh"
 # shellcheck source=tests/qemu/lib/hostd.sh
 source "$qlib/hostd.sh"
 
-secs=5 streams=4 rounds=1 ping_n=200 rr_n=2000 nics="virtio venet" mem=1G
+secs=5 streams=4 rounds=1 ping_n=200 rr_n=2000 rr_busy=400 nics="virtio venet" mem=1G
 timeout=600 out="" build=1 require_venet=0
 while (($#)); do
 	case "$1" in
@@ -83,6 +90,7 @@ while (($#)); do
 	--rounds) rounds=$2; shift 2 ;;
 	--ping-n) ping_n=$2; shift 2 ;;
 	--rr-n) rr_n=$2; shift 2 ;;
+	--rr-busy-poll) rr_busy=$2; shift 2 ;;
 	--nics) nics=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
@@ -96,6 +104,8 @@ done
 for v in "$secs" "$streams" "$rounds" "$ping_n" "$rr_n" "$timeout"; do
 	[[ "$v" =~ ^[1-9][0-9]*$ ]] || { vbus_err "not a positive number: $v"; exit 2; }
 done
+[[ "$rr_busy" =~ ^[0-9]{1,7}$ ]] ||
+	{ vbus_err "--rr-busy-poll: not a number of microseconds (0..9999999): $rr_busy"; exit 2; }
 for n in $nics; do
 	[[ "$n" == virtio || "$n" == venet ]] || { vbus_err "--nics: unknown NIC $n"; exit 2; }
 done
@@ -119,6 +129,11 @@ host_busy() {
 		for (i = 2; i <= n; i++) t += y[i] - x[i]
 		idle = (y[5] - x[5]) + (y[6] - x[6])
 		printf "%.0f", (t > 0 ? 100 * (t - idle) / t : 0) }'
+}
+# "busy total" jiffies of all the host's CPUs so far (for a run's busy%)
+host_jiffies() {
+	awk 'NR == 1 { t = 0; for (i = 2; i <= NF; i++) t += $i
+		print t - $5 - $6, t; exit }' /proc/stat
 }
 # the load others put on the host, before this script adds its own
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -394,7 +409,7 @@ counters() {
 
 # iperf DIR NIC NAME [-R]
 iperf() {
-	local d=$1 n=$2 name=$3 q0 h0 q1 h1 t0 rc=0
+	local d=$1 n=$2 name=$3 q0 h0 q1 h1 t0 j0 j1 rc=0
 	shift 3
 	# VBUS_BENCH_PERF=DIR (profiling): a system-wide cpu-clock profile of
 	# each iperf3 run, DIR/NIC-rR-NAME.data (filter with --pid)
@@ -408,10 +423,10 @@ iperf() {
 	# per-run device counters (notifications per packet and direction)
 	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" --json >"$d/stats-$name-0.json" 2>&1 || true; }
 	counters "$d/guest-$name-0.txt" "$n"
-	q0=$(ticks "$qemu_pid") h0=$(ticks "$hostd_pid") t0=$(vbus_now)
+	q0=$(ticks "$qemu_pid") h0=$(ticks "$hostd_pid") t0=$(vbus_now) j0=$(host_jiffies)
 	timeout $((secs + 60)) ip netns exec "$ns" iperf3 -c "${gip[$n]}" -t "$secs" -P "$streams" \
 		--connect-timeout 10000 -J "$@" >"$d/iperf-$name.json" 2>"$d/iperf-$name.err" || rc=$?
-	q1=$(ticks "$qemu_pid") h1=$(ticks "$hostd_pid")
+	q1=$(ticks "$qemu_pid") h1=$(ticks "$hostd_pid") j1=$(host_jiffies)
 	counters "$d/guest-$name-1.txt" "$n"
 	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" --json >"$d/stats-$name-1.json" 2>&1 || true; }
 	if [[ -n "$perf_pid" ]]; then
@@ -419,7 +434,10 @@ iperf() {
 		wait "$perf_pid" 2>/dev/null || true
 		perf_pid=""
 	fi
-	printf '%s %s %s %s\n' $((q1 - q0)) $((h1 - h0)) "$(vbus_elapsed "$t0")" "$clk_tck" >"$d/cpu-$name.txt"
+	# QEMU ticks, vbus-hostd ticks, seconds, ticks/s, then the whole
+	# host's busy and total jiffies (is the run bound by the host's CPUs?)
+	printf '%s %s %s %s %s %s\n' $((q1 - q0)) $((h1 - h0)) "$(vbus_elapsed "$t0")" "$clk_tck" \
+		$((${j1% *} - ${j0% *})) $((${j1#* } - ${j0#* })) >"$d/cpu-$name.txt"
 	((rc == 0)) || bench_log "$n: iperf3 $name failed (exit $rc, $d/iperf-$name.err)"
 }
 
@@ -437,6 +455,12 @@ measure() {
 	timeout 300 ip netns exec "$ns" "$tcprr" -c "${gip[$n]}" -p "$rr_port" -n "$rr_n" -t 10 \
 		-o "$d/rr.txt" >"$d/rr.out" 2>&1 || rc=$?
 	((rc == 0)) || bench_log "$n: tcprr exit $rc: $(tail -n 1 "$d/rr.out")"
+	if ((rr_busy)); then
+		rc=0
+		timeout 300 ip netns exec "$ns" "$tcprr" -c "${gip[$n]}" -p "$rr_port" -n "$rr_n" -t 10 \
+			-B "$rr_busy" -o "$d/rr-busy.txt" >"$d/rr-busy.out" 2>&1 || rc=$?
+		((rc == 0)) || bench_log "$n: tcprr -B $rr_busy exit $rc: $(tail -n 1 "$d/rr-busy.out")"
+	fi
 	iperf "$d" "$n" h2g
 	iperf "$d" "$n" g2h -R
 }
@@ -498,6 +522,7 @@ rounds=$rounds
 ping_n=$ping_n
 ping_tool=$ping_tool
 rr_n=$rr_n
+rr_busy_poll_us=$rr_busy
 host_cpus=$(nproc)
 host_loadavg_before=$load_before
 host_busy_before_pct=$busy_before
