@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 # bottom first: each file may use only files before it (docs/design.md)
-ORDER = ["log", "buf", "stat", "eventfd", "sock", "claim", "devtype",
+ORDER = ["log", "poll_window", "buf", "stat", "eventfd", "sock", "claim", "devtype",
          "loop", "mem", "ivshmem", "evq", "dev", "param", "kick", "bus",
          "sig", "hc", "guest"]
 

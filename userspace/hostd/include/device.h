@@ -230,6 +230,26 @@ bool hostd_eventfd_drain(int fd);	/* true if it had a count */
 __u64 hostd_now_ns(void);
 
 /*
+ * An adaptive poll window, KVM's halt-polling rule: how long a device keeps
+ * polling its ring after its last work before it unmasks and sleeps. @cap_ns
+ * is the user's bound (0: never poll), @ns the window now. After a sleep,
+ * hostd_poll_window_adapt() learns from @gap_ns, the time from the last work
+ * before the sleep to the work that ended it: within the cap a wider window
+ * would have caught it (the window doubles, opening at
+ * HOSTD_POLL_WINDOW_START_NS; a doorbell and a wakeup cost more than the
+ * spin), past the cap none would (it closes: a guest that posts a round trip
+ * later gets no host spinning on the core it needs). Counts both.
+ */
+#define HOSTD_POLL_WINDOW_START_NS 10000ULL
+struct hostd_poll_window {
+	__u64 cap_ns, ns;
+	__u64 grows, shrinks;
+};
+void hostd_poll_window_adapt(struct hostd_poll_window *w, __u64 gap_ns);
+/* still within the window of @last_ns (the last work): keep polling */
+bool hostd_poll_window_open(const struct hostd_poll_window *w, __u64 last_ns);
+
+/*
  * A kick: "run @fn again soon, after the loop's other fds". A device that
  * stops at a budget with work left kicks itself instead of looping on.
  * hostd_kick() returns true when it armed the kick, false when one was
