@@ -176,7 +176,7 @@ static int venet_param_poll(struct venet *v, const char *s)
 					      "tx_poll_us=%s: want 0..%d (microseconds)",
 					      s, VENET_TX_POLL_US_MAX);
 	}
-	v->tx_poll_ns = (__u64)us * 1000;
+	v->tx_window.cap_ns = (__u64)us * 1000;
 	return 0;
 }
 
@@ -430,7 +430,10 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	hostd_stat_str(out, "mac", buf);
 	hostd_stat_str(out, "link", v->link ? "up" : "down");
 	hostd_stat_u64(out, "caps", v->caps);
-	hostd_stat_u64(out, "tx_poll_us", v->tx_poll_ns / 1000);
+	hostd_stat_u64(out, "tx_poll_us", v->tx_window.cap_ns / 1000);
+	hostd_stat_u64(out, "tx_window_us", v->tx_window.ns / 1000);
+	hostd_stat_u64(out, "tx_window_grows", v->tx_window.grows);
+	hostd_stat_u64(out, "tx_window_shrinks", v->tx_window.shrinks);
 
 #define S(name) hostd_stat_u64(out, #name, s->name)
 	S(rx_packets); S(rx_bytes); S(tx_packets); S(tx_bytes);

@@ -28,10 +28,10 @@
 /* unmask/re-check rounds in one tx pass before we kick ourselves */
 #define VENET_TX_ROUNDS 4
 /*
- * tx_poll_us= default and bound: how long the drained tx ring is polled.
- * Off by default: under TCG 50 us saved no doorbells (the guest posts less
- * often than that) and cost host CPU and RR latency (docs/transport.md,
- * venet, "Notifications").
+ * tx_poll_us= default and bound: the cap of the adaptive window for which
+ * the drained tx ring is polled (venet_tx.c). Off by default: polling
+ * needs a host core to spare, which the 2-core TCG bench does not have
+ * (docs/transport.md, venet, "Notifications").
  */
 #define VENET_TX_POLL_US 0
 #define VENET_TX_POLL_US_MAX 10000
@@ -95,7 +95,7 @@ struct venet {
 	__u32 tap_events;		/* what the tap fd is watched for */
 	bool rx_starved;		/* no guest buffer: tap not polled */
 	bool tx_blocked;		/* tap said EAGAIN: wait for EPOLLOUT */
-	__u64 tx_poll_ns;		/* tx_poll_us=, in ns */
+	struct hostd_poll_window tx_window; /* cap_ns: tx_poll_us= */
 	__u64 tx_last_ns;		/* when a pass last moved a frame */
 	unsigned int tx_unsignalled;	/* tx pops the guest was not told of */
 

@@ -10,11 +10,16 @@
  * to the tap with one writev (no copy by us), then popped (the tx
  * completion). At the budget we kick ourselves and yield to the loop
  * (other devices, rx) with notifications still masked: under load we
- * poll. A drained ring is polled on (kicks, still masked) until tx_poll_us
- * have passed since the last frame: a guest that posts again within that
- * time rings no doorbell. Then we unmask, then look again (a post between
- * our last look and the unmask raised no doorbell), and only sleep if it
- * is still empty.
+ * poll. A drained ring is polled on (kicks, still masked) until the poll
+ * window has passed since the last frame: a guest that posts again within
+ * that time rings no doorbell. Then we unmask, then look again (a post
+ * between our last look and the unmask raised no doorbell), and only sleep
+ * if it is still empty.
+ *
+ * The window adapts between 0 and tx_poll_us (device.h, struct
+ * hostd_poll_window): a streaming guest keeps it open; a request/response
+ * guest, whose next frame comes a round trip later, closes it and gets no
+ * host spinning on the core it needs to produce that frame.
  *
  * Completions are signalled when we stop polling (and every quarter ring
  * while we poll, so a guest whose ring is full is woken early): while we
@@ -44,10 +49,10 @@ static void tx_signal(struct venet *v)
 		venet_q_signal(&v->txq, &v->st.tx_notify_out);
 }
 
-/* Still within tx_poll_us of the last frame: poll rather than unmask. */
+/* Still within the poll window of the last frame: poll, don't unmask. */
 static bool tx_polling(struct venet *v)
 {
-	return v->tx_poll_ns && hostd_now_ns() - v->tx_last_ns < v->tx_poll_ns;
+	return hostd_poll_window_open(&v->tx_window, v->tx_last_ns);
 }
 
 /* What became of a frame: sent, or popped unsent, or kept for later. */
@@ -183,6 +188,8 @@ static bool tx_pending(struct venet *v)
 void venet_tx_work(struct venet *v)
 {
 	struct ioq *ioq = &v->txq.ioq;
+	bool slept = v->txq.notify_on;	/* we had unmasked: not a poll */
+	__u64 last = v->tx_last_ns;
 	int round;
 
 	if (!venet_q_live(v, &v->txq) || v->tx_blocked)
@@ -195,6 +202,8 @@ void venet_tx_work(struct venet *v)
 	for (round = 0; round < VENET_TX_ROUNDS; round++) {
 		int r = tx_pass(v);
 
+		if (round == 0 && slept && v->tx_last_ns != last)
+			hostd_poll_window_adapt(&v->tx_window, v->tx_last_ns - last);
 		if (r < 0)
 			goto out_signal; /* stays masked: EPOLLOUT or close */
 		if (r > 0 || tx_polling(v)) {
