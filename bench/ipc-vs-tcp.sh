@@ -54,6 +54,9 @@ qlib="$top/tests/qemu/lib"
 source "$qlib/kernel.sh"
 # shellcheck source=tests/qemu/lib/initramfs.sh
 source "$qlib/initramfs.sh"
+# the kernel a user runs: no SLUB debugging (VBUS_BOOT_DEBUG=1 puts it back)
+: "${VBUS_BOOT_DEBUG:=0}"
+export VBUS_BOOT_DEBUG
 # shellcheck source=tests/qemu/lib/boot.sh
 source "$qlib/boot.sh"
 # shellcheck source=tests/qemu/lib/results.sh

@@ -74,6 +74,9 @@ qlib="$top/tests/qemu/lib"
 source "$qlib/kernel.sh"
 # shellcheck source=tests/qemu/lib/initramfs.sh
 source "$qlib/initramfs.sh"
+# the kernel a user runs: no SLUB debugging (VBUS_BOOT_DEBUG=1 puts it back)
+: "${VBUS_BOOT_DEBUG:=0}"
+export VBUS_BOOT_DEBUG
 # shellcheck source=tests/qemu/lib/boot.sh
 source "$qlib/boot.sh"
 # shellcheck source=tests/qemu/lib/results.sh
@@ -516,6 +519,7 @@ mem=$mem
 venet_params=${VBUS_BENCH_VENET_PARAMS:-}
 kernel=$VBUS_KVER
 kboot=$VBUS_KBOOT
+cmdline=$VBUS_BASE_CMDLINE
 time_s=$secs
 streams=$streams
 rounds=$rounds
