@@ -32,7 +32,7 @@
 #
 #   bench/venet-vs-virtio.sh [--time SEC] [--streams N] [--rounds N]
 #       [--ping-n N] [--rr-n N] [--rr-busy-poll USEC] [--nics "virtio venet"] [--mem SIZE]
-#       [--timeout SEC] [--out DIR] [--no-build] [--require-venet]
+#       [--timeout SEC] [--out DIR] [--no-build] [--require-venet] [--wakeups]
 #
 #   --time SEC       seconds per iperf3 run (default 5)
 #   --streams N      parallel iperf3 streams (default 4)
@@ -50,6 +50,13 @@
 #                    ($VBUS_HOSTD overrides where vbus-hostd is found)
 #   --require-venet  exit non-zero when venet could not be measured or the
 #                    guest's kernel log shows a problem
+#   --wakeups        count the host's thread wakeups per TCP round trip
+#                    (perf record -e sched:sched_wakeup -a around the first
+#                    RR run; needs perf, Debian's linux-perf), by thread:
+#                    QEMU's main loop, QEMU's other threads (the vCPUs),
+#                    vbus-hostd. Each wakeup is a hop a round trip may wait
+#                    for: under TCG the ivshmem interrupt is relayed by
+#                    QEMU's main loop (under KVM, an irqfd)
 # Exit status: 0 when every requested NIC that must work was measured
 # (virtio always; venet with --require-venet), 1 otherwise, 2 on usage.
 # Needs root (netns, taps). Accelerator: VBUS_QEMU_ACCEL (see tests/qemu).
@@ -85,7 +92,7 @@ source "$qlib/results.sh"
 source "$qlib/hostd.sh"
 
 secs=5 streams=4 rounds=1 ping_n=200 rr_n=2000 rr_busy=400 nics="virtio venet" mem=1G
-timeout=600 out="" build=1 require_venet=0
+timeout=600 out="" build=1 require_venet=0 wakeups=0
 while (($#)); do
 	case "$1" in
 	--time) secs=$2; shift 2 ;;
@@ -100,6 +107,7 @@ while (($#)); do
 	--out) out=$2; shift 2 ;;
 	--no-build) build=0; shift ;;
 	--require-venet) require_venet=1; shift ;;
+	--wakeups) wakeups=1; shift ;;
 	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
 	esac
@@ -118,6 +126,8 @@ want() { [[ " $nics " == *" $1 "* ]]; }
 for t in iperf3 ip qemu-system-x86_64 gcc python3; do
 	command -v "$t" >/dev/null || { vbus_err "$t not found (scripts/deps.sh installs it)"; exit 1; }
 done
+((!wakeups)) || command -v perf >/dev/null ||
+	{ vbus_err "--wakeups needs perf (apt-get install linux-perf)"; exit 1; }
 
 bench_log() { printf 'bench: %s\n' "$*"; }
 
@@ -455,8 +465,20 @@ measure() {
 	fi
 	((rc == 0)) || bench_log "$n: ping exit $rc"
 	rc=0
-	timeout 300 ip netns exec "$ns" "$tcprr" -c "${gip[$n]}" -p "$rr_port" -n "$rr_n" -t 10 \
+	local wrap=()
+	((wakeups)) && wrap=(perf record -q -e sched:sched_wakeup -a -o "$d/wake.data" --)
+	"${wrap[@]}" timeout 300 ip netns exec "$ns" "$tcprr" -c "${gip[$n]}" -p "$rr_port" -n "$rr_n" -t 10 \
 		-o "$d/rr.txt" >"$d/rr.out" 2>&1 || rc=$?
+	# QEMU's pid (its main loop's tid), then "N comm=NAME pid=TID" per
+	# woken thread; the raw trace goes
+	if ((wakeups)) && [[ -f "$d/wake.data" ]]; then
+		{
+			echo "qemu_pid $qemu_pid"
+			perf script -i "$d/wake.data" -F trace 2>/dev/null | grep -o 'comm=[^ ]* pid=[0-9]*' |
+				sort | uniq -c
+		} >"$d/wake.txt" || true
+		rm -f "$d/wake.data"
+	fi
 	((rc == 0)) || bench_log "$n: tcprr exit $rc: $(tail -n 1 "$d/rr.out")"
 	if ((rr_busy)); then
 		rc=0
@@ -527,6 +549,7 @@ ping_n=$ping_n
 ping_tool=$ping_tool
 rr_n=$rr_n
 rr_busy_poll_us=$rr_busy
+wakeups=$wakeups
 host_cpus=$(nproc)
 host_loadavg_before=$load_before
 host_busy_before_pct=$busy_before
