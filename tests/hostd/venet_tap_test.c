@@ -913,6 +913,41 @@ static void tx_burst_polls(void **state)
 	assert_true(fgd_stat(f->dev, "kicks") >= 3);
 }
 
+/*
+ * tx_poll_us is the cap of an adaptive window (device.h, struct
+ * hostd_poll_window): a frame that comes within the cap after the device
+ * slept opens it, one that comes after the cap closes it again. The gaps
+ * (1 ms against a 10 ms cap, then 30 ms) leave room for a slow machine.
+ */
+static void tx_window_adapts(void **state)
+{
+	struct fx *f = *state;
+
+	fx_up(f, "tx_poll_us=10000", 0);
+	assert_int_equal(fgd_stat(f->dev, "tx_poll_us"), 10000);
+	tx_flat(f, 100, 0);
+	assert_true(run_reap(f, &f->tx, 1));
+	/* the first frame comes after "forever": the window stays shut */
+	assert_int_equal(fgd_stat(f->dev, "tx_window_us"), 0);
+	assert_int_equal(fgd_stat(f->dev, "tx_window_grows"), 0);
+
+	usleep(1000);
+	tx_flat(f, 100, 1);
+	assert_true(run_reap(f, &f->tx, 2));
+	assert_int_equal(fgd_stat(f->dev, "tx_window_grows"), 1);
+	assert_int_equal(fgd_stat(f->dev, "tx_window_us"),
+			 HOSTD_POLL_WINDOW_START_NS / 1000);
+
+	/* let the 10 us window pass, then post after the cap */
+	fgd_run_for(5);
+	usleep(30000);
+	tx_flat(f, 100, 2);
+	assert_true(run_reap(f, &f->tx, 3));
+	assert_int_equal(fgd_stat(f->dev, "tx_window_shrinks"), 1);
+	assert_int_equal(fgd_stat(f->dev, "tx_window_us"), 0);
+	assert_int_equal(fgd_stat(f->dev, "tx_packets"), 3);
+}
+
 /* ---- hostile guests ---- */
 
 static void tx_malformed(void **state)
@@ -1156,6 +1191,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(tx_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(tx_sg_csum, setup, teardown),
 		cmocka_unit_test_setup_teardown(tx_gso, setup, teardown),
+		cmocka_unit_test_setup_teardown(tx_window_adapts, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(tx_burst_polls, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(rx_backpressure, setup,
