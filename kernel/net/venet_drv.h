@@ -109,6 +109,7 @@ struct venet_priv {
 	struct venet_tx_slot *tx_slots;
 	u32 tx_count;
 	spinlock_t txlock;	/* tx ring tail/head, tx_slots, tx_sgl, tx stats */
+	struct timer_list tx_timer;	/* reaps what a burst left in flight */
 	struct scatterlist tx_sgl[VENET_TX_MAX_IOVS];
 
 	struct {
@@ -163,7 +164,12 @@ void venet_tx_teardown(struct venet_priv *priv);
 netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev);
 void venet_tx_reap(struct venet_priv *priv);
 bool venet_tx_pending(struct venet_priv *priv);
+bool venet_tx_wants_signal(struct venet_priv *priv);
+void venet_tx_timer(struct timer_list *t);
 void venet_tx_timeout(struct net_device *dev, unsigned int txqueue);
+
+/* main: schedule the NAPI poll from any context */
+void venet_kick(struct venet_priv *priv);
 
 /* ethtool */
 extern const struct ethtool_ops venet_ethtool_ops;

@@ -127,8 +127,12 @@ static int venet_poll(struct napi_struct *napi, int budget)
 
 	if (done < budget && napi_complete_done(napi, done) &&
 	    !venet_faulted(priv)) {
+		/* tx completions interrupt only when we wait on them */
+		bool tx_on = venet_tx_wants_signal(priv);
+
 		ioq_notify_enable(priv->rxq, 0);
-		ioq_notify_enable(priv->txq, 0);
+		if (tx_on)
+			ioq_notify_enable(priv->txq, 0);
 		/*
 		 * docs/design.md, "Signals: unmask, then look again": re-check
 		 * after unmasking. The host may have completed descriptors
@@ -141,14 +145,15 @@ static int venet_poll(struct napi_struct *napi, int budget)
 		 * either the host sees enabled=1 and signals, or we see its
 		 * pop here.
 		 */
-		if (venet_rx_pending(priv) || venet_tx_pending(priv))
+		if (venet_rx_pending(priv) ||
+		    (tx_on && venet_tx_pending(priv)))
 			venet_schedule(priv);
 	}
 
 	return done;
 }
 
-static void venet_kick(struct venet_priv *priv)
+void venet_kick(struct venet_priv *priv)
 {
 	local_bh_disable();
 	venet_schedule(priv);
@@ -190,6 +195,8 @@ static int venet_stop(struct net_device *dev)
 	int ret;
 
 	netif_tx_disable(dev);
+	/* no xmit runs now to arm it again; a poll it would schedule is moot */
+	del_timer_sync(&priv->tx_timer);
 	if (priv->detached) {
 		/* disconnect already stopped NAPI and freed the rings */
 		netif_carrier_off(dev);
@@ -473,6 +480,7 @@ static struct net_device *venet_alloc(struct vbus_device_proxy *vdev)
 	priv->dev = dev;
 	priv->vdev = vdev;
 	spin_lock_init(&priv->txlock);
+	timer_setup(&priv->tx_timer, venet_tx_timer, 0);
 	INIT_DELAYED_WORK(&priv->refill, venet_refill_work);
 	u64_stats_init(&priv->rx_stats.syncp);
 	u64_stats_init(&priv->tx_stats.syncp);
@@ -524,9 +532,11 @@ static int venet_rings_setup(struct venet_priv *priv)
 	if (ret < 0)
 		return ret;
 
-	/* NAPI is disabled until open: signals before then are no-ops */
+	/*
+	 * NAPI is disabled until open: signals before then are no-ops. tx
+	 * completions stay masked until we wait on them (venet_tx.c).
+	 */
 	ioq_notify_enable(priv->rxq, 0);
-	ioq_notify_enable(priv->txq, 0);
 	return 0;
 }
 
@@ -593,6 +603,7 @@ static int venet_remove(struct vbus_device_proxy *vdev)
 
 	/* stops traffic: ndo_stop disables NAPI and sends LINKDOWN */
 	unregister_netdev(dev);
+	del_timer_sync(&priv->tx_timer);	/* ndo_stop did; never opened */
 	cancel_delayed_work_sync(&priv->refill);
 
 	/* detached: disconnect closed the device and freed the rings */

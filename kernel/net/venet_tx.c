@@ -6,10 +6,16 @@
  * it and pops the descriptor back; popping is the tx completion, and the
  * host signals the tx ring after a batch of pops. The guest reaps the inuse
  * index from its head (start_xmit, NAPI poll, ndo_tx_timeout, stop) and
- * frees the skbs. Reaping in start_xmit is what lets the host keep its tx
- * completion signals back while the guest transmits (docs/transport.md,
- * venet, "Notifications"): a sending guest frees what the host completed
- * without an interrupt. Flow control is on the inuse index: while every
+ * frees the skbs. tx completion signals stay masked unless we wait on
+ * them (docs/transport.md, venet, "Notifications"), as virtio-net keeps
+ * its tx interrupts off: start_xmit frees what the host completed, and so
+ * does every NAPI poll, which rx traffic brings. The signal is unmasked
+ * only when the queue is stopped (the host's completions restart it) or
+ * when a poll finds frames still in flight. A burst that ends with frames
+ * in flight arms tx_timer, a jiffy: a sender that then goes quiet and
+ * receives nothing still gets its skbs freed, which matters because a
+ * socket blocked on its send buffer (or TCP small queues) waits for
+ * exactly that. Flow control is on the inuse index: while every
  * descriptor is in flight the queue is stopped, and the reaper wakes it.
  *
  * Descriptor formats (docs/transport.md, "tx ring"):
@@ -223,6 +229,39 @@ enum venet_tx_verdict {
 	VENET_TX_DROPPED,
 };
 
+/*
+ * Should tx completions interrupt us? When the queue waits on them, or
+ * frames are still in flight after a reap (the host has not completed
+ * them yet; nothing else may come to reap them).
+ */
+bool venet_tx_wants_signal(struct venet_priv *priv)
+{
+	return netif_queue_stopped(priv->dev) ||
+	       ioq_count(priv->txq, ioq_idxtype_inuse) != 0;
+}
+
+/*
+ * The queue just stopped, under txlock: unmask the tx signal so the
+ * host's completions wake it, then look again. shm_signal_enable()'s full
+ * barrier after enabled=1 ([B2]) orders it before the ring load in
+ * venet_tx_pending(); pairs with [B1] after dirty=1 in the host's inject:
+ * either the host signals or we see its pop and poll for it ourselves.
+ */
+static void venet_tx_wait_room(struct venet_priv *priv)
+{
+	ioq_notify_enable(priv->txq, 0);
+	if (venet_tx_pending(priv))
+		venet_kick(priv);
+}
+
+/* A jiffy after a burst left frames in flight: poll, which reaps. */
+void venet_tx_timer(struct timer_list *t)
+{
+	struct venet_priv *priv = from_timer(priv, t, tx_timer);
+
+	venet_kick(priv);	/* a no-op while NAPI is disabled */
+}
+
 /* Room for one more frame? */
 static enum venet_tx_verdict venet_tx_room(struct venet_priv *priv,
 					   struct net_device *dev)
@@ -246,6 +285,7 @@ static enum venet_tx_verdict venet_tx_room(struct venet_priv *priv,
 	 * once the reaper frees a slot.
 	 */
 	netif_stop_queue(dev);
+	venet_tx_wait_room(priv);
 	u64_stats_update_begin(&st->syncp);
 	u64_stats_inc(&st->busy);
 	u64_stats_update_end(&st->syncp);
@@ -426,6 +466,7 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	if (ioq_full(ioq, ioq_idxtype_inuse)) {
 		netif_stop_queue(dev);
 		netif_trans_update(dev);
+		venet_tx_wait_room(priv);
 	}
 
 	/* batch the doorbell while the stack has more for us */
@@ -434,6 +475,8 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		u64_stats_update_begin(&priv->tx_stats.syncp);
 		u64_stats_inc(&priv->tx_stats.kicks);
 		u64_stats_update_end(&priv->tx_stats.syncp);
+		/* the burst's end: nobody may come to reap it but this */
+		mod_timer(&priv->tx_timer, jiffies + 1);
 	}
 	spin_unlock_bh(&priv->txlock);
 

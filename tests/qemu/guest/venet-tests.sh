@@ -101,6 +101,35 @@ ip_frag_creates() {
 }
 
 check_ping_out() { ping -c 3 -W 3 "$VT_HOST_IP"; }
+
+# Frames sent and nothing received after them (to a neighbour that does
+# not exist: no reply, no ARP) are still reaped: the tx completion signal
+# is masked while the queue runs, so only the end-of-burst timer
+# (venet_tx.c, tx_timer) frees them.
+check_tx_reaped_idle() {
+	local i=0 ghost="${VT_HOST_IP%.*}.213"
+	arp -i "$IF" -s "$ghost" 02:00:00:00:02:13 || return 1
+	ping -c 3 -i 0.2 -W 1 "$ghost" >/dev/null 2>&1
+	while [ $i -lt 40 ]; do
+		[ "$(ethstat "$IF" tx_completed)" = "$(ethstat "$IF" tx_packets)" ] && break
+		usleep 50000
+		i=$((i + 1))
+	done
+	arp -i "$IF" -d "$ghost"
+	echo "tx_completed $(ethstat "$IF" tx_completed) of tx_packets $(ethstat "$IF" tx_packets)"
+	[ "$(ethstat "$IF" tx_completed)" = "$(ethstat "$IF" tx_packets)" ]
+}
+
+# A request/response exchange takes no tx completion interrupt: the rx
+# poll that brings each reply frees the request before it.
+check_ping_no_tx_irq() {
+	local a b
+	a=$(ethstat "$IF" tx_signals_recv) || return 1
+	ping -c 20 -i 0.05 -W 2 "$VT_HOST_IP" >/dev/null || return 1
+	b=$(ethstat "$IF" tx_signals_recv) || return 1
+	echo "tx_signals_recv +$((b - a)) over 20 pings"
+	[ $((b - a)) -le 2 ]
+}
 check_ping_in() { test "$(http_get /cgi-bin/ping)" = ok; }
 
 check_tcp_in() {
@@ -262,6 +291,10 @@ mode() {
 	vt_check "$p/linkup-carrier-on" wait_carrier "$IF" 1
 	vt_check "$p/linkup-ping" check_ping_out
 	vt_check "$p/linkup-tcp-guest-to-host" check_tcp_out
+	if [ "$HAVE_ETHTOOL" = 1 ]; then
+		vt_check "$p/tx-reaped-when-idle" check_tx_reaped_idle
+		vt_check "$p/ping-no-tx-irq" check_ping_no_tx_irq
+	fi
 	[ "$VT_SOAK_MB" -gt 0 ] && [ "$sg" = "${VT_SG_MODES%% *}" ] && soak "$p"
 
 	[ "$HAVE_ETHTOOL" = 1 ] && ethtool -S "$IF" | sed 's/^/  /'
