@@ -67,7 +67,9 @@
 # guest->host doorbells and host->guest interrupts per GB for both NICs.
 # The host load is sampled before the guest starts (loadavg, busy%).
 # VBUS_BENCH_VENET_PARAMS="k=v,..." adds keys to the venet device (e.g.
-# tx_poll_us=0 to compare the host's tx polling off and on).
+# tx_poll_us=0 to compare the host's tx polling off and on);
+# VBUS_BENCH_VENET_MODPARAMS="k=v ..." to venet.ko in the guest (e.g.
+# tx_complete_irq=1).
 # Profiling hooks (CPU figures are then inflated by the profiler):
 #   VBUS_HOSTD_WRAP="perf record -g -o FILE --"  run vbus-hostd under it
 #   VBUS_BENCH_PERF=DIR  system-wide `perf record -a -g -e cpu-clock` per
@@ -319,6 +321,7 @@ VB_VIRTIO_IP=${gip[virtio]}
 VB_VENET_IP=${gip[venet]}
 VB_PREFIX=24
 VB_RR_PORT=$rr_port
+VB_VENET_PARAMS="${VBUS_BENCH_VENET_MODPARAMS:-}"
 EOF
 stage_ok=1
 want virtio && { vbus_initramfs_add_kmods "$s" virtio_pci virtio_net || stage_ok=0; }

@@ -230,27 +230,69 @@ enum venet_tx_verdict {
 };
 
 /*
- * Should tx completions interrupt us? When the queue waits on them, or
+ * True when the host has completed the tx descriptor at the inuse head.
+ * Under txlock: looking runs the reaper's reload of the host's index
+ * (core/ioq.c), and a reap on another CPU must not move our inuse head
+ * between its loads (that reads as the host's corruption and faults).
+ */
+static bool __venet_tx_pending(struct venet_priv *priv)
+{
+	struct ioq_iterator iter;
+
+	if (venet_faulted(priv))
+		return false;
+	if (ioq_iter_init(priv->txq, &iter, ioq_idxtype_inuse,
+			  IOQ_ITER_NOFLIPOWNER) ||
+	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
+		return false;
+	return venet_head_completed(priv->txq, &iter);
+}
+
+bool venet_tx_pending(struct venet_priv *priv)
+{
+	bool ret;
+
+	spin_lock_bh(&priv->txlock);
+	ret = __venet_tx_pending(priv);
+	spin_unlock_bh(&priv->txlock);
+	return ret;
+}
+
+static bool tx_complete_irq;
+module_param(tx_complete_irq, bool, 0644);
+MODULE_PARM_DESC(tx_complete_irq,
+		 "1: keep tx completion interrupts on after every poll (reaping also in start_xmit)");
+
+/*
+ * Should tx completions interrupt us? With tx_complete_irq, always. Else
+ * when the queue waits on them, or
  * frames are still in flight after a reap (the host has not completed
  * them yet; nothing else may come to reap them).
  */
 bool venet_tx_wants_signal(struct venet_priv *priv)
 {
-	return netif_queue_stopped(priv->dev) ||
-	       ioq_count(priv->txq, ioq_idxtype_inuse) != 0;
-}
+	bool ret;
 
+	if (READ_ONCE(tx_complete_irq))
+		return true;
+
+	spin_lock_bh(&priv->txlock);
+	ret = netif_queue_stopped(priv->dev) ||
+	      ioq_count(priv->txq, ioq_idxtype_inuse) != 0;
+	spin_unlock_bh(&priv->txlock);
+	return ret;
+}
 /*
  * The queue just stopped, under txlock: unmask the tx signal so the
  * host's completions wake it, then look again. shm_signal_enable()'s full
  * barrier after enabled=1 ([B2]) orders it before the ring load in
- * venet_tx_pending(); pairs with [B1] after dirty=1 in the host's inject:
+ * __venet_tx_pending(); pairs with [B1] after dirty=1 in the host's inject:
  * either the host signals or we see its pop and poll for it ourselves.
  */
 static void venet_tx_wait_room(struct venet_priv *priv)
 {
 	ioq_notify_enable(priv->txq, 0);
-	if (venet_tx_pending(priv))
+	if (__venet_tx_pending(priv))
 		venet_kick(priv);
 }
 
@@ -475,8 +517,13 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		u64_stats_update_begin(&priv->tx_stats.syncp);
 		u64_stats_inc(&priv->tx_stats.kicks);
 		u64_stats_update_end(&priv->tx_stats.syncp);
-		/* the burst's end: nobody may come to reap it but this */
-		mod_timer(&priv->tx_timer, jiffies + 1);
+		/*
+		 * The burst's end: nobody may come to reap it but the timer.
+		 * Armed, not pushed back: moving its expiry on every burst
+		 * reprograms the guest's clock event at each idle entry.
+		 */
+		if (!timer_pending(&priv->tx_timer))
+			mod_timer(&priv->tx_timer, jiffies + 1);
 	}
 	spin_unlock_bh(&priv->txlock);
 
@@ -486,19 +533,7 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	return NETDEV_TX_OK;
 }
 
-/* True when the host has completed the tx descriptor at the inuse head. */
-bool venet_tx_pending(struct venet_priv *priv)
-{
-	struct ioq_iterator iter;
 
-	if (venet_faulted(priv))
-		return false;
-	if (ioq_iter_init(priv->txq, &iter, ioq_idxtype_inuse,
-			  IOQ_ITER_NOFLIPOWNER) ||
-	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
-		return false;
-	return venet_head_completed(priv->txq, &iter);
-}
 
 void venet_tx_timeout(struct net_device *dev, unsigned int txqueue)
 {
