@@ -102,10 +102,10 @@ ip_frag_creates() {
 
 check_ping_out() { ping -c 3 -W 3 "$VT_HOST_IP"; }
 
-# Frames sent and nothing received after them (to a neighbour that does
-# not exist: no reply, no ARP) are still reaped: the tx completion signal
-# is masked while the queue runs, so only the end-of-burst timer
-# (venet_tx.c, tx_timer) frees them.
+# tx_complete_irq=0: frames sent and nothing received after them (to a
+# neighbour that does not exist: no reply, no ARP) are still reaped: the
+# tx completion signal is masked while the queue runs, so only the
+# end-of-burst timer (venet_tx.c, tx_timer) frees them.
 check_tx_reaped_idle() {
 	local i=0 ghost="${VT_HOST_IP%.*}.213"
 	arp -i "$IF" -s "$ghost" 02:00:00:00:02:13 || return 1
@@ -120,8 +120,9 @@ check_tx_reaped_idle() {
 	[ "$(ethstat "$IF" tx_completed)" = "$(ethstat "$IF" tx_packets)" ]
 }
 
-# A request/response exchange takes no tx completion interrupt: the rx
-# poll that brings each reply frees the request before it.
+# tx_complete_irq=0: a request/response exchange takes no tx completion
+# interrupt: the rx poll that brings each reply frees the request before
+# it. (With the default, 1, each request takes one.)
 check_ping_no_tx_irq() {
 	local a b
 	a=$(ethstat "$IF" tx_signals_recv) || return 1
@@ -130,6 +131,9 @@ check_ping_no_tx_irq() {
 	echo "tx_signals_recv +$((b - a)) over 20 pings"
 	[ $((b - a)) -le 2 ]
 }
+
+# the default (tx_complete_irq=1): each request's completion interrupts
+check_ping_tx_irq() { ! check_ping_no_tx_irq; }
 check_ping_in() { test "$(http_get /cgi-bin/ping)" = ok; }
 
 check_tcp_in() {
@@ -292,8 +296,12 @@ mode() {
 	vt_check "$p/linkup-ping" check_ping_out
 	vt_check "$p/linkup-tcp-guest-to-host" check_tcp_out
 	if [ "$HAVE_ETHTOOL" = 1 ]; then
+		# tx completions masked while the queue runs (tx_complete_irq=0)
+		echo 0 >/sys/module/venet/parameters/tx_complete_irq
 		vt_check "$p/tx-reaped-when-idle" check_tx_reaped_idle
 		vt_check "$p/ping-no-tx-irq" check_ping_no_tx_irq
+		echo 1 >/sys/module/venet/parameters/tx_complete_irq
+		vt_check "$p/ping-tx-irq-default" check_ping_tx_irq
 	fi
 	[ "$VT_SOAK_MB" -gt 0 ] && [ "$sg" = "${VT_SG_MODES%% *}" ] && soak "$p"
 
