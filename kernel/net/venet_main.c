@@ -534,9 +534,12 @@ static int venet_rings_setup(struct venet_priv *priv)
 
 	/*
 	 * NAPI is disabled until open: signals before then are no-ops. tx
-	 * completions stay masked until we wait on them (venet_tx.c).
+	 * follows the poll's rule (venet_tx_wants_signal): on by default, masked
+	 * with tx_complete_irq=0 until we wait on completions.
 	 */
 	ioq_notify_enable(priv->rxq, 0);
+	if (venet_tx_wants_signal(priv))
+		ioq_notify_enable(priv->txq, 0);
 	return 0;
 }
 

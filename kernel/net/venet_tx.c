@@ -271,9 +271,9 @@ MODULE_PARM_DESC(tx_complete_irq,
 
 /*
  * Should tx completions interrupt us? With tx_complete_irq, always. Else
- * when the queue waits on them, or
- * frames are still in flight after a reap (the host has not completed
- * them yet; nothing else may come to reap them).
+ * when the queue waits on them, or frames are still in flight after a
+ * reap (the host has not completed them yet; nothing else may come to
+ * reap them).
  */
 bool venet_tx_wants_signal(struct venet_priv *priv)
 {
@@ -288,6 +288,7 @@ bool venet_tx_wants_signal(struct venet_priv *priv)
 	spin_unlock_bh(&priv->txlock);
 	return ret;
 }
+
 /*
  * The queue just stopped, under txlock: unmask the tx signal so the
  * host's completions wake it, then look again. shm_signal_enable()'s full
@@ -539,8 +540,6 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 
 	return NETDEV_TX_OK;
 }
-
-
 
 void venet_tx_timeout(struct net_device *dev, unsigned int txqueue)
 {
