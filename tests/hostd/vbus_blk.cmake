@@ -5,9 +5,6 @@
 #                   backing file in the build tree
 hostd_test(hostd_vbus_blk hostd_dev_vbus_blk vbus_blk_test.c fg_dev.c
            fakeguest.c)
-# alone: poll_window needs its two threads on two free CPUs (a spinning
-# poller and the guest thread sharing one core is the case polling loses)
-set_tests_properties(hostd_vbus_blk PROPERTIES RUN_SERIAL TRUE)
 #   hostd_vbus_blk_bench  (not a test) prints the host path's 4 KiB
 #                   random-read rate against io_uring alone, same run
 get_property(blk_device_libs GLOBAL PROPERTY VBUS_HOSTD_DEVICE_LIBS)
