@@ -90,6 +90,7 @@ struct venet_tx_stats {
 	u64_stats_t completed;
 	u64_stats_t timeouts;
 	u64_stats_t kicks;		/* xmits that called ioq_signal */
+	u64_stats_t irq_waits;		/* tx_complete_irq=0: tx unmasked */
 };
 
 struct venet_priv {

@@ -41,6 +41,7 @@ static const struct venet_stat venet_stats[] = {
 	TX_STAT("tx_completed", completed),
 	TX_STAT("tx_timeouts", timeouts),
 	TX_STAT("tx_kicks", kicks),
+	TX_STAT("tx_irq_waits", irq_waits),
 };
 
 /*

@@ -270,6 +270,18 @@ MODULE_PARM_DESC(tx_complete_irq,
 		 "0: tx completions interrupt only when we wait on them; start_xmit, rx polls and a timer reap");
 
 /*
+ * tx_complete_irq=0 unmasked the tx signal because we wait on the host:
+ * each tx completion interrupt in that mode answers one of these (the
+ * QEMU venet suite checks it), under txlock like the xmit path's stats.
+ */
+static void venet_tx_count_irq_wait(struct venet_priv *priv)
+{
+	u64_stats_update_begin(&priv->tx_stats.syncp);
+	u64_stats_inc(&priv->tx_stats.irq_waits);
+	u64_stats_update_end(&priv->tx_stats.syncp);
+}
+
+/*
  * Should tx completions interrupt us? With tx_complete_irq, always. Else
  * when the queue waits on them, or frames are still in flight after a
  * reap (the host has not completed them yet; nothing else may come to
@@ -285,6 +297,8 @@ bool venet_tx_wants_signal(struct venet_priv *priv)
 	spin_lock_bh(&priv->txlock);
 	ret = netif_queue_stopped(priv->dev) ||
 	      ioq_count(priv->txq, ioq_idxtype_inuse) != 0;
+	if (ret)
+		venet_tx_count_irq_wait(priv);
 	spin_unlock_bh(&priv->txlock);
 	return ret;
 }
@@ -298,6 +312,8 @@ bool venet_tx_wants_signal(struct venet_priv *priv)
  */
 static void venet_tx_wait_room(struct venet_priv *priv)
 {
+	if (!READ_ONCE(tx_complete_irq))
+		venet_tx_count_irq_wait(priv);
 	ioq_notify_enable(priv->txq, 0);
 	if (__venet_tx_pending(priv))
 		venet_kick(priv);
