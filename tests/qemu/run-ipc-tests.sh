@@ -192,8 +192,8 @@ guest_secs=$(vbus_elapsed "$t0")
 vbus_add_results "$out/guest.log" guest || true
 
 # ---- the host processes' side -------------------------------------------------------------
-# the last host process exits once the guest closed; a busy host may take a while
 rm -f "$run/supervise"
+# the last host process exits once the guest closed; a busy host may take a while
 for _ in $(seq 300); do
 	(($(wc -l <"$run/host-exits" 2>/dev/null || echo 0) >= ${#modes[@]})) && break
 	sleep 0.1
