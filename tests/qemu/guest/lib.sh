@@ -52,10 +52,10 @@ vt_uptime_cs() {
 # an interrupt) has happened: a stalled vCPU or host delays it, a bug never
 # makes it hold.
 vt_wait() {
-	local end
-	end=$(($(vt_uptime_cs) + $1 * 100))
+	local _vt_end
+	_vt_end=$(($(vt_uptime_cs) + $1 * 100))
 	shift
-	while [ "$(vt_uptime_cs)" -lt "$end" ]; do
+	while [ "$(vt_uptime_cs)" -lt "$_vt_end" ]; do
 		"$@" >/dev/null 2>&1 && return 0
 		usleep 200000
 	done
@@ -144,16 +144,16 @@ vt_slab_compare() {
 # deferred frees) and take B again, up to $VT_SLAB_RETRIES (3) times.
 : "${VT_SLAB_RETRIES:=3}"
 vt_slab_check() {
-	local name=$1 a=$2 b=$3 tol=$4 n=0
+	local _vt_name=$1 _vt_a=$2 _vt_b=$3 _vt_tol=$4 _vt_try=0
 	shift 4
-	while [ "$n" -lt "$VT_SLAB_RETRIES" ] &&
-		! vt_slab_compare "$a" "$b" "$tol" >/tmp/.vt_slab.diff; do
-		n=$((n + 1))
-		echo "slab growth, re-checking in 10 s ($n of $VT_SLAB_RETRIES):"
+	while [ "$_vt_try" -lt "$VT_SLAB_RETRIES" ] &&
+		! vt_slab_compare "$_vt_a" "$_vt_b" "$_vt_tol" >/tmp/.vt_slab.diff; do
+		_vt_try=$((_vt_try + 1))
+		echo "slab growth, re-checking in 10 s ($_vt_try of $VT_SLAB_RETRIES):"
 		sed 's/^/  /' /tmp/.vt_slab.diff
 		sleep 10
 		[ $# -gt 0 ] && "$@"
-		vt_slab_snapshot "$b"
+		vt_slab_snapshot "$_vt_b"
 	done
-	vt_check "$name" vt_slab_compare "$a" "$b" "$tol"
+	vt_check "$_vt_name" vt_slab_compare "$_vt_a" "$_vt_b" "$_vt_tol"
 }
