@@ -193,7 +193,8 @@ vbus_add_results "$out/guest.log" guest || true
 
 # ---- the host processes' side -------------------------------------------------------------
 rm -f "$run/supervise"
-for _ in $(seq 50); do
+# the last host process exits once the guest closed; a busy host may take a while
+for _ in $(seq 300); do
 	(($(wc -l <"$run/host-exits" 2>/dev/null || echo 0) >= ${#modes[@]})) && break
 	sleep 0.1
 done

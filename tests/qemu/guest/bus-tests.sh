@@ -91,12 +91,28 @@ hostreq() {
 	return 1
 }
 
-# hostreq_nowait CMD ID: ask the host for something the guest cannot
-# observe (stop/cont of vbus-hostd); the host polls the log 5x a second.
-hostreq_nowait() {
+# hostreq_call CMD ID WANT: ask the host to stop/cont vbus-hostd (the host
+# polls the log 5x a second), then make one-echo calls until one gives
+# WANT ("ok" or "-110"), up to 30 s, repeating the request with each call
+# (a console line can be garbled). A call that gives the other answer came
+# before the request took effect; any other answer fails. Prints the last.
+hostreq_call() {
+	local end out
 	REQ=$((REQ + 1))
-	echo "VBUS-HOSTREQ $REQ $1 $2" >/dev/console
-	sleep 2
+	end=$(($(vt_uptime_cs) + 3000))
+	while :; do
+		echo "VBUS-HOSTREQ $REQ $1 $2" >/dev/console
+		out=$(run "$first" run_call 1)
+		case "$out" in
+		"ok "*) [ "$3" = ok ] && { echo "$out"; return 0; } ;;
+		*"-110"*) [ "$3" = -110 ] && { echo "$out"; return 0; } ;;
+		*) echo "want ok or -ETIMEDOUT: $out"; return 1 ;;
+		esac
+		[ "$(vt_uptime_cs)" -lt "$end" ] || break
+		usleep 200000
+	done
+	echo "calls still gave '$out' 30 s after asking the host to $1 (want $3)"
+	return 1
 }
 
 # run DEV ATTR ARG: write ARG to the device's trigger, print the result.
@@ -228,21 +244,39 @@ cat "$PCIDRV"/*/vbus_stats | sed 's/^/  bridge: /'
 # ---- what a broken host could send (bridge fault injection) ----
 bstat() { awk -v k="$1" '$1 == k { print $2 }' "$PCIDRV"/*/vbus_stats; }
 inject() { echo "$*" >"$(echo /sys/kernel/debug/vbus-pcibridge/*/inject_event)"; }
+# ev_bad_above N0 D: ev_bad grew by at least D from N0
+ev_bad_above() {
+	local n
+	n=$(bstat ev_bad)
+	[ $((n - $1)) -ge "$2" ] || { echo "ev_bad $1 -> $n (want +$2)"; return 1; }
+}
+# added_above ID N0: dmesg has more than N0 "device ID (...) added" lines
+added_count() { dmesg | grep -c "device $1 (.*) added"; }
+added_above() {
+	[ "$(added_count "$1")" -gt "$2" ] || { echo "no new 'device $1 added' in dmesg"; return 1; }
+}
 garbage() {
-	local bad0 bad1 t
+	local bad0 bad1 t add0
 	bad0=$(bstat ev_bad)
+	add0=$(added_count 51)
 	inject raw 99 || return 1
 	inject raw 4294967295 || return 1
 	inject shmsignal 123456789 || return 1
 	inject shmsignal 0 || return 1
 	inject shmclose 987654321 || return 1
 	inject devdrop 4242 || return 1
-	sleep 1
+	# the injection queue (8 events) drained: each of those is a bad
+	# event but the SHMCLOSE (a stale cookie is normal), and the DEVDROP,
+	# counted in its work item, went last
+	vt_wait 20 ev_bad_above "$bad0" 5 || return 1
 	inject devadd "$first" vbus-test || return 1	# duplicate id
 	inject devadd 60 - || return 1			# empty type
 	inject devadd-unterm 50 || return 1		# 128 bytes, no NUL
 	inject devadd 51 vbus-test || return 1		# host does not know it
-	sleep 2
+	# DEVADDs and DEVDROPs run in order on the bridge's ordered
+	# workqueue, each probe inside its DEVADD: 51 logged as added (its
+	# probe has failed) means all of the above are done
+	vt_wait 20 added_above 51 "$add0" || return 1
 	bad1=$(bstat ev_bad)
 	[ $((bad1 - bad0)) -ge 6 ] || { echo "ev_bad $bad0 -> $bad1"; return 1; }
 	[ ! -e "$BUS/60" ] || { echo "device with empty type registered"; return 1; }
@@ -267,12 +301,10 @@ hc_timeout() {
 	local r0 out
 	r0=$(bstat hc_timeouts)
 	echo 1000 >$P
-	hostreq_nowait stop 0
-	out=$(run "$first" run_call 1) && { echo "call succeeded with the host stopped: $out"; return 1; }
-	case "$out" in *"-110"*) ;; *) echo "want -ETIMEDOUT: $out"; return 1 ;; esac
-	hostreq_nowait cont 0
-	echo 5000 >$P
+	hostreq_call stop 0 -110 || return 1
 	[ "$(bstat hc_timeouts)" -gt "$r0" ] || { echo "no timeout counted"; return 1; }
+	hostreq_call cont 0 ok || return 1
+	echo 5000 >$P
 	run "$first" run_call 10 || return 1
 	ring_ok "$first" 1000
 }
@@ -319,7 +351,7 @@ t1=$(cut -d' ' -f1 /proc/uptime)
 if [ -z "$bad" ]; then vt_pass "rmmod-insmod-x$VBT_CYCLES"; else vt_fail "rmmod-insmod-x$VBT_CYCLES" "$bad"; fi
 vt_slab_snapshot /tmp/slab1
 log "CYCLES $i rmmod/insmod cycles with $(echo "$VBT_DEVS" | wc -w) devices in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; slab growth: $(vt_slab_growth /tmp/slab0 /tmp/slab1)"
-vt_check "slab-stable-after-$VBT_CYCLES-cycles" vt_slab_compare /tmp/slab0 /tmp/slab1 16
+vt_slab_check "slab-stable-after-$VBT_CYCLES-cycles" /tmp/slab0 /tmp/slab1 16
 # every unload got BUSREG detach answered: no eventq memory was leaked
 vt_check eventq-detached-on-unload sh -c '! dmesg | grep "did not detach"'
 

@@ -84,7 +84,7 @@ ping_host() {
 	ip link set dev "$1" up || return 1
 	while [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" != 1 ]; do
 		i=$((i + 1))
-		[ "$i" -lt 50 ] || { echo "no carrier on $1"; return 1; }
+		[ "$i" -lt 200 ] || { echo "no carrier on $1"; return 1; }
 		usleep 100000
 	done
 	ping -c 3 -W 3 "$VDK_HOST_IP"

@@ -68,8 +68,7 @@ if [ "$rc" = 4 ]; then vt_pass host-garbage-faults-channel; else vt_fail host-ga
 #    runs, vbus_ipc cannot be unloaded
 /test/ipc-peer guest "$dev" send 100000000 --timeout 120000 >/tmp/bg.out 2>&1 &
 bg=$!
-i=0
-while [ $i -lt 100 ] && ! grep -q attached /tmp/bg.out; do sleep 0.1; i=$((i + 1)); done
+vt_wait 30 grep -q attached /tmp/bg.out
 sleep 1
 if rmmod vbus_ipc 2>/dev/null; then
 	vt_fail unload-refused-while-mapped "rmmod succeeded"
@@ -113,7 +112,7 @@ log "CYCLES $VIPC_CYCLES; slab growth: $(vt_slab_growth /tmp/slab0 /tmp/slab1)"
 # proven). They are skipped; every other cache (filp, kmalloc-*, ...) is
 # compared, and the NOTHING figure above shows the helper's noise.
 VT_SLAB_IGNORE='^(vmap_area|dentry|inode_cache|lsm_inode_cache)$' \
-	vt_check "slab-stable-after-$VIPC_CYCLES-cycles" vt_slab_compare /tmp/slab0 /tmp/slab1 16
+	vt_slab_check "slab-stable-after-$VIPC_CYCLES-cycles" /tmp/slab0 /tmp/slab1 16
 
 # 7. with nothing open, the module unloads and no oops was logged
 vt_check ipc-unloads rmmod vbus_ipc

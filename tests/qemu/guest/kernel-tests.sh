@@ -129,7 +129,7 @@ else
 fi
 
 vt_slab_snapshot /tmp/slab1
-vt_check cycles/slab-stable vt_slab_compare /tmp/slab0 /tmp/slab1 16
+vt_slab_check cycles/slab-stable /tmp/slab0 /tmp/slab1 16
 vt_check cycles/modules-gone sh -c '! grep -q "^vbus_" /proc/modules'
 
 vt_done

@@ -35,6 +35,33 @@ vt_check() {
 
 vt_done() { echo "VBUS-TEST DONE"; }
 
+# vt_uptime_cs: centiseconds since boot (/proc/uptime; no fork). A clock
+# for deadlines and durations: it counts what the guest sees, stalls of a
+# busy host's vCPUs included.
+vt_uptime_cs() {
+	local up
+	read -r up _ </proc/uptime
+	up=${up%.*}${up#*.}
+	while [ "${up#0}" != "$up" ] && [ "${#up}" -gt 1 ]; do up=${up#0}; done
+	echo "$up"
+}
+
+# vt_wait SECS CMD...: run CMD (quietly) until it succeeds, every 0.2 s for
+# up to SECS s of uptime; then once more with its output shown. For a
+# condition that holds once something asynchronous (the host, a work item,
+# an interrupt) has happened: a stalled vCPU or host delays it, a bug never
+# makes it hold.
+vt_wait() {
+	local _vt_end
+	_vt_end=$(($(vt_uptime_cs) + $1 * 100))
+	shift
+	while [ "$(vt_uptime_cs)" -lt "$_vt_end" ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		usleep 200000
+	done
+	"$@"
+}
+
 # vt_modref MODULE: print the module's reference count; fails if not loaded.
 vt_modref() {
 	if [ -r "/sys/module/$1/refcnt" ]; then
@@ -108,4 +135,25 @@ vt_slab_compare() {
 		ign != "" && $1 ~ ign { next }
 		{ d = $2 - a[$1]; if (d > tol) { printf "  slab %s grew by %d (%d -> %d)\n", $1, d, a[$1], $2; bad = 1 } }
 		END { exit bad }' "$1" "$2"
+}
+
+# vt_slab_check NAME A B TOLERANCE [SETTLE...]: vt_check NAME on
+# vt_slab_compare A B TOLERANCE. A leak stays; deferred frees (RCU batches,
+# workqueues, per-CPU caches a busy vCPU has not drained) go away: while B
+# shows growth, wait 10 s, run SETTLE (a command, e.g. one that flushes
+# deferred frees) and take B again, up to $VT_SLAB_RETRIES (3) times.
+: "${VT_SLAB_RETRIES:=3}"
+vt_slab_check() {
+	local _vt_name=$1 _vt_a=$2 _vt_b=$3 _vt_tol=$4 _vt_try=0
+	shift 4
+	while [ "$_vt_try" -lt "$VT_SLAB_RETRIES" ] &&
+		! vt_slab_compare "$_vt_a" "$_vt_b" "$_vt_tol" >/tmp/.vt_slab.diff; do
+		_vt_try=$((_vt_try + 1))
+		echo "slab growth, re-checking in 10 s ($_vt_try of $VT_SLAB_RETRIES):"
+		sed 's/^/  /' /tmp/.vt_slab.diff
+		sleep 10
+		[ $# -gt 0 ] && "$@"
+		vt_slab_snapshot "$_vt_b"
+	done
+	vt_check "$_vt_name" vt_slab_compare "$_vt_a" "$_vt_b" "$_vt_tol"
 }

@@ -67,10 +67,10 @@ venet_if() {
 	return 1
 }
 
-# wait_carrier IF 0|1: wait up to 5 s for the carrier to read as wanted.
+# wait_carrier IF 0|1: wait up to 20 s for the carrier to read as wanted.
 wait_carrier() {
 	local n=0 c
-	while [ "$n" -lt 25 ]; do
+	while [ "$n" -lt 100 ]; do
 		c=$(cat "/sys/class/net/$1/carrier" 2>/dev/null || echo 0)
 		[ "$c" = "$2" ] && return 0
 		n=$((n + 1))
@@ -89,10 +89,13 @@ ethstat() {
 	ethtool -S "$1" | awk -v k="$2:" '$1 == k { print $2; f = 1 } END { exit !f }'
 }
 
-# ethsnap FILE NAME: one counter from a saved `ethtool -S` (several
-# counters from one snapshot are consistent with each other).
-ethsnap() {
-	awk -v k="$2:" '$1 == k { print $2; f = 1 } END { exit !f }' "$1"
+# ethstats IF NAME...: those counters, space-separated, from one ethtool -S
+# (counters compared with each other must come from the same snapshot).
+ethstats() {
+	ethtool -S "$1" | awk -v ks="$*" '
+		BEGIN { n = split(ks, k, " ") }
+		{ v[$1] = $2 }
+		END { for (i = 2; i <= n; i++) { if (!((k[i] ":") in v)) exit 1; printf "%s%s", (i > 2 ? " " : ""), v[k[i] ":"] } print "" }'
 }
 
 # ethfeature IF NAME: "on" or "off" from ethtool -k.
@@ -112,18 +115,21 @@ check_ping_out() { ping -c 3 -W 3 "$VT_HOST_IP"; }
 # neighbour that does not exist: no reply, no ARP) are still reaped: the
 # tx completion signal is masked while the queue runs, so only the
 # end-of-burst timer (venet_tx.c, tx_timer) frees them.
+# tx_all_completed: tx_completed == tx_packets in one ethtool -S snapshot
+tx_all_completed() {
+	local s
+	s=$(ethstats "$IF" tx_completed tx_packets) || return 1
+	echo "tx_completed ${s% *} of tx_packets ${s#* }"
+	[ "${s% *}" = "${s#* }" ]
+}
+
 check_tx_reaped_idle() {
-	local i=0 ghost="${VT_HOST_IP%.*}.213"
+	local rc=0 ghost="${VT_HOST_IP%.*}.213"
 	arp -i "$IF" -s "$ghost" 02:00:00:00:02:13 || return 1
 	ping -c 3 -i 0.2 -W 1 "$ghost" >/dev/null 2>&1
-	while [ $i -lt 40 ]; do
-		[ "$(ethstat "$IF" tx_completed)" = "$(ethstat "$IF" tx_packets)" ] && break
-		usleep 50000
-		i=$((i + 1))
-	done
+	vt_wait 20 tx_all_completed || rc=1
 	arp -i "$IF" -d "$ghost"
-	echo "tx_completed $(ethstat "$IF" tx_completed) of tx_packets $(ethstat "$IF" tx_packets)"
-	[ "$(ethstat "$IF" tx_completed)" = "$(ethstat "$IF" tx_packets)" ]
+	return $rc
 }
 
 # tx_complete_irq=0: a tx completion interrupts only when the driver asked
@@ -133,13 +139,12 @@ check_tx_reaped_idle() {
 # the host's speed against a jiffy: printed, not checked. (With the
 # default, 1, each request's completion interrupts: ping_tx_irq.)
 ping_20() {
-	ethtool -S "$IF" >"/tmp/ping.$IF.a" || return 1
+	local a b
+	a=$(ethstats "$IF" tx_signals_recv tx_irq_waits) || return 1
 	ping -c 20 -i 0.05 -W 2 "$VT_HOST_IP" >/dev/null || return 1
-	ethtool -S "$IF" >"/tmp/ping.$IF.b" || return 1
-	sig=$(($(ethsnap "/tmp/ping.$IF.b" tx_signals_recv) -
-	       $(ethsnap "/tmp/ping.$IF.a" tx_signals_recv)))
-	waits=$(($(ethsnap "/tmp/ping.$IF.b" tx_irq_waits) -
-		 $(ethsnap "/tmp/ping.$IF.a" tx_irq_waits)))
+	b=$(ethstats "$IF" tx_signals_recv tx_irq_waits) || return 1
+	sig=$((${b% *} - ${a% *}))
+	waits=$((${b#* } - ${a#* }))
 	# on the console too: the figure, whether the check passes or not
 	echo "venet-tests: tx_complete_irq=$(cat \
 		/sys/module/venet/parameters/tx_complete_irq):" \
@@ -419,16 +424,7 @@ if cycle; then
 	fi
 	flush_defer
 	vt_slab_snapshot /tmp/slab1
-	# A leak stays; deferred frees (RCU batches, workqueues) go away: on
-	# growth, let things settle once and look again.
-	if ! vt_slab_compare /tmp/slab0 /tmp/slab1 16 >/tmp/slab.diff; then
-		log "slab growth after the cycles, re-checking in 10 s:"
-		sed 's/^/  /' /tmp/slab.diff
-		sleep 10
-		flush_defer
-		vt_slab_snapshot /tmp/slab1
-	fi
-	vt_check "cycles-no-slab-growth" vt_slab_compare /tmp/slab0 /tmp/slab1 16
+	vt_slab_check "cycles-no-slab-growth" /tmp/slab0 /tmp/slab1 16 flush_defer
 else
 	vt_fail cycles-warmup "first load/traffic/unload round failed"
 fi
