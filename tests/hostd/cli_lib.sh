@@ -84,7 +84,8 @@ start_daemon() {
 stop_daemon() {
 	local i
 	kill "$pid" 2>/dev/null
-	for i in $(seq 50); do
+	# 10 s: a loaded CI machine stalls the daemon for seconds
+	for i in $(seq 100); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done

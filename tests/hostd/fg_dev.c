@@ -244,12 +244,14 @@ bool fgd_run_until(bool (*done)(void *arg), void *arg, int timeout_ms)
 	return true;
 }
 
+/* At least one pass: a stall before the first check must not skip the loop. */
 void fgd_run_for(int ms)
 {
 	long long end = now_ms() + ms;
 
-	while (now_ms() < end)
+	do
 		fgd_poll(5);
+	while (now_ms() < end);
 }
 
 /* ---- what ctl stats says ---------------------------------------------------------- */

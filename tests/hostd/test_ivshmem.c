@@ -21,8 +21,20 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include "daemon.h"
+
+/* for what must happen; a loaded CI machine stalls us for seconds */
+#define TIMEOUT_MS 10000
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
 
 static char dir[] = "/tmp/vbus-hostd-test-XXXXXX";
 
@@ -150,8 +162,8 @@ static int guest_hc(struct fake_qemu *q, unsigned char *ram, __u32 vector,
 {
 	struct pollfd p = { .fd = q->msix_fd[VBUS_PCI_MSIX_HC], .events = POLLIN };
 	__u32 seq = __atomic_load_n(&q->shm->hc_done, __ATOMIC_ACQUIRE) + 1;
+	long long end = now_ms() + TIMEOUT_MS;
 	__u64 one = 1, v;
-	int i;
 
 	memcpy(ram + 0x1000, data, len);
 	__atomic_store_n(&q->shm->hc.vector, vector, __ATOMIC_RELAXED);
@@ -161,13 +173,16 @@ static int guest_hc(struct fake_qemu *q, unsigned char *ram, __u32 vector,
 	__atomic_store_n(&q->shm->hc_seq, seq, __ATOMIC_RELEASE);
 	/* Doorbell (peer 0, vector HC): QEMU writes the host's eventfd */
 	assert_int_equal(write(q->host_fd[VBUS_PCI_DB_HC], &one, 8), 8);
-	for (i = 0; i < 50; i++) {
-		if (__atomic_load_n(&q->shm->hc_done, __ATOMIC_ACQUIRE) == seq)
-			break;
+	while (__atomic_load_n(&q->shm->hc_done, __ATOMIC_ACQUIRE) != seq &&
+	       now_ms() < end)
 		poll(&p, 1, 100);
-	}
 	assert_true(__atomic_load_n(&q->shm->hc_done, __ATOMIC_ACQUIRE) == seq);
-	/* the MSI-X vector fired; O_NONBLOCK, so a second read is EAGAIN */
+	/*
+	 * The MSI-X vector fires: hostd stores hc_done before it writes the
+	 * eventfd (hc.c, hc_answer), so wait for it. O_NONBLOCK: a read
+	 * without the wait could be EAGAIN.
+	 */
+	assert_int_equal(poll(&p, 1, TIMEOUT_MS), 1);
 	assert_int_equal(read(q->msix_fd[VBUS_PCI_MSIX_HC], &v, 8), 8);
 	memcpy(data, ram + 0x1000, len);
 	return __atomic_load_n(&q->shm->hc_result, __ATOMIC_RELAXED);
@@ -175,20 +190,19 @@ static int guest_hc(struct fake_qemu *q, unsigned char *ram, __u32 vector,
 
 static bool wait_state(struct hostd_guest **gs, const char *want)
 {
-	int i;
+	long long end = now_ms() + TIMEOUT_MS;
+	bool ok;
 
-	for (i = 0; i < 100; i++) {
+	do {
 		struct hostd_buf out = { 0 };
-		bool ok;
 
 		hostd_ctl_exec("list", gs, 1, &out);
 		ok = out.s && strstr(out.s, want);
 		hostd_buf_free(&out);
-		if (ok)
-			return true;
-		usleep(20000);
-	}
-	return false;
+		if (!ok)
+			usleep(20000);
+	} while (!ok && now_ms() < end);
+	return ok;
 }
 
 static void test_protocol(void **state)

@@ -534,6 +534,13 @@ static void read_only(void **state)
 	assert_int_equal(fgd_stat(f->dev, "ro"), 1);
 }
 
+static bool dev_faulted(void *arg)
+{
+	struct fx *f = arg;
+
+	return fgd_dev_faulted(f->dev);
+}
+
 /* Ring-level garbage (no request we could answer) faults the device */
 static void garbage_faults(void **state)
 {
@@ -541,8 +548,7 @@ static void garbage_faults(void **state)
 
 	blk_up(f, NULL);
 	assert_int_equal(fgd_post(&f->r[0], 1ull << 40, 32, 1), 0);
-	fgd_run_for(50);
-	assert_true(fgd_dev_faulted(f->dev));
+	assert_true(fgd_run_until(dev_faulted, f, TIMEOUT_MS));
 	assert_non_null(strstr(fgd_dev_last_fault(f->dev), "request"));
 	/* a fresh open starts clean */
 	fgd_dev_close(f->dev);
@@ -551,8 +557,7 @@ static void garbage_faults(void **state)
 	blk_negotiate(f, 0, 1, 16);
 	/* a misaligned header */
 	assert_int_equal(fgd_post(&f->r[0], fgd_alloc(64, 8) + 4, 32, 1), 0);
-	fgd_run_for(50);
-	assert_true(fgd_dev_faulted(f->dev));
+	assert_true(fgd_run_until(dev_faulted, f, TIMEOUT_MS));
 }
 
 /* strict=1: the first malformed request faults the device */
@@ -566,8 +571,7 @@ static void strict_faults(void **state)
 	blk_up(f, "strict=1");
 	g = req_new(VBUS_BLK_OP_READ, 0, 0, 0, 1, &a, &l);
 	assert_int_equal(fgd_post(&f->r[0], g, VBUS_BLK_REQ_SIZE(1), 1), 0);
-	fgd_run_for(50);
-	assert_true(fgd_dev_faulted(f->dev));
+	assert_true(fgd_run_until(dev_faulted, f, TIMEOUT_MS));
 	assert_non_null(strstr(fgd_dev_last_fault(f->dev), "bad request"));
 }
 

@@ -25,7 +25,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -64,6 +63,13 @@ class Keeper:
     def count(self, what):
         return self.text().count(what)
 
+    def held(self):
+        """How many descriptors the keeper has open: its own plus the store."""
+        try:
+            return len(os.listdir("/proc/%d/fd" % self.p.pid))
+        except OSError:
+            return -1
+
     def daemon_pid(self):
         """The pid of the newest 'started pid N' line."""
         pids = [int(line.split("started pid ")[1].split()[0])
@@ -82,7 +88,7 @@ class Keeper:
 
 
 def eventfd_fired(fd):
-    r, _, _ = select.select([fd], [], [], 2)
+    r, _, _ = select.select([fd], [], [], 10)
     if not r:
         return False
     os.read(fd, 8)
@@ -108,6 +114,7 @@ def keeper_restarts(hostd, keeper, T):
     try:
         check(wait_for(lambda: k.count("ready") >= 1, 10), "keeper: daemon ready",
               k.text())
+        own = k.held()		# nothing stored yet: the keeper's own
         s, fds = fake_qemu(T + "/g1.sock")
         check(len(fds) == 5, "QEMU stand-in got BAR2 and four eventfds", str(fds))
         if len(fds) != 5:
@@ -116,7 +123,10 @@ def keeper_restarts(hostd, keeper, T):
         shm = Shm(bar2)
         check(shm.u32(0) == MAGIC and shm.u32(OFF_EPOCH) == 0,
               "fresh BAR2: epoch 0")
-        time.sleep(0.3)		# the daemon stores the connection
+        # the daemon stores the connection: six descriptors reach the keeper
+        check(wait_for(lambda: k.held() == own + 6, 10),
+              "the connection is stored: the keeper holds six more descriptors",
+              "%d, was %d" % (k.held(), own))
         first = k.daemon_pid()
 
         # a crash: nothing written; the store brings the connection back
@@ -125,7 +135,7 @@ def keeper_restarts(hostd, keeper, T):
               "SIGKILL: keeper restarted the daemon", k.text())
         check("with 6 stored descriptors" in k.text(),
               "the new daemon got the six stored descriptors", k.text())
-        check(wait_for(lambda: shm.u32(OFF_EPOCH) == 2, 5),
+        check(wait_for(lambda: shm.u32(OFF_EPOCH) == 2, 10),
               "after the crash: host_epoch 0 -> 2", str(shm.u32(OFF_EPOCH)))
         check(eventfd_fired(msix_hc) and eventfd_fired(msix_ev),
               "after the crash: both guest vectors fired")
@@ -139,7 +149,7 @@ def keeper_restarts(hostd, keeper, T):
         # the new daemon serves the old doorbell: NEGOTIATE
         with open(ram, "r+b") as f:
             hypercall(shm, f, db_hc, 7, 0, struct.pack("<IIQ", MAGIC, 1, 0))
-        check(wait_for(lambda: shm.u32(OFF_HC_DONE) == 7, 5) and
+        check(wait_for(lambda: shm.u32(OFF_HC_DONE) == 7, 10) and
               shm.s32(OFF_HC_RESULT) == 0,
               "restarted daemon answers NEGOTIATE on the stored doorbell",
               "done %u result %d" % (shm.u32(OFF_HC_DONE), shm.s32(OFF_HC_RESULT)))
@@ -163,7 +173,9 @@ def keeper_restarts(hostd, keeper, T):
         s.close()
         for fd in fds:
             os.close(fd)
-        time.sleep(0.3)
+        check(wait_for(lambda: k.held() == own, 10),
+              "QEMU left: the daemon removed its six descriptors from the store",
+              "%d, was %d" % (k.held(), own))
         os.kill(k.daemon_pid(), signal.SIGKILL)
         check(wait_for(lambda: k.count("ready") >= 4, 10) and
               "with 0 stored descriptors" in k.text().splitlines()[-2] + k.text().splitlines()[-1],

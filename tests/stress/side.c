@@ -4,6 +4,14 @@
 
 #include "stress.h"
 
+/*
+ * Work pending this long with no notification is a lost wakeup: a peer
+ * preempted between publishing and signalling (a vCPU stolen for seconds
+ * on a loaded CI machine, valgrind serialising threads) signals late, a
+ * lost wakeup never does. Only that case waits so long.
+ */
+#define STRESS_LOST_MS 10000L
+
 static long now_ms(void)
 {
 	struct timespec ts;
@@ -29,6 +37,7 @@ int stress_wait(const struct stress_cfg *cfg, struct ioq_channel *ch,
 		struct stress_shared *sh, struct stress_result *res,
 		int (*work)(void *), void *arg, int (*peer_alive)(void))
 {
+	long pending_since = 0;
 	int strikes = 0;
 
 	for (;;) {
@@ -48,10 +57,10 @@ int stress_wait(const struct stress_cfg *cfg, struct ioq_channel *ch,
 			return -ECANCELED;
 		/*
 		 * Woken without the notifier running. Only a wait that ran
-		 * its whole slice counts: one full slice with work pending
-		 * can still be a peer that was preempted between publishing
-		 * and signalling (valgrind serialises threads), two in a row
-		 * cannot.
+		 * its whole slice counts, and only full slices in a row with
+		 * work pending, at least two and STRESS_LOST_MS since the
+		 * first ended: a peer preempted between publishing and
+		 * signalling ends them.
 		 */
 		if (now_ms() - t0 < cfg->timeout_ms * 9L / 10)
 			return 0;
@@ -59,10 +68,13 @@ int stress_wait(const struct stress_cfg *cfg, struct ioq_channel *ch,
 			strikes = 0;
 			continue;
 		}
-		if (++strikes < 2)
+		if (!strikes++)
+			pending_since = now_ms();
+		if (strikes < 2 || now_ms() - pending_since < STRESS_LOST_MS)
 			continue;
 		res->lost_wakeups++;
-		stress_fail(res, "lost wakeup: slept %d ms twice with work pending",
+		stress_fail(res, "lost wakeup: work pending for %ld ms (%d slices of %d ms), no notification",
+			    now_ms() - pending_since + cfg->timeout_ms, strikes,
 			    cfg->timeout_ms);
 		return 0;
 	}

@@ -49,7 +49,7 @@ struct stress_cfg {
 	unsigned long n;		/* messages */
 	__u32 ring;			/* descriptors in the ring */
 	unsigned int batch;		/* posts per signal */
-	int timeout_ms;			/* wait slice; 2 in a row with work = lost */
+	int timeout_ms;			/* wait slice (side.c: when one is lost) */
 	enum stress_inject inject;
 	unsigned long inject_at;	/* sequence number to corrupt */
 	__u32 ring_ver;			/* ring version: 5 or 6 */
@@ -76,8 +76,9 @@ int stress_south(const struct stress_cfg *cfg, struct ioq_channel *ch,
 
 /*
  * side.c: sleep on the channel until the peer signals. @work says whether
- * this side has something to do; two full timeouts in a row with work
- * pending is a lost wakeup (counted as an error). Returns 0, or -ECANCELED
+ * this side has something to do; full timeouts in a row with work pending,
+ * at least two and for STRESS_LOST_MS, are a lost wakeup (counted as an
+ * error). Returns 0, or -ECANCELED
  * when the peer gave up or died.
  */
 int stress_wait(const struct stress_cfg *cfg, struct ioq_channel *ch,
