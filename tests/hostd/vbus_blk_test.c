@@ -695,15 +695,18 @@ static void doorbell_mask(void **state)
  * poll_us (vbus_blk_poll.c): after each wakeup the host keeps looking at
  * its ring, its doorbells masked. A guest thread runs QD1 (post, wait for
  * the completion, post the next) while this thread runs the host loop.
- * What is checked is what no scheduling can change: with poll_us=0 every
- * post rings and nothing polls; with poll_us=1000 the device polls, each
+ * What is checked is what no scheduling can change: with poll_us=0
+ * nothing polls; with poll_us=1000 the device polls, each
  * request comes back with its data whether its post rang or was seen by
  * the poll, and after the guest pauses the host, back asleep, has its
  * doorbell on again: one more post is served (a poll that left it masked
  * would lose it: reap_n times out). How many doorbells the poll saves
  * depends on the guest thread posting within the window, i.e. on a free
  * second CPU: a number for hostd_vbus_blk_bench to print, not a test to
- * assert (a CI machine with a busy second vCPU saved none).
+ * assert (a CI machine with a busy second vCPU saved none). Even without
+ * polling a post may ring nothing: made while the host's wakeup still
+ * runs (shm-signal's pending set), it is seen by that wakeup's re-check
+ * of dirty (199 doorbells in 200 happened).
  */
 #define QD1_N	200
 
@@ -809,7 +812,6 @@ static void poll_window(void **state)
 		(unsigned long long)plain.doorbells,
 		(unsigned long long)polled.doorbells,
 		(unsigned long long)polled.polls);
-	assert_true(plain.doorbells >= QD1_N);
 	assert_int_equal(plain.polls, 0);
 	/* every wakeup polls: at least the first doorbell's */
 	assert_true(polled.polls >= 1);
