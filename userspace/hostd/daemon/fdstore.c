@@ -11,6 +11,14 @@
  * LISTEN_PID. A guest's connection is six names, "GUEST/KIND" with the
  * KINDs below. They are stored once QEMU connected and removed when it
  * disconnects; a taken-over connection stays stored as it was.
+ *
+ * Six datagrams are not one step: a crash, or a send that times out on a
+ * full queue, can cut a store or a removal short. So "GUEST/conn" is the
+ * commit marker: stored last, removed first. A set without it is what
+ * such a cut left behind, and a set with it lacks nothing unless an
+ * older daemon (which stored conn first) was cut short: either way the
+ * guest is not taken over, its leftovers are closed and removed, and the
+ * other guests are taken over as usual.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +37,11 @@ enum { K_CONN, K_BAR2, K_DB0, K_DB1, K_MSIX0, K_MSIX1, K_NR };
 static const char *const kinds[K_NR] = {
 	[K_CONN] = "conn", [K_BAR2] = "bar2", [K_DB0] = "db0",
 	[K_DB1] = "db1", [K_MSIX0] = "msix0", [K_MSIX1] = "msix1",
+};
+
+/* The commit marker last: a set is complete once it is stored. */
+static const int store_order[K_NR] = {
+	K_BAR2, K_DB0, K_DB1, K_MSIX0, K_MSIX1, K_CONN,
 };
 
 /* ---- loading ------------------------------------------------------------ */
@@ -218,6 +231,41 @@ static int check_kind(int fd, int kind, const char *guest, char *err,
 	return ok ? 0 : -1;
 }
 
+/* Close stored descriptor @i and remove it from the store. */
+static void drop(struct hostd_fdstore *s, unsigned int i)
+{
+	hostd_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s", s->name[i]);
+	close(s->fd[i]);
+	s->taken[i] = true;
+}
+
+/*
+ * A set lacking one of its six: the leftovers of a store or removal cut
+ * short. One line says what was found; then they go.
+ */
+static void drop_incomplete(struct hostd_fdstore *s, const char *guest,
+			    const int idx[K_NR])
+{
+	char found[64] = "";
+	size_t len = 0;
+	int k, missing = -1;
+
+	for (k = 0; k < K_NR; k++) {
+		if (idx[k] < 0) {
+			if (missing < 0)
+				missing = k;
+			continue;
+		}
+		len += (size_t)snprintf(found + len, sizeof(found) - len, "%s%s",
+					len ? "," : "", kinds[k]);
+	}
+	hostd_log("stored connection of guest %s is incomplete: no '%s/%s' (found %s; a store or removal was cut short): dropped, guest %s is not taken over (a QEMU that connects again is a new guest)",
+		  guest, guest, kinds[missing], found, guest);
+	for (k = 0; k < K_NR; k++)
+		if (idx[k] >= 0)
+			drop(s, (unsigned int)idx[k]);
+}
+
 int hostd_fdstore_take(struct hostd_fdstore *s, const char *guest,
 		       struct hostd_ivshmem_fds *fds, char *err, size_t errlen)
 {
@@ -229,16 +277,13 @@ int hostd_fdstore_take(struct hostd_fdstore *s, const char *guest,
 	}
 	if (!have)
 		return 0;
-	for (k = 0; k < K_NR; k++) {
-		if (idx[k] < 0) {
-			snprintf(err, errlen,
-				 "stored connection of guest %s is incomplete: no '%s/%s'",
-				 guest, guest, kinds[k]);
-			return -1;
-		}
+	if (have < K_NR) {
+		drop_incomplete(s, guest, idx);
+		return 0;
+	}
+	for (k = 0; k < K_NR; k++)
 		if (check_kind(s->fd[idx[k]], k, guest, err, errlen) < 0)
 			return -1;
-	}
 	for (k = 0; k < K_NR; k++)
 		s->taken[idx[k]] = true;
 	fds->conn = s->fd[idx[K_CONN]];
@@ -259,9 +304,7 @@ void hostd_fdstore_drop_rest(struct hostd_fdstore *s)
 			continue;
 		hostd_log("stored descriptor '%s' belongs to no configured guest: dropped",
 			  s->name[i]);
-		hostd_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s", s->name[i]);
-		close(s->fd[i]);
-		s->taken[i] = true;
+		drop(s, i);
 	}
 }
 
@@ -270,10 +313,14 @@ void hostd_fdstore_drop_rest(struct hostd_fdstore *s)
 /*
  * One message per name: FDNAME= names every fd of its message. FDPOLL=0:
  * a memfd cannot be polled, and the store must not drop an eventfd or
- * the socket on its own; we remove them when QEMU goes.
+ * the socket on its own; we remove them when QEMU goes. In store_order:
+ * when a send fails, the marker has not been sent, so what was stored is
+ * removed again (a removal that fails too leaves leftovers without the
+ * marker, which the next daemon drops) and the connection, still served,
+ * just does not survive a restart.
  */
-void hostd_fdstore_publish(const char *guest,
-			   const struct hostd_ivshmem_fds *fds)
+int hostd_fdstore_publish(const char *guest,
+			  const struct hostd_ivshmem_fds *fds)
 {
 	const int fd[K_NR] = {
 		[K_CONN] = fds->conn, [K_BAR2] = fds->bar2,
@@ -281,20 +328,31 @@ void hostd_fdstore_publish(const char *guest,
 		[K_MSIX0] = fds->msix[0], [K_MSIX1] = fds->msix[1],
 	};
 	char msg[160];
-	int k;
+	int i, k;
 
-	for (k = 0; k < K_NR; k++) {
+	for (i = 0; i < K_NR; i++) {
+		k = store_order[i];
 		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s/%s",
 			 guest, kinds[k]);
-		hostd_sd_notify_fds(msg, &fd[k], 1);
+		if (hostd_sd_notify_fds(msg, &fd[k], 1) < 0)
+			break;
 	}
+	if (i == K_NR)
+		return 0;
+	hostd_log("guest %s: storing '%s/%s' failed: its connection is not stored and will not survive a restart",
+		  guest, guest, kinds[store_order[i]]);
+	while (i-- > 0)
+		hostd_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s/%s", guest,
+				 kinds[store_order[i]]);
+	return -1;
 }
 
+/* The reverse of store_order: the marker goes first. */
 void hostd_fdstore_unpublish(const char *guest)
 {
-	int k;
+	int i;
 
-	for (k = 0; k < K_NR; k++)
+	for (i = K_NR - 1; i >= 0; i--)
 		hostd_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s/%s", guest,
-				 kinds[k]);
+				 kinds[store_order[i]]);
 }

@@ -29,15 +29,21 @@ struct hostd_fdstore {
 int hostd_fdstore_load(struct hostd_fdstore *s, char *err, size_t errlen);
 /*
  * The stored connection of guest @guest: 1 (@fds filled, now the
- * caller's), 0 none stored, -1 incomplete or of the wrong kind (@err).
+ * caller's), 0 none stored or an incomplete set (logged, closed and
+ * removed from the store: the leftovers of a store or removal cut
+ * short), -1 one of the wrong kind (@err).
  */
 int hostd_fdstore_take(struct hostd_fdstore *s, const char *guest,
 		       struct hostd_ivshmem_fds *fds, char *err, size_t errlen);
 /* Close what no guest took and remove it from the store (logged). */
 void hostd_fdstore_drop_rest(struct hostd_fdstore *s);
-/* Store guest @guest's connection, or remove it (QEMU gone for good). */
-void hostd_fdstore_publish(const char *guest,
-			   const struct hostd_ivshmem_fds *fds);
+/*
+ * Store guest @guest's connection ("GUEST/conn", the marker, last): 0, or
+ * -1 when a send failed (logged; what was stored is removed again).
+ * Unpublish removes it (QEMU gone for good), the marker first.
+ */
+int hostd_fdstore_publish(const char *guest,
+			  const struct hostd_ivshmem_fds *fds);
 void hostd_fdstore_unpublish(const char *guest);
 
 #endif /* VBUS_HOSTD_FDSTORE_H */

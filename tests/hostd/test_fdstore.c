@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * The descriptor store's commit marker (fdstore.c; docs/operations.md,
+ * "Restarts"): this process is the service manager, a datagram socket in
+ * NOTIFY_SOCKET that records what the daemon code sends. A connection is
+ * stored with "GUEST/conn" last and removed with it first; a send that
+ * fails takes back what was stored (the failure is a descriptor of -1:
+ * EBADF, the same path as a send timing out on a full queue);
+ * an incomplete set is dropped and removed, never taken over, and costs
+ * no other guest its connection.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "fdstore.h"
+
+#define MAX_MSGS	16
+
+struct env {
+	char dir[64], path[96];
+	int sock;		/* the manager's end */
+	int pair[2];		/* pair[0]: the connection */
+	struct hostd_ivshmem_fds fds;
+	char msg[MAX_MSGS][256];	/* "FDSTORE name" / "REMOVE name" */
+	int nmsg;
+};
+
+static int setup(void **state)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	assert_non_null(e);
+	strcpy(e->dir, "/tmp/vbus-fdstore.XXXXXX");
+	assert_non_null(mkdtemp(e->dir));
+	snprintf(e->path, sizeof(e->path), "%s/notify", e->dir);
+	e->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(e->sock >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", e->path);
+	assert_int_equal(bind(e->sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setenv("NOTIFY_SOCKET", e->path, 1);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+				    e->pair), 0);
+	e->fds.conn = e->pair[0];
+	e->fds.bar2 = memfd_create("vbus-test-bar2", MFD_CLOEXEC);
+	e->fds.db[0] = eventfd(0, EFD_CLOEXEC);
+	e->fds.db[1] = eventfd(0, EFD_CLOEXEC);
+	e->fds.msix[0] = eventfd(0, EFD_CLOEXEC);
+	e->fds.msix[1] = eventfd(0, EFD_CLOEXEC);
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+	int i;
+
+	close(e->sock);
+	close(e->pair[1]);
+	for (i = 0; i < 2; i++) {
+		close(e->fds.db[i]);
+		close(e->fds.msix[i]);
+	}
+	close(e->fds.conn);
+	close(e->fds.bar2);
+	unlink(e->path);
+	rmdir(e->dir);
+	unsetenv("NOTIFY_SOCKET");
+	free(e);
+	return 0;
+}
+
+static void field(const char *msg, const char *key, char *out, size_t len)
+{
+	const char *p = strstr(msg, key);
+	size_t n;
+
+	out[0] = 0;
+	if (!p)
+		return;
+	p += strlen(key);
+	n = strcspn(p, "\n");
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, p, n);
+	out[n] = 0;
+}
+
+/* Everything queued, as "FDSTORE name" (its descriptor closed) / "REMOVE name". */
+static void collect(struct env *e)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
+		struct cmsghdr align;
+	} u;
+	char text[512], name[128];
+	ssize_t n;
+
+	for (;;) {
+		struct iovec iov = { text, sizeof(text) - 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = u.buf,
+				     .msg_controllen = sizeof(u.buf) };
+		struct cmsghdr *c;
+
+		n = recvmsg(e->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0)
+			break;
+		text[n] = 0;
+		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_type == SCM_RIGHTS) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+				close(fd);
+			}
+		field(text, "FDNAME=", name, sizeof(name));
+		assert_true(e->nmsg < MAX_MSGS);
+		snprintf(e->msg[e->nmsg++], sizeof(e->msg[0]), "%s %s",
+			 strstr(text, "FDSTOREREMOVE=1") ? "REMOVE" :
+			 strstr(text, "FDSTORE=1") ? "FDSTORE" : "OTHER", name);
+	}
+}
+
+static void expect_msgs(struct env *e, const char *const *want, int n)
+{
+	int i;
+
+	collect(e);
+	for (i = 0; i < e->nmsg && i < n; i++)
+		assert_string_equal(e->msg[i], want[i]);
+	assert_int_equal(e->nmsg, n);
+}
+
+/* The six go in with the marker, g1/conn, last. */
+static void test_publish_marker_last(void **state)
+{
+	static const char *const want[] = {
+		"FDSTORE g1/bar2", "FDSTORE g1/db0", "FDSTORE g1/db1",
+		"FDSTORE g1/msix0", "FDSTORE g1/msix1", "FDSTORE g1/conn",
+	};
+	struct env *e = *state;
+
+	assert_int_equal(hostd_fdstore_publish("g1", &e->fds), 0);
+	expect_msgs(e, want, 6);
+}
+
+/* A send fails at msix0: the marker is never sent, the three stored go. */
+static void test_publish_failure_takes_back(void **state)
+{
+	static const char *const want[] = {
+		"FDSTORE g1/bar2", "FDSTORE g1/db0", "FDSTORE g1/db1",
+		"REMOVE g1/db1", "REMOVE g1/db0", "REMOVE g1/bar2",
+	};
+	struct env *e = *state;
+	int open_msix0 = e->fds.msix[0];
+
+	e->fds.msix[0] = -1;		/* sendmsg says EBADF */
+	assert_int_equal(hostd_fdstore_publish("g1", &e->fds), -1);
+	e->fds.msix[0] = open_msix0;
+	expect_msgs(e, want, 6);
+}
+
+/* Removal: the marker first, so a cut leaves a set without it. */
+static void test_unpublish_marker_first(void **state)
+{
+	static const char *const want[] = {
+		"REMOVE g1/conn", "REMOVE g1/msix1", "REMOVE g1/msix0",
+		"REMOVE g1/db1", "REMOVE g1/db0", "REMOVE g1/bar2",
+	};
+	struct env *e = *state;
+
+	hostd_fdstore_unpublish("g1");
+	expect_msgs(e, want, 6);
+}
+
+static void put(struct hostd_fdstore *s, const char *name, int fd)
+{
+	s->fd[s->n] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	assert_true(s->fd[s->n] >= 0);
+	snprintf(s->name[s->n], sizeof(s->name[0]), "%s", name);
+	s->n++;
+}
+
+static void put_set(struct env *e, struct hostd_fdstore *s, const char *guest,
+		    const char *skip)
+{
+	const char *kind[] = { "bar2", "db0", "db1", "msix0", "msix1", "conn" };
+	const int fd[] = { e->fds.bar2, e->fds.db[0], e->fds.db[1],
+			   e->fds.msix[0], e->fds.msix[1], e->fds.conn };
+	char name[HOSTD_FDNAME_MAX];
+	int k;
+
+	for (k = 0; k < 6; k++) {
+		if (skip && strstr(skip, kind[k]))
+			continue;
+		snprintf(name, sizeof(name), "%s/%s", guest, kind[k]);
+		put(s, name, fd[k]);
+	}
+}
+
+static bool is_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+/*
+ * g1's set was cut short (here @skip is what it lacks): not taken over,
+ * its descriptors closed and removed from the store; g2 is taken over.
+ */
+static void take_with_leftovers(struct env *e, const char *skip,
+				const char *const *want, int nwant)
+{
+	struct hostd_fdstore *s = calloc(1, sizeof(*s));
+	struct hostd_ivshmem_fds got;
+	char err[256] = "";
+	unsigned int i, g1_n;
+
+	assert_non_null(s);
+	put_set(e, s, "g1", skip);
+	g1_n = s->n;
+	put_set(e, s, "g2", NULL);
+	assert_int_equal(hostd_fdstore_take(s, "g1", &got, err, sizeof(err)), 0);
+	for (i = 0; i < g1_n; i++) {
+		assert_true(s->taken[i]);
+		assert_false(is_open(s->fd[i]));
+	}
+	expect_msgs(e, want, nwant);
+	assert_int_equal(hostd_fdstore_take(s, "g2", &got, err, sizeof(err)), 1);
+	assert_int_equal(got.conn, s->fd[s->n - 1]);
+	for (i = g1_n; i < s->n; i++) {
+		assert_true(s->taken[i]);
+		close(s->fd[i]);
+	}
+	hostd_fdstore_drop_rest(s);	/* nothing left: sends nothing */
+	expect_msgs(e, want, nwant);
+	free(s);
+}
+
+/* A store cut before the marker: three of six, no g1/conn. */
+static void test_take_store_cut_before_marker(void **state)
+{
+	static const char *const want[] = {
+		"REMOVE g1/bar2", "REMOVE g1/db0", "REMOVE g1/db1",
+	};
+
+	take_with_leftovers(*state, "msix0 msix1 conn", want, 3);
+}
+
+/* A removal cut after the marker: everything but g1/conn. */
+static void test_take_removal_cut_after_marker(void **state)
+{
+	static const char *const want[] = {
+		"REMOVE g1/bar2", "REMOVE g1/db0", "REMOVE g1/db1",
+		"REMOVE g1/msix0", "REMOVE g1/msix1",
+	};
+
+	take_with_leftovers(*state, "conn", want, 5);
+}
+
+/* The marker but not bar2: an older daemon's store (conn first) cut short. */
+static void test_take_marker_without_the_rest(void **state)
+{
+	static const char *const want[] = { "REMOVE g1/conn" };
+
+	take_with_leftovers(*state, "bar2 db0 db1 msix0 msix1", want, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_publish_marker_last, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_publish_failure_takes_back,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unpublish_marker_first,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_store_cut_before_marker,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_removal_cut_after_marker,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_marker_without_the_rest,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
