@@ -5,13 +5,20 @@ docs/operations.md, "Restarts"; docs/transport.md, "Host restarts").
 
   fdstore_test.py keeper HOSTD KEEPER   restarts under vbus-fdkeeper
   fdstore_test.py listen HOSTD          what LISTEN_FDS may and may not be
+  fdstore_test.py cut store|removal     (run by the keeper test) a daemon
+                                        killed halfway through storing or
+                                        removing guest g1's connection
 
 keeper: a QEMU stand-in connects; the daemon is killed (SIGKILL) and
 stopped (SIGTERM) and comes back each time on the same connection: BAR2's
 host_epoch goes odd on the way down and to the next even value on the
 way up, the guest's MSI-X eventfds fire, a hypercall left in the mailbox
 is answered -ENOTCONN, and a NEGOTIATE rung on the old doorbell eventfd
-is served by the new daemon. listen: every mistake in what is passed in
+is served by the new daemon. Then, with guests g1 and g2 connected, a
+daemon is killed halfway through storing g1's connection (before the
+marker, g1/conn) or removing it (after the marker went): the next daemon
+starts, drops g1's leftovers (logged; the keeper no longer holds them),
+takes g2 over, and serves g1 as a new guest. listen: every mistake in what is passed in
 exits 1 with its own message. Prints "ok: ..."/"FAIL: ..."; exit status =
 failures.
 """
@@ -187,6 +194,93 @@ def keeper_restarts(hostd, keeper, T):
             os.unlink(ram)
 
 
+def cut_short(mode):
+    """Play a daemon killed (SIGKILL) halfway through storing (mode
+    "store": three of g1's six, not the marker g1/conn, after its old set
+    was removed) or removing (mode "removal": the marker and one more) g1's
+    connection, with the keeper's stored descriptors as the fds."""
+    names = os.environ["LISTEN_FDNAMES"].split(":")
+    fd = {n: 3 + i for i, n in enumerate(names)}
+    addr = os.environ["NOTIFY_SOCKET"]
+    if addr.startswith("@"):
+        addr = "\0" + addr[1:]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    kinds = ["bar2", "db0", "db1", "msix0", "msix1", "conn"]  # store order
+    if mode == "store":
+        for k in kinds:
+            s.sendto(b"FDSTOREREMOVE=1\nFDNAME=g1/" + k.encode(), addr)
+        for k in kinds[:3]:
+            s.sendmsg([b"FDSTORE=1\nFDPOLL=0\nFDNAME=g1/" + k.encode()],
+                      [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                        struct.pack("i", fd["g1/" + k]))], 0, addr)
+    else:
+        for k in reversed(kinds[-2:]):
+            s.sendto(b"FDSTOREREMOVE=1\nFDNAME=g1/" + k.encode(), addr)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def keeper_cut_short(hostd, keeper, T, mode):
+    """The next daemon after a store/removal of g1 cut short (cut_short)."""
+    rams = [shm_name("cut-%s-%s" % (mode, g)) for g in ("g1", "g2")]
+    conf = T + "/c.conf"
+    write_conf(conf, ["%s:sock=%s/%s-%s.sock,mem=%s,size=1M" % (g, T, mode, g, r)
+                      for g, r in zip(("g1", "g2"), rams)],
+               ["g1:type=vbus-test,id=1", "g2:type=vbus-test,id=1"])
+    runs, run = T + "/runs-" + mode, T + "/run-%s.sh" % mode
+    with open(run, "w") as f:	# the 2nd start is the daemon cut short
+        f.write('#!/bin/sh\nn=$(cat %s 2>/dev/null || echo 0)\n'
+                'echo $((n + 1)) > %s\n'
+                'if [ "$n" = 1 ]; then exec %s %s cut %s; fi\n'
+                'exec %s --foreground --ctl %s/c-%s.ctl --config %s\n'
+                % (runs, runs, sys.executable, os.path.abspath(__file__), mode,
+                   hostd, T, mode, conf))
+    os.chmod(run, 0o755)
+    k = Keeper(keeper, [run])
+    what = "store cut before the marker" if mode == "store" else \
+        "removal cut after the marker"
+    conns = []
+    try:
+        check(wait_for(lambda: k.count("ready") >= 1, 10), "%s: daemon ready" % what,
+              k.text())
+        own = k.held()
+        conns = [fake_qemu("%s/%s-%s.sock" % (T, mode, g)) for g in ("g1", "g2")]
+        check(all(len(f) == 5 for _, f in conns), "%s: both QEMU stand-ins connected"
+              % what, str([f for _, f in conns]))
+        if not all(len(f) == 5 for _, f in conns):
+            return
+        check(wait_for(lambda: k.held() == own + 12, 10),
+              "%s: both connections stored (twelve descriptors)" % what,
+              "%d, was %d" % (k.held(), own))
+        os.kill(k.daemon_pid(), signal.SIGKILL)
+        check(wait_for(lambda: k.count("ready") >= 2, 20),
+              "%s: the daemon after the cut starts (not exit 1)" % what, k.text())
+        found = "bar2,db0,db1" if mode == "store" else "bar2,db0,db1,msix0"
+        check("stored connection of guest g1 is incomplete: no 'g1/conn' (found %s;"
+              % found in k.text() and "guest g1 is not taken over" in k.text(),
+              "%s: g1's leftovers logged (found %s)" % (what, found), k.text()[-800:])
+        check(wait_for(lambda: k.held() == own + 6, 10),
+              "%s: the keeper no longer holds g1's leftovers (g2's six remain)" % what,
+              "%d, was %d" % (k.held(), own))
+        g2 = Shm(conns[1][1][0])
+        check(wait_for(lambda: g2.u32(OFF_EPOCH) == 2, 10),
+              "%s: g2 taken over (host_epoch 0 -> 2)" % what, str(g2.u32(OFF_EPOCH)))
+        g1 = fake_qemu("%s/%s-g1.sock" % (T, mode))
+        conns.append(g1)
+        check(len(g1[1]) == 5 and wait_for(lambda: k.held() == own + 12, 10),
+              "%s: g1 connects again as a new guest, stored again" % what,
+              "%s; %d, was %d" % (g1[1], k.held(), own))
+    finally:
+        for s, fds in conns:
+            s.close()
+            for fd in fds:
+                os.close(fd)
+        rc = k.stop()
+        check(rc == 0, "%s: SIGTERM to the keeper: exit 0" % what, str(rc))
+        for r in rams:
+            if os.path.exists(r):
+                os.unlink(r)
+
+
 def keeper_bad_config(hostd, keeper, T):
     k = Keeper(keeper, [hostd, "--foreground", "--ctl", T + "/b.ctl",
                         "--guest", "bad"])
@@ -248,8 +342,11 @@ def listen_errors(hostd, T):
         ("twice", [sa.fileno(), sa.fileno()],
          {"LISTEN_FDS": "2", "LISTEN_FDNAMES": "g1/conn:g1/conn"},
          1, "stored descriptor 'g1/conn' passed twice"),
+        # the marker alone: an older daemon (conn stored first) cut short
         ("partial", [sa.fileno()], {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "g1/conn"},
-         1, "stored connection of guest g1 is incomplete: no 'g1/bar2'"),
+         "running", "stored connection of guest g1 is incomplete: no 'g1/bar2' "
+         "(found conn; a store or removal was cut short): dropped, guest g1 is "
+         "not taken over"),
         ("kind", [pr] * 6,
          {"LISTEN_FDS": "6",
           "LISTEN_FDNAMES": "g1/conn:g1/bar2:g1/db0:g1/db1:g1/msix0:g1/msix1"},
@@ -287,6 +384,8 @@ def listen_errors(hostd, T):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "cut":
+        cut_short(sys.argv[2])
     if len(sys.argv) < 3 or sys.argv[1] not in ("keeper", "listen"):
         print(__doc__)
         return 2
@@ -296,6 +395,8 @@ def main():
         if mode == "keeper":
             keeper = os.path.abspath(sys.argv[3])
             keeper_restarts(hostd, keeper, T)
+            keeper_cut_short(hostd, keeper, T, "store")
+            keeper_cut_short(hostd, keeper, T, "removal")
             keeper_bad_config(hostd, keeper, T)
         else:
             listen_errors(hostd, T)
