@@ -6,8 +6,8 @@
  * stored with "GUEST/conn" last and removed with it first; a send that
  * fails takes back what was stored (the failure is a descriptor of -1:
  * EBADF, the same path as a send timing out on a full queue);
- * an incomplete set is dropped and removed, never taken over, and costs
- * no other guest its connection.
+ * an incomplete set, or one with a name twice, is dropped and removed,
+ * never taken over, and costs no other guest its connection.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,6 +279,34 @@ static void test_take_marker_without_the_rest(void **state)
 	take_with_leftovers(*state, "bar2 db0 db1 msix0 msix1", want, 1);
 }
 
+/* g1's complete set and a second g1/bar2: none of the seven is taken. */
+static void test_take_name_twice(void **state)
+{
+	static const char *const want[] = {
+		"REMOVE g1/conn", "REMOVE g1/bar2", "REMOVE g1/bar2",
+		"REMOVE g1/db0", "REMOVE g1/db1", "REMOVE g1/msix0",
+		"REMOVE g1/msix1",
+	};
+	struct env *e = *state;
+	struct hostd_fdstore *s = calloc(1, sizeof(*s));
+	struct hostd_ivshmem_fds got;
+	char err[256] = "";
+	unsigned int i;
+
+	assert_non_null(s);
+	put_set(e, s, "g1", NULL);
+	put(s, "g1/bar2", e->fds.bar2);
+	put_set(e, s, "g2", NULL);
+	assert_int_equal(hostd_fdstore_take(s, "g1", &got, err, sizeof(err)), 0);
+	for (i = 0; i < 7; i++)
+		assert_false(is_open(s->fd[i]));
+	expect_msgs(e, want, 7);
+	assert_int_equal(hostd_fdstore_take(s, "g2", &got, err, sizeof(err)), 1);
+	for (i = 7; i < s->n; i++)
+		close(s->fd[i]);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +322,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_take_marker_without_the_rest,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_name_twice, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

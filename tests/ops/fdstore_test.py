@@ -341,7 +341,8 @@ def listen_errors(hostd, T):
          1, "is named 'foo', not GUEST/"),
         ("twice", [sa.fileno(), sa.fileno()],
          {"LISTEN_FDS": "2", "LISTEN_FDNAMES": "g1/conn:g1/conn"},
-         1, "stored descriptor 'g1/conn' passed twice"),
+         "running", "stored connection of guest g1 is ambiguous: 'g1/conn' passed "
+         "twice (fds 3 and 4): dropped, guest g1 is not taken over"),
         # the marker alone: an older daemon (conn stored first) cut short
         ("partial", [sa.fileno()], {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "g1/conn"},
          "running", "stored connection of guest g1 is incomplete: no 'g1/bar2' "

@@ -18,7 +18,7 @@
  * such a cut left behind, and a set with it lacks nothing unless an
  * older daemon (which stored conn first) was cut short: either way the
  * guest is not taken over, its leftovers are closed and removed, and the
- * other guests are taken over as usual.
+ * other guests are taken over as usual. So is a set with a name twice.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -93,26 +93,18 @@ static long split_names(struct hostd_fdstore *s, const char *names)
 	}
 }
 
+/* A name passed twice is the guest's problem (hostd_fdstore_take). */
 static int check_names(struct hostd_fdstore *s, char *err, size_t errlen)
 {
-	unsigned int i, j;
+	unsigned int i;
 
-	for (i = 0; i < s->n; i++) {
+	for (i = 0; i < s->n; i++)
 		if (kind_of(s->name[i]) < 0) {
 			snprintf(err, errlen,
 				 "stored descriptor %u is named '%s', not GUEST/{conn,bar2,db0,db1,msix0,msix1}",
 				 LISTEN_FDS_START + i, s->name[i]);
 			return -1;
 		}
-		for (j = 0; j < i; j++)
-			if (!strcmp(s->name[i], s->name[j])) {
-				snprintf(err, errlen,
-					 "stored descriptor '%s' passed twice (fds %u and %u)",
-					 s->name[i], LISTEN_FDS_START + j,
-					 LISTEN_FDS_START + i);
-				return -1;
-			}
-	}
 	return 0;
 }
 
@@ -184,13 +176,15 @@ int hostd_fdstore_load(struct hostd_fdstore *s, char *err, size_t errlen)
 
 /* ---- a guest's connection ------------------------------------------------ */
 
-static int find(const struct hostd_fdstore *s, const char *guest, int kind)
+/* The first "GUEST/KIND" not taken after index @after; -1 if none. */
+static int find(const struct hostd_fdstore *s, const char *guest, int kind,
+		int after)
 {
 	char want[HOSTD_FDNAME_MAX];
 	unsigned int i;
 
 	snprintf(want, sizeof(want), "%s/%s", guest, kinds[kind]);
-	for (i = 0; i < s->n; i++)
+	for (i = (unsigned int)(after + 1); i < s->n; i++)
 		if (!s->taken[i] && !strcmp(s->name[i], want))
 			return (int)i;
 	return -1;
@@ -266,16 +260,41 @@ static void drop_incomplete(struct hostd_fdstore *s, const char *guest,
 			drop(s, (unsigned int)idx[k]);
 }
 
+/*
+ * A name passed twice (a manager that keeps both when a name is stored
+ * again, e.g. after a failed removal): which is the live one cannot be
+ * told, so none is taken.
+ */
+static bool drop_ambiguous(struct hostd_fdstore *s, const char *guest,
+			   const int idx[K_NR])
+{
+	int k, again = -1;
+
+	for (k = 0; k < K_NR && again < 0; k++)
+		if (idx[k] >= 0)
+			again = find(s, guest, k, idx[k]);
+	if (again < 0)
+		return false;
+	k--;
+	hostd_log("stored connection of guest %s is ambiguous: '%s/%s' passed twice (fds %d and %d): dropped, guest %s is not taken over (a QEMU that connects again is a new guest)",
+		  guest, guest, kinds[k], LISTEN_FDS_START + idx[k],
+		  LISTEN_FDS_START + again, guest);
+	for (k = 0; k < K_NR; k++)
+		while ((again = find(s, guest, k, -1)) >= 0)
+			drop(s, (unsigned int)again);
+	return true;
+}
+
 int hostd_fdstore_take(struct hostd_fdstore *s, const char *guest,
 		       struct hostd_ivshmem_fds *fds, char *err, size_t errlen)
 {
 	int idx[K_NR], k, have = 0;
 
 	for (k = 0; k < K_NR; k++) {
-		idx[k] = find(s, guest, k);
+		idx[k] = find(s, guest, k, -1);
 		have += idx[k] >= 0;
 	}
-	if (!have)
+	if (!have || drop_ambiguous(s, guest, idx))
 		return 0;
 	if (have < K_NR) {
 		drop_incomplete(s, guest, idx);

@@ -29,9 +29,9 @@ struct hostd_fdstore {
 int hostd_fdstore_load(struct hostd_fdstore *s, char *err, size_t errlen);
 /*
  * The stored connection of guest @guest: 1 (@fds filled, now the
- * caller's), 0 none stored or an incomplete set (logged, closed and
- * removed from the store: the leftovers of a store or removal cut
- * short), -1 one of the wrong kind (@err).
+ * caller's), 0 none stored or an incomplete or ambiguous set (logged,
+ * closed and removed from the store: the leftovers of a store or removal
+ * cut short, a name passed twice), -1 one of the wrong kind (@err).
  */
 int hostd_fdstore_take(struct hostd_fdstore *s, const char *guest,
 		       struct hostd_ivshmem_fds *fds, char *err, size_t errlen);
