@@ -18,8 +18,10 @@ is served by the new daemon. Then, with guests g1 and g2 connected, a
 daemon is killed halfway through storing g1's connection (before the
 marker, g1/conn) or removing it (after the marker went): the next daemon
 starts, drops g1's leftovers (logged; the keeper no longer holds them),
-takes g2 over, and serves g1 as a new guest. listen: every mistake in what is passed in
-exits 1 with its own message. Prints "ok: ..."/"FAIL: ..."; exit status =
+takes g2 over, and serves g1 as a new guest. listen: every mistake in
+what is passed in exits 1 with its own message; an incomplete set or a
+name passed twice is dropped with its own message and the daemon runs.
+Prints "ok: ..."/"FAIL: ..."; exit status =
 failures.
 """
 import errno

@@ -270,12 +270,11 @@ static bool drop_ambiguous(struct hostd_fdstore *s, const char *guest,
 {
 	int k, again = -1;
 
-	for (k = 0; k < K_NR && again < 0; k++)
-		if (idx[k] >= 0)
-			again = find(s, guest, k, idx[k]);
-	if (again < 0)
+	for (k = 0; k < K_NR; k++)
+		if (idx[k] >= 0 && (again = find(s, guest, k, idx[k])) >= 0)
+			break;
+	if (k == K_NR)
 		return false;
-	k--;
 	hostd_log("stored connection of guest %s is ambiguous: '%s/%s' passed twice (fds %d and %d): dropped, guest %s is not taken over (a QEMU that connects again is a new guest)",
 		  guest, guest, kinds[k], LISTEN_FDS_START + idx[k],
 		  LISTEN_FDS_START + again, guest);
