@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "fg_dev.h"
 
 #define FGD_MAX_RINGS 16
@@ -224,20 +223,12 @@ void fgd_poll(int timeout_ms)
 	hostd_loop_poll(&fg->g.loop, timeout_ms);
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 bool fgd_run_until(bool (*done)(void *arg), void *arg, int timeout_ms)
 {
-	long long end = now_ms() + timeout_ms;
+	unsigned long long end = hostd_now_ns() + timeout_ms * 1000000ull;
 
 	while (!done(arg)) {
-		if (now_ms() >= end)
+		if (hostd_now_ns() >= end)
 			return done(arg);
 		fgd_poll(10);
 	}
@@ -247,11 +238,11 @@ bool fgd_run_until(bool (*done)(void *arg), void *arg, int timeout_ms)
 /* At least one pass: a stall before the first check must not skip the loop. */
 void fgd_run_for(int ms)
 {
-	long long end = now_ms() + ms;
+	unsigned long long end = hostd_now_ns() + ms * 1000000ull;
 
 	do
 		fgd_poll(5);
-	while (now_ms() < end);
+	while (hostd_now_ns() < end);
 }
 
 /* ---- what ctl stats says ---------------------------------------------------------- */

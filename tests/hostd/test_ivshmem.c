@@ -21,20 +21,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 #include "daemon.h"
 
 /* for what must happen; a loaded CI machine stalls us for seconds */
 #define TIMEOUT_MS 10000
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
 
 static char dir[] = "/tmp/vbus-hostd-test-XXXXXX";
 
@@ -162,7 +153,7 @@ static int guest_hc(struct fake_qemu *q, unsigned char *ram, __u32 vector,
 {
 	struct pollfd p = { .fd = q->msix_fd[VBUS_PCI_MSIX_HC], .events = POLLIN };
 	__u32 seq = __atomic_load_n(&q->shm->hc_done, __ATOMIC_ACQUIRE) + 1;
-	long long end = now_ms() + TIMEOUT_MS;
+	unsigned long long end = hostd_now_ns() + TIMEOUT_MS * 1000000ull;
 	__u64 one = 1, v;
 
 	memcpy(ram + 0x1000, data, len);
@@ -174,7 +165,7 @@ static int guest_hc(struct fake_qemu *q, unsigned char *ram, __u32 vector,
 	/* Doorbell (peer 0, vector HC): QEMU writes the host's eventfd */
 	assert_int_equal(write(q->host_fd[VBUS_PCI_DB_HC], &one, 8), 8);
 	while (__atomic_load_n(&q->shm->hc_done, __ATOMIC_ACQUIRE) != seq &&
-	       now_ms() < end)
+	       hostd_now_ns() < end)
 		poll(&p, 1, 100);
 	assert_true(__atomic_load_n(&q->shm->hc_done, __ATOMIC_ACQUIRE) == seq);
 	/*
@@ -190,7 +181,7 @@ static int guest_hc(struct fake_qemu *q, unsigned char *ram, __u32 vector,
 
 static bool wait_state(struct hostd_guest **gs, const char *want)
 {
-	long long end = now_ms() + TIMEOUT_MS;
+	unsigned long long end = hostd_now_ns() + TIMEOUT_MS * 1000000ull;
 	bool ok;
 
 	do {
@@ -201,7 +192,7 @@ static bool wait_state(struct hostd_guest **gs, const char *want)
 		hostd_buf_free(&out);
 		if (!ok)
 			usleep(20000);
-	} while (!ok && now_ms() < end);
+	} while (!ok && hostd_now_ns() < end);
 	return ok;
 }
 

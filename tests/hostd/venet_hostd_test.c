@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -89,18 +88,10 @@ static int reap_len(struct fg_ring *r, __u64 *len, __u64 *ptr)
 	return ioq_iter_pop(&it, 0) ? -EIO : 1;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 /* pump the host for up to TIMEOUT_MS until @r has a completion */
 static int wait_reap(struct fg *f, struct fg_ring *r, __u64 *len, __u64 *ptr)
 {
-	long long end = now_ms() + TIMEOUT_MS;
+	unsigned long long end = hostd_now_ns() + TIMEOUT_MS * 1000000ull;
 	int ret;
 
 	do {
@@ -109,7 +100,7 @@ static int wait_reap(struct fg *f, struct fg_ring *r, __u64 *len, __u64 *ptr)
 		if (ret)
 			return ret;
 		usleep(5000);
-	} while (now_ms() < end);
+	} while (hostd_now_ns() < end);
 	fg_pump(f);
 	return reap_len(r, len, ptr);
 }

@@ -58,9 +58,8 @@ int stress_wait(const struct stress_cfg *cfg, struct ioq_channel *ch,
 		/*
 		 * Woken without the notifier running. Only a wait that ran
 		 * its whole slice counts, and only full slices in a row with
-		 * work pending, at least two and STRESS_LOST_MS since the
-		 * first ended: a peer preempted between publishing and
-		 * signalling ends them.
+		 * work pending for STRESS_LOST_MS after the first ended: a
+		 * peer preempted between publishing and signalling ends them.
 		 */
 		if (now_ms() - t0 < cfg->timeout_ms * 9L / 10)
 			return 0;
@@ -70,7 +69,7 @@ int stress_wait(const struct stress_cfg *cfg, struct ioq_channel *ch,
 		}
 		if (!strikes++)
 			pending_since = now_ms();
-		if (strikes < 2 || now_ms() - pending_since < STRESS_LOST_MS)
+		if (now_ms() - pending_since < STRESS_LOST_MS)
 			continue;
 		res->lost_wakeups++;
 		stress_fail(res, "lost wakeup: work pending for %ld ms (%d slices of %d ms), no notification",

@@ -76,10 +76,9 @@ int stress_south(const struct stress_cfg *cfg, struct ioq_channel *ch,
 
 /*
  * side.c: sleep on the channel until the peer signals. @work says whether
- * this side has something to do; full timeouts in a row with work pending,
- * at least two and for STRESS_LOST_MS, are a lost wakeup (counted as an
- * error). Returns 0, or -ECANCELED
- * when the peer gave up or died.
+ * this side has something to do; full timeouts in a row with work pending
+ * for STRESS_LOST_MS are a lost wakeup (counted as an error). Returns 0,
+ * or -ECANCELED when the peer gave up or died.
  */
 int stress_wait(const struct stress_cfg *cfg, struct ioq_channel *ch,
 		struct stress_shared *sh, struct stress_result *res,

@@ -421,25 +421,6 @@ timeout_fault() {
 	[ "$secs" -le 60 ] || { echo "took $secs s"; return 1; }
 }
 
-# faulted: the next request fails at once, not through the timeout
-# handler: no "request timed out" while it ran, and in less time than the
-# first of those would take (io_timeout, 1 s here; the whole slow path is
-# io_timeout x (VBUS_BLK_TIMEOUT_RESETS 4 + 1) = 5 s). The time is printed.
-fails_fast() {
-	local t0 cs n0
-	n0=$(dmesg | grep -c 'request timed out')
-	t0=$(vt_uptime_cs)
-	if dd if="/dev/$1" of=/dev/null bs=4096 skip=200 count=1 iflag=direct 2>/dev/null; then
-		echo "a read from the faulted disk succeeded"
-		return 1
-	fi
-	cs=$(($(vt_uptime_cs) - t0))
-	echo "$((cs / 100)).$((cs / 10 % 10))" >/tmp/fast.secs
-	[ "$(dmesg | grep -c 'request timed out')" = "$n0" ] ||
-		{ echo "it went through the timeout handler"; return 1; }
-	[ "$cs" -lt 400 ] || { echo "took $cs cs (the slow path takes >= 500)"; return 1; }
-}
-
 # ============================================================================
 log "$(grep -c ^processor /proc/cpuinfo) CPUs, kernel $(uname -r)"
 mkdir -p /etc && ln -sf /proc/mounts /etc/mtab
@@ -493,7 +474,7 @@ RW=$(disk "$VT_RW_SERIAL") || RW=
 if [ -n "$RW" ]; then
 	vt_check flush-survives-hostd-kill flush_kill "$RW" &&
 		vt_check timeout-faults-device timeout_fault "$RW" &&
-		vt_check faulted-fails-fast fails_fast "$RW"
+		vt_check faulted-fails-fast vt_blk_fails_fast "$RW" 200
 	log "TIMEOUT a read from the faulted disk failed after $(cat /tmp/fast.secs 2>/dev/null || echo '?') s"
 else
 	vt_fail flush-survives-hostd-kill "no rw disk"

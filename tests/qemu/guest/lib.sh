@@ -157,3 +157,23 @@ vt_slab_check() {
 	done
 	vt_check "$_vt_name" vt_slab_compare "$_vt_a" "$_vt_b" "$_vt_tol"
 }
+
+# vt_blk_fails_fast DEV SKIP: a faulted vbus-blk disk fails a 4 KiB direct
+# read at block SKIP at once, not through the timeout handler: no new
+# "request timed out" while it ran, and in less time than that path takes
+# (io_timeout 1 s in the suites x (VBUS_BLK_TIMEOUT_RESETS 4 + 1) = 5 s).
+# Writes the seconds it took to /tmp/fast.secs.
+vt_blk_fails_fast() {
+	local t0 cs n0
+	n0=$(dmesg | grep -c 'request timed out')
+	t0=$(vt_uptime_cs)
+	if dd if="/dev/$1" of=/dev/null bs=4096 skip="$2" count=1 iflag=direct 2>/dev/null; then
+		echo "a read from the faulted disk succeeded"
+		return 1
+	fi
+	cs=$(($(vt_uptime_cs) - t0))
+	echo "$((cs / 100)).$((cs / 10 % 10))" >/tmp/fast.secs
+	[ "$(dmesg | grep -c 'request timed out')" = "$n0" ] ||
+		{ echo "it went through the timeout handler"; return 1; }
+	[ "$cs" -lt 400 ] || { echo "took $cs cs (the slow path takes >= 500)"; return 1; }
+}

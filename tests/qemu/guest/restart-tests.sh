@@ -501,25 +501,6 @@ stop_read_fails() {
 	[ "$secs" -le 60 ] || { echo "took $secs s"; return 1; }
 }
 
-# the device faulted: the next read fails at once, neither parked for the
-# host (its timer would log "request timed out") nor waiting in a quiesced
-# queue for the away timer (io_timeout x (VBUS_BLK_TIMEOUT_RESETS 4 + 1) =
-# 5 s here); the time is printed
-stop_fails_fast() {
-	local t0 cs n0
-	n0=$(dmesg | grep -c 'request timed out')
-	t0=$(vt_uptime_cs)
-	if dd if="/dev/$BLK" of=/dev/null bs=4096 skip=400 count=1 iflag=direct 2>/dev/null; then
-		echo "a read from the faulted disk succeeded"
-		return 1
-	fi
-	cs=$(($(vt_uptime_cs) - t0))
-	echo "$((cs / 100)).$((cs / 10 % 10))" >/tmp/fast.secs
-	[ "$(dmesg | grep -c 'request timed out')" = "$n0" ] ||
-		{ echo "it went through the timeout handler"; return 1; }
-	[ "$cs" -lt 400 ] || { echo "took $cs cs (the slow path takes >= 500)"; return 1; }
-}
-
 stop_case() {
 	local down0
 	down0=$(bridge_stat host_down)
@@ -528,7 +509,7 @@ stop_case() {
 	echo "VBUS-HOSTREQ $REQ stop 0" >/dev/console
 	vt_check stop-host-down-seen wait_stat_above host_down "$down0" &&
 		vt_check stop-blk-read-times-out stop_read_fails &&
-		vt_check stop-blk-faulted-fails-fast stop_fails_fast
+		vt_check stop-blk-faulted-fails-fast vt_blk_fails_fast "$BLK" 400
 	log "STOP a read with the host gone for good failed after $(cat /tmp/stop.secs 2>/dev/null || echo '?') s (io_timeout 1 s), the next after $(cat /tmp/fast.secs 2>/dev/null || echo '?') s"
 }
 

@@ -84,11 +84,6 @@ wait_carrier() {
 http_get() { timeout 60 wget -q -O - "$URL$1"; }
 http_post() { timeout 120 wget -q -O - --post-file "$2" "$URL$1"; }
 
-# ethstat IF NAME: one counter from ethtool -S.
-ethstat() {
-	ethtool -S "$1" | awk -v k="$2:" '$1 == k { print $2; f = 1 } END { exit !f }'
-}
-
 # ethstats IF NAME...: those counters, space-separated, from one ethtool -S
 # (counters compared with each other must come from the same snapshot).
 ethstats() {
@@ -111,10 +106,6 @@ ip_frag_creates() {
 
 check_ping_out() { ping -c 3 -W 3 "$VT_HOST_IP"; }
 
-# tx_complete_irq=0: frames sent and nothing received after them (to a
-# neighbour that does not exist: no reply, no ARP) are still reaped: the
-# tx completion signal is masked while the queue runs, so only the
-# end-of-burst timer (venet_tx.c, tx_timer) frees them.
 # tx_all_completed: tx_completed == tx_packets in one ethtool -S snapshot
 tx_all_completed() {
 	local s
@@ -123,6 +114,10 @@ tx_all_completed() {
 	[ "${s% *}" = "${s#* }" ]
 }
 
+# tx_complete_irq=0: frames sent and nothing received after them (to a
+# neighbour that does not exist: no reply, no ARP) are still reaped: the
+# tx completion signal is masked while the queue runs, so only the
+# end-of-burst timer (venet_tx.c, tx_timer) frees them.
 check_tx_reaped_idle() {
 	local rc=0 ghost="${VT_HOST_IP%.*}.213"
 	arp -i "$IF" -s "$ghost" 02:00:00:00:02:13 || return 1
@@ -286,7 +281,7 @@ mode() {
 	vt_check "$p/tcp-guest-to-host" check_tcp_out
 
 	if [ "$HAVE_ETHTOOL" = 1 ]; then
-		tso=$(ethstat "$IF" tx_gso_packets)
+		tso=$(ethstats "$IF" tx_gso_packets)
 		log "$p: tx_gso_packets=$tso"
 		if [ "$sg" = 1 ]; then
 			vt_check "$p/tso-used" test "${tso:-0}" -gt 0
@@ -295,15 +290,15 @@ mode() {
 		fi
 		# rx offload (RXSG): the md5-checked host->guest transfer above
 		# must have arrived as GSO frames, with nothing refused
-		rxgso=$(ethstat "$IF" rx_gso_packets)
-		log "$p: rx_gso_packets=$rxgso rx_csum_partial=$(ethstat "$IF" rx_csum_partial)"
+		rxgso=$(ethstats "$IF" rx_gso_packets)
+		log "$p: rx_gso_packets=$rxgso rx_csum_partial=$(ethstats "$IF" rx_csum_partial)"
 		if [ "$sg" = 1 ]; then
 			vt_check "$p/rx-gso-used" test "${rxgso:-0}" -gt 0
 		else
 			vt_check "$p/no-rx-gso-without-sg" test "${rxgso:-1}" -eq 0
 		fi
-		vt_check "$p/rx-no-bad-offload" test "$(ethstat "$IF" rx_bad_offload)" -eq 0
-		vt_check "$p/rx-no-length-errors" test "$(ethstat "$IF" rx_length_errors)" -eq 0
+		vt_check "$p/rx-no-bad-offload" test "$(ethstats "$IF" rx_bad_offload)" -eq 0
+		vt_check "$p/rx-no-length-errors" test "$(ethstats "$IF" rx_length_errors)" -eq 0
 	fi
 
 	# MTU 9000 and back: FLUSHRX replaces every posted rx buffer
@@ -312,7 +307,7 @@ mode() {
 	vt_check "$p/mtu-9000-tcp-host-to-guest" check_tcp_in
 	vt_check "$p/mtu-9000-tcp-guest-to-host" check_tcp_out
 	[ "$HAVE_ETHTOOL" = 1 ] &&
-		vt_check "$p/mtu-flushrx-seen" test "$(ethstat "$IF" rx_flushed)" -gt 0
+		vt_check "$p/mtu-flushrx-seen" test "$(ethstats "$IF" rx_flushed)" -gt 0
 	vt_check "$p/mtu-1500" set_mtu "$IF" 1500
 	vt_check "$p/mtu-1500-ping" check_ping_out
 	vt_check "$p/mtu-1500-tcp-host-to-guest" check_tcp_in
