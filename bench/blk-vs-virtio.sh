@@ -122,13 +122,13 @@ mkdir -p "$raw"
 cbuild="$VBUS_BUILD/cmake"
 
 if ((build)); then
-	if ! step=$(vbus_build_stack "kernel/vbus kernel/block" "$raw" "$cbuild"); then
+	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc kernel/vbus_blk" "$raw" "$cbuild"); then
 		vbus_err "$step failed (log $raw/$step.log)"
 		exit 1
 	fi
 fi
-kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/block/vbus_blk.ko")
+kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
+	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/vbus_blk/vbus_blk.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { vbus_err "${ko#"$top"/} not built"; exit 1; }
 done

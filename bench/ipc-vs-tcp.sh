@@ -4,7 +4,7 @@
 #
 # Boots ONE guest (TCG unless hardware KVM; 2 vCPUs) with
 #   ipc     the vbus-ipc channel (vbus_ipc.ko, /dev/vbus-ipc0; vbus-hostd
-#           --device type=ipc, count=64, bufsize=65536)
+#           --device type=vbus-ipc, count=64, bufsize=65536)
 #   venet   venet.ko on the vbus bridge, vbus-hostd serving it on a tap
 #   virtio  virtio-net-pci, QEMU's userspace tap backend (vhost=off)
 # The taps live in a network namespace this script creates (vbus-ipcb-PID;
@@ -108,7 +108,7 @@ cbuild="$VBUS_BUILD/cmake"
 
 # ---- build -------------------------------------------------------------------------------
 if ((build)); then
-	if ! step=$(vbus_build_stack "kernel/vbus kernel/net" "$raw" "$cbuild"); then
+	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc kernel/venet" "$raw" "$cbuild"); then
 		vbus_err "$step failed (log $raw/$step.log)"
 		exit 1
 	fi
@@ -118,8 +118,8 @@ if ((build)); then
 		exit 1
 	fi
 fi
-kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko" "$top/kernel/vbus/vbus_pcibridge.ko"
-	"$top/kernel/vbus/vbus_ipc.ko" "$top/kernel/net/venet.ko")
+kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko" "$top/kernel/pci_bridge/vbus_pcibridge.ko"
+	"$top/kernel/vbus_ipc/vbus_ipc.ko" "$top/kernel/venet/venet.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { vbus_err "${ko#"$top"/} not built"; exit 1; }
 done
@@ -185,7 +185,7 @@ fi
 ip netns exec "$ns" "$hostd" --foreground --ctl "$run/ctl.sock" \
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
 	--device "g1:type=venet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}" \
-	--device "g1:type=ipc,id=$ipc_id,service=echo,sock=$run/echo.sock,qsock=$run/ipc-q.sock,count=64,bufsize=65536" \
+	--device "g1:type=vbus-ipc,id=$ipc_id,service=echo,sock=$run/echo.sock,qsock=$run/ipc-q.sock,count=64,bufsize=65536" \
 	>"$raw/hostd.log" 2>&1 &
 hostd_pid=$!
 for _ in $(seq 100); do

@@ -170,19 +170,19 @@ venet_unavailable() {
 	want venet && bench_log "venet: unavailable ($venet_reason)"
 	return 0
 }
-kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/venet.ko")
+kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
+	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/venet/venet.ko")
 hostd=""
 if ! want venet; then
 	venet_reason="not requested (--nics \"$nics\")"
-elif [[ ! -f "$top/kernel/net/Kbuild" ]]; then
-	venet_unavailable "no guest driver in the tree (kernel/net/Kbuild)"
+elif [[ ! -f "$top/kernel/venet/Kbuild" ]]; then
+	venet_unavailable "no guest driver in the tree (kernel/venet/Kbuild)"
 elif [[ ! -f "$top/userspace/hostd/devices/venet/venet_dev.c" ]]; then
 	venet_unavailable "no venet backend in the tree (userspace/hostd/devices/venet/)"
 else
 	if ((build)); then
 		t0=$(vbus_now)
-		if ! make -C "$top" modules KVER="$VBUS_KVER" VBUS_SUBDIRS="kernel/vbus kernel/net" \
+		if ! make -C "$top" modules KVER="$VBUS_KVER" VBUS_SUBDIRS="kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc kernel/venet" \
 			>"$raw/build-modules.log" 2>&1; then
 			venet_unavailable "make modules failed: $(grep -m1 -E 'error|Error' "$raw/build-modules.log" || tail -n 1 "$raw/build-modules.log")"
 		else

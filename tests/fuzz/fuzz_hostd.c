@@ -127,12 +127,12 @@ static void *ptr(uint64_t a, uint64_t len)
 
 static void add_dev(const char *spec)
 {
-	struct hostd_dev_cfg dc;
+	struct daemon_dev_cfg dc;
 	char err[256];
 
-	if (!hostd_parse_dev_spec(spec, G.name, &dc, err, sizeof(err))) {
+	if (!daemon_parse_dev_spec(spec, G.name, &dc, err, sizeof(err))) {
 		hostd_bus_add(&G.bus, dc.type, dc.id, &dc.params, err, sizeof(err));
-		hostd_dev_cfg_free(&dc);
+		daemon_dev_cfg_free(&dc);
 	}
 }
 
@@ -569,7 +569,7 @@ void fuzz_hostd_report(FILE *f)
 {
 	struct hostd_buf b = { 0 };
 
-	hostd_ctl_exec("stats fuzz", (struct hostd_guest *[]){ &G }, 1, &b);
+	daemon_ctl_exec("stats fuzz", (struct hostd_guest *[]){ &G }, 1, &b);
 	fprintf(f, "%s", b.s ? b.s : "");
 	hostd_buf_free(&b);
 }

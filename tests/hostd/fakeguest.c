@@ -74,13 +74,13 @@ void fg_init(struct fg *f, const char *name)
 
 int fg_add_dev(struct fg *f, const char *spec, char *err, size_t errlen)
 {
-	struct hostd_dev_cfg dc;
+	struct daemon_dev_cfg dc;
 	int ret;
 
-	if (hostd_parse_dev_spec(spec, f->g.name, &dc, err, errlen))
+	if (daemon_parse_dev_spec(spec, f->g.name, &dc, err, errlen))
 		return -EINVAL;
 	ret = hostd_bus_add(&f->g.bus, dc.type, dc.id, &dc.params, err, errlen);
-	hostd_dev_cfg_free(&dc);
+	daemon_dev_cfg_free(&dc);
 	return ret;
 }
 

@@ -154,7 +154,7 @@ static void test_publish_marker_last(void **state)
 	};
 	struct env *e = *state;
 
-	assert_int_equal(hostd_fdstore_publish("g1", &e->fds), 0);
+	assert_int_equal(daemon_fdstore_publish("g1", &e->fds), 0);
 	expect_msgs(e, want, 6);
 }
 
@@ -169,7 +169,7 @@ static void test_publish_failure_takes_back(void **state)
 	int open_msix0 = e->fds.msix[0];
 
 	e->fds.msix[0] = -1;		/* sendmsg says EBADF */
-	assert_int_equal(hostd_fdstore_publish("g1", &e->fds), -1);
+	assert_int_equal(daemon_fdstore_publish("g1", &e->fds), -1);
 	e->fds.msix[0] = open_msix0;
 	expect_msgs(e, want, 6);
 }
@@ -183,11 +183,11 @@ static void test_unpublish_marker_first(void **state)
 	};
 	struct env *e = *state;
 
-	hostd_fdstore_unpublish("g1");
+	daemon_fdstore_unpublish("g1");
 	expect_msgs(e, want, 6);
 }
 
-static void put(struct hostd_fdstore *s, const char *name, int fd)
+static void put(struct daemon_fdstore *s, const char *name, int fd)
 {
 	s->fd[s->n] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	assert_true(s->fd[s->n] >= 0);
@@ -195,7 +195,7 @@ static void put(struct hostd_fdstore *s, const char *name, int fd)
 	s->n++;
 }
 
-static void put_set(struct env *e, struct hostd_fdstore *s, const char *guest,
+static void put_set(struct env *e, struct daemon_fdstore *s, const char *guest,
 		    const char *skip)
 {
 	const char *kind[] = { "bar2", "db0", "db1", "msix0", "msix1", "conn" };
@@ -224,7 +224,7 @@ static bool is_open(int fd)
 static void take_with_leftovers(struct env *e, const char *skip,
 				const char *const *want, int nwant)
 {
-	struct hostd_fdstore *s = calloc(1, sizeof(*s));
+	struct daemon_fdstore *s = calloc(1, sizeof(*s));
 	struct hostd_ivshmem_fds got;
 	char err[256] = "";
 	unsigned int i, g1_n;
@@ -233,19 +233,19 @@ static void take_with_leftovers(struct env *e, const char *skip,
 	put_set(e, s, "g1", skip);
 	g1_n = s->n;
 	put_set(e, s, "g2", NULL);
-	assert_int_equal(hostd_fdstore_take(s, "g1", &got, err, sizeof(err)), 0);
+	assert_int_equal(daemon_fdstore_take(s, "g1", &got, err, sizeof(err)), 0);
 	for (i = 0; i < g1_n; i++) {
 		assert_true(s->taken[i]);
 		assert_false(is_open(s->fd[i]));
 	}
 	expect_msgs(e, want, nwant);
-	assert_int_equal(hostd_fdstore_take(s, "g2", &got, err, sizeof(err)), 1);
+	assert_int_equal(daemon_fdstore_take(s, "g2", &got, err, sizeof(err)), 1);
 	assert_int_equal(got.conn, s->fd[s->n - 1]);
 	for (i = g1_n; i < s->n; i++) {
 		assert_true(s->taken[i]);
 		close(s->fd[i]);
 	}
-	hostd_fdstore_drop_rest(s);	/* nothing left: sends nothing */
+	daemon_fdstore_drop_rest(s);	/* nothing left: sends nothing */
 	expect_msgs(e, want, nwant);
 	free(s);
 }
@@ -288,7 +288,7 @@ static void test_take_name_twice(void **state)
 		"REMOVE g1/msix1",
 	};
 	struct env *e = *state;
-	struct hostd_fdstore *s = calloc(1, sizeof(*s));
+	struct daemon_fdstore *s = calloc(1, sizeof(*s));
 	struct hostd_ivshmem_fds got;
 	char err[256] = "";
 	unsigned int i;
@@ -297,11 +297,11 @@ static void test_take_name_twice(void **state)
 	put_set(e, s, "g1", NULL);
 	put(s, "g1/bar2", e->fds.bar2);
 	put_set(e, s, "g2", NULL);
-	assert_int_equal(hostd_fdstore_take(s, "g1", &got, err, sizeof(err)), 0);
+	assert_int_equal(daemon_fdstore_take(s, "g1", &got, err, sizeof(err)), 0);
 	for (i = 0; i < 7; i++)
 		assert_false(is_open(s->fd[i]));
 	expect_msgs(e, want, 7);
-	assert_int_equal(hostd_fdstore_take(s, "g2", &got, err, sizeof(err)), 1);
+	assert_int_equal(daemon_fdstore_take(s, "g2", &got, err, sizeof(err)), 1);
 	for (i = 7; i < s->n; i++)
 		close(s->fd[i]);
 	free(s);

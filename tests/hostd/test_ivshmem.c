@@ -187,7 +187,7 @@ static bool wait_state(struct hostd_guest **gs, const char *want)
 	do {
 		struct hostd_buf out = { 0 };
 
-		hostd_ctl_exec("list", gs, 1, &out);
+		daemon_ctl_exec("list", gs, 1, &out);
 		ok = out.s && strstr(out.s, want);
 		hostd_buf_free(&out);
 		if (!ok)
@@ -241,13 +241,13 @@ static void test_protocol(void **state)
 	assert_int_equal(guest_hc(&q, ram, VBUS_PCI_HC_NEGOTIATE, &n, sizeof(n)), -EPROTO);
 
 	/* the control path reaches into the guest's thread */
-	hostd_ctl_exec("stats q --json", gs, 1, &out);
+	daemon_ctl_exec("stats q --json", gs, 1, &out);
 	assert_non_null(strstr(out.s, "\"hypercalls\": 2"));
 	hostd_buf_free(&out);
-	hostd_ctl_exec("add q type=vbus-test,id=9", gs, 1, &out);
+	daemon_ctl_exec("add q type=vbus-test,id=9", gs, 1, &out);
 	assert_non_null(strstr(out.s, "OK"));
 	hostd_buf_free(&out);
-	hostd_ctl_exec("drop q 9", gs, 1, &out);
+	daemon_ctl_exec("drop q 9", gs, 1, &out);
 	assert_non_null(strstr(out.s, "OK"));
 	hostd_buf_free(&out);
 

@@ -25,11 +25,11 @@ expect_fail "guest socket in use by another daemon" "$T/g1.sock is in use by ano
 expect_fail "ipc device socket in use by another daemon" \
 	"sock: cannot listen: $T/g1.sock is in use by another process" \
 	--ctl "$T/ctl2.sock" --guest "g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M" \
-	--device "g2:type=ipc,id=5,service=echo,sock=$T/g1.sock,qsock=$T/q2.sock" --foreground
+	--device "g2:type=vbus-ipc,id=5,service=echo,sock=$T/g1.sock,qsock=$T/q2.sock" --foreground
 expect_fail "ipc device qsock in use by another daemon" \
 	"qsock: cannot listen: $T/g1.sock is in use by another process" \
 	--ctl "$T/ctl2.sock" --guest "g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M" \
-	--device "g2:type=ipc,id=5,service=echo,sock=$T/e2.sock,qsock=$T/g1.sock" --foreground
+	--device "g2:type=vbus-ipc,id=5,service=echo,sock=$T/e2.sock,qsock=$T/g1.sock" --foreground
 stop_daemon
 # lock released with the daemon: the file is free again
 start_daemon --ctl "$T/ctl1.sock" --guest "g1:sock=$T/g1.sock,mem=$T/d/g1.ram,size=16M" || finish

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # vbus-blk tests over the real transport: builds vbus_core/vbus_proxy/
-# vbus_pcibridge/vbus_blk (make modules VBUS_SUBDIRS="kernel/vbus
-# kernel/block") and vbus-hostd (CMake, into $VBUS_BUILD/cmake), creates
+# vbus_pcibridge/vbus_blk (make modules VBUS_SUBDIRS="kernel/bus kernel/pci_bridge ...
+# kernel/vbus_blk") and vbus-hostd (CMake, into $VBUS_BUILD/cmake), creates
 # two backing files in a temp dir (rw.img: sparse, --disk-mb MiB; ro.img:
 # 16 MiB of random data) and runs vbus-hostd with one guest and two
 # vbus-blk devices on them (id 1 serial vbt-rw; id 2 serial vbt-ro, ro=1;
@@ -81,13 +81,13 @@ mkdir -p "$out"
 
 # ---- build ---------------------------------------------------------------
 if ((build)); then
-	if ! step=$(vbus_build_stack "kernel/vbus kernel/block" "$out" "$cbuild"); then
+	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc kernel/vbus_blk" "$out" "$cbuild"); then
 		h_fail "$step" "build failed (log $out/$step.log)"
 		finish
 	fi
 fi
-kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/block/vbus_blk.ko")
+kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
+	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/vbus_blk/vbus_blk.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bus tests over the real transport: builds vbus_core/vbus_proxy/
-# vbus_pcibridge/vbus_test (make modules VBUS_SUBDIRS=kernel/vbus) and
+# vbus_pcibridge/vbus_test (make modules VBUS_SUBDIRS="kernel/bus kernel/pci_bridge ...") and
 # vbus-hostd (CMake, into $VBUS_BUILD/cmake), starts vbus-hostd with two
 # guests (buses):
 #   g1: vbus-test id=1, id=2      (the main test guest)
@@ -70,13 +70,13 @@ mkdir -p "$out"
 
 # ---- build ---------------------------------------------------------------
 if ((build)); then
-	if ! step=$(vbus_build_stack kernel/vbus "$out" "$cbuild"); then
+	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc" "$out" "$cbuild"); then
 		h_fail "$step" "build failed (log $out/$step.log)"
 		finish
 	fi
 fi
-kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/vbus/vbus_test.ko")
+kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
+	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/vbus_test/vbus_test.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done

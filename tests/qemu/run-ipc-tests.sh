@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vbus-ipc over the real transport: builds vbus_core/vbus_proxy/
-# vbus_pcibridge/vbus_ipc (make modules VBUS_SUBDIRS=kernel/vbus),
+# vbus_pcibridge/vbus_ipc (make modules VBUS_SUBDIRS="kernel/bus kernel/pci_bridge ..."),
 # vbus-hostd and ipc-peer (static, CMake into $VBUS_BUILD/cmake), starts
 # vbus-hostd with one guest and an ipc device (service "echo"), and boots
 # the guest with its vbus ivshmem-doorbell plus the ipc channel's own.
@@ -76,7 +76,7 @@ mkdir -p "$out"
 
 # ---- build ---------------------------------------------------------------
 if ((build)); then
-	if ! step=$(vbus_build_stack kernel/vbus "$out" "$cbuild"); then
+	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc" "$out" "$cbuild"); then
 		h_fail "$step" "build failed (log $out/$step.log)"
 		finish
 	fi
@@ -85,8 +85,8 @@ if ((build)); then
 		finish
 	fi
 fi
-kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/vbus/vbus_ipc.ko")
+kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
+	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/vbus_ipc/vbus_ipc.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done
@@ -129,7 +129,7 @@ ipc_geom="count=256,bufsize=4096"
 # ---- vbus-hostd -----------------------------------------------------------------------
 "$hostd" --foreground --ctl "$run/ctl.sock" \
 	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-	--device "g1:type=ipc,id=5,service=echo,sock=$run/echo.sock,qsock=$run/ipc-q.sock,$ipc_geom" \
+	--device "g1:type=vbus-ipc,id=5,service=echo,sock=$run/echo.sock,qsock=$run/ipc-q.sock,$ipc_geom" \
 	>"$out/hostd.log" 2>&1 &
 hostd_pid=$!
 for _ in $(seq 100); do

@@ -57,13 +57,13 @@ out="$VBUS_BUILD/qemu/libvirt-tests"
 cbuild="$VBUS_BUILD/cmake"
 mkdir -p "$out"
 if ((build)); then
-	if ! step=$(vbus_build_stack kernel/vbus "$out" "$cbuild"); then
+	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc" "$out" "$cbuild"); then
 		h_fail "$step" "build failed (log $out/$step.log)"
 		finish
 	fi
 fi
-kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/vbus/vbus_test.ko")
+kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
+	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/vbus_test/vbus_test.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done

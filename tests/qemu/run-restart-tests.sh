@@ -103,7 +103,7 @@ rm -f "$out/flap.log"
 
 # ---- build ---------------------------------------------------------------
 if ((build)); then
-	if ! step=$(vbus_build_stack "kernel/vbus kernel/net kernel/block" "$out" "$cbuild"); then
+	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc kernel/venet kernel/vbus_blk" "$out" "$cbuild"); then
 		h_fail "$step" "build failed (log $out/$step.log)"
 		finish
 	fi
@@ -113,10 +113,10 @@ if ((build)); then
 		finish
 	fi
 fi
-kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/vbus/vbus_test.ko"
-	"$top/kernel/net/venet.ko")
-((blk)) && kos+=("$top/kernel/block/vbus_blk.ko")
+kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
+	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/vbus_test/vbus_test.ko"
+	"$top/kernel/venet/venet.ko")
+((blk)) && kos+=("$top/kernel/vbus_blk/vbus_blk.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # venet tests over the real transport: builds vbus_core/vbus_proxy/
-# vbus_pcibridge/venet (make modules VBUS_SUBDIRS="kernel/vbus
-# kernel/net") and vbus-hostd (CMake, into $VBUS_BUILD/cmake), creates a
+# vbus_pcibridge/venet (make modules VBUS_SUBDIRS="kernel/bus kernel/pci_bridge ...
+# kernel/venet") and vbus-hostd (CMake, into $VBUS_BUILD/cmake), creates a
 # network namespace with a tap (vt0, $host_ip/24) and runs in it:
 #   - vbus-hostd with one guest and a venet device on vt0
 #     (strict=1: a bad descriptor from our driver faults the device);
@@ -78,13 +78,13 @@ mkdir -p "$out"
 
 # ---- build ---------------------------------------------------------------
 if ((build)); then
-	if ! step=$(vbus_build_stack "kernel/vbus kernel/net" "$out" "$cbuild"); then
+	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc kernel/venet" "$out" "$cbuild"); then
 		h_fail "$step" "build failed (log $out/$step.log)"
 		finish
 	fi
 fi
-kos=("$top/vbus_core.ko" "$top/kernel/vbus/vbus_proxy.ko"
-	"$top/kernel/vbus/vbus_pcibridge.ko" "$top/kernel/net/venet.ko")
+kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
+	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/venet/venet.ko")
 for ko in "${kos[@]}"; do
 	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
 done

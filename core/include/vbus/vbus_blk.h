@@ -2,7 +2,7 @@
 /*
  * vbus-blk device ABI ("vbus-blk" on the vbus; "virtual-block" is accepted
  * as an alias by vbus-hostd): a disk. Shared by the guest driver
- * (kernel/block/, vbus_blk.ko) and the host device
+ * (kernel/vbus_blk/, vbus_blk.ko) and the host device
  * (userspace/hostd/devices/vbus_blk/); the protocol is the vbus-blk section
  * of docs/transport.md.
  *

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * vbus-ipc ABI ("ipc"): a shared-memory message channel between a guest
+ * vbus-ipc ABI ("vbus-ipc"; "ipc" is accepted as an alias): a shared-memory message channel between a guest
  * process and a host process, libioq on both ends. Shared by the host
- * device (userspace/hostd/devices/ipc/), the guest driver
- * (kernel/vbus/ipc_main.c, /dev/vbus-ipcN) and libioq (userspace/lib/
+ * device (userspace/hostd/devices/vbus_ipc/), the guest driver
+ * (kernel/vbus_ipc/vbus_ipc_main.c, /dev/vbus-ipcN) and libioq (userspace/lib/
  * ipc.c); the protocol is the "vbus-ipc" section of docs/transport.md.
  *
  * One channel = one region: a memfd vbus-hostd creates and hands to a
@@ -28,7 +28,8 @@
 #include <vbus/ioq.h>
 #include <linux/ioctl.h>
 
-#define VBUS_IPC_TYPE		"ipc"	/* the vbus device type string */
+#define VBUS_IPC_TYPE		"vbus-ipc"	/* the vbus device type string */
+#define VBUS_IPC_TYPE_ALIAS	"ipc"		/* its name before the rename */
 #define VBUS_IPC_VERSION	1	/* DEVOPEN version */
 
 #define VBUS_IPC_MAGIC		0x43504956u	/* "VIPC" */
@@ -175,7 +176,7 @@ struct vbus_ipc_attach {
 	__u32 reserved;
 };
 
-/* DEVCALL funcs of the vbus device "ipc" */
+/* DEVCALL funcs of the vbus device "vbus-ipc" */
 #define VBUS_IPC_FUNC_GETCONFIG	0	/* out: struct vbus_ipc_config */
 struct vbus_ipc_config {
 	__u64 region_id;	/* matches vbus_ipc_shm.region_id */

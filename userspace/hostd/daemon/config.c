@@ -35,7 +35,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-int hostd_parse_size(const char *s, __u64 *out)
+int daemon_parse_size(const char *s, __u64 *out)
 {
 	unsigned long long v = 0, mult = 1;
 	const char *p = s;
@@ -164,7 +164,7 @@ static int guest_size(struct guest_spec *s, const char *v)
 {
 	__u64 *size = &s->gc->size;
 
-	if (hostd_parse_size(v, size))
+	if (daemon_parse_size(v, size))
 		return fail(s->err, s->errlen, "--guest %s: bad size '%s' (e.g. 512M, 1G)",
 			    s->gc->name, v);
 	if (*size < HOSTD_MEM_MIN || *size > HOSTD_MEM_MAX || *size & 4095)
@@ -216,7 +216,7 @@ static int guest_pair(struct guest_spec *s, const char *k, const char *v)
 		    s->gc->name, k);
 }
 
-int hostd_parse_guest_spec(const char *spec, struct hostd_guest_cfg *gc,
+int daemon_parse_guest_spec(const char *spec, struct hostd_guest_cfg *gc,
 			   char *err, size_t errlen)
 {
 	struct guest_spec s = { .gc = gc, .err = err, .errlen = errlen };
@@ -252,7 +252,7 @@ int hostd_parse_guest_spec(const char *spec, struct hostd_guest_cfg *gc,
 /* ---- --device / ctl add ---------------------------------------------------------- */
 
 struct dev_spec {
-	struct hostd_dev_cfg *dc;
+	struct daemon_dev_cfg *dc;
 	const char *spec;
 	bool have_type, have_id;
 	size_t used;			/* bytes of dc->strbuf */
@@ -306,7 +306,7 @@ static int spec_id(struct dev_spec *s, const char *v)
 /* A device parameter: "k=v" -> "k\0v\0" in strbuf (never longer). */
 static int spec_param(struct dev_spec *s, const char *k, const char *v)
 {
-	struct hostd_dev_cfg *dc = s->dc;
+	struct daemon_dev_cfg *dc = s->dc;
 	size_t kl = strlen(k) + 1, vl = strlen(v) + 1;
 
 	if (hostd_param_get(&dc->params, k))
@@ -331,15 +331,15 @@ static int spec_pair(struct dev_spec *s, const char *k, const char *v)
 	return spec_param(s, k, v);
 }
 
-void hostd_dev_cfg_free(struct hostd_dev_cfg *dc)
+void daemon_dev_cfg_free(struct daemon_dev_cfg *dc)
 {
 	free(dc->strbuf);
 	dc->strbuf = NULL;
 	dc->params.count = 0;
 }
 
-int hostd_parse_dev_spec(const char *spec, const char *guest,
-			 struct hostd_dev_cfg *dc, char *err, size_t errlen)
+int daemon_parse_dev_spec(const char *spec, const char *guest,
+			 struct daemon_dev_cfg *dc, char *err, size_t errlen)
 {
 	struct dev_spec s = { .dc = dc, .spec = spec, .err = err,
 			      .errlen = errlen };
@@ -368,19 +368,19 @@ int hostd_parse_dev_spec(const char *spec, const char *guest,
 		return 0;
 	spec_fail(&s, "missing %s", !s.have_type ? "type=" : "id=");
 out_fail:
-	hostd_dev_cfg_free(dc);
+	daemon_dev_cfg_free(dc);
 	return -1;
 }
 
 /* ---- the whole configuration -------------------------------------------------------- */
 
-int hostd_config_add_guest(struct hostd_config *c, const char *spec,
+int daemon_config_add_guest(struct daemon_config *c, const char *spec,
 			   char *err, size_t errlen)
 {
 	struct hostd_guest_cfg gc;
 	unsigned int i;
 
-	if (hostd_parse_guest_spec(spec, &gc, err, errlen))
+	if (daemon_parse_guest_spec(spec, &gc, err, errlen))
 		return -1;
 	if (c->nguests >= HOSTD_MAX_GUESTS)
 		return fail(err, errlen, "more than %d guests", HOSTD_MAX_GUESTS);
@@ -391,20 +391,20 @@ int hostd_config_add_guest(struct hostd_config *c, const char *spec,
 	return 0;
 }
 
-int hostd_config_add_dev(struct hostd_config *c, const char *spec,
+int daemon_config_add_dev(struct daemon_config *c, const char *spec,
 			 char *err, size_t errlen)
 {
 	char guest[HOSTD_NAME_MAX + 1];
-	struct hostd_dev_cfg dc, *n;
+	struct daemon_dev_cfg dc, *n;
 	const char *rest;
 	unsigned int i;
 
 	rest = split_name(spec, guest, "--device", err, errlen);
-	if (!rest || hostd_parse_dev_spec(rest, guest, &dc, err, errlen))
+	if (!rest || daemon_parse_dev_spec(rest, guest, &dc, err, errlen))
 		return -1;
 	n = realloc(c->devs, (c->ndevs + 1) * sizeof(*n));
 	if (!n) {
-		hostd_dev_cfg_free(&dc);
+		daemon_dev_cfg_free(&dc);
 		return fail(err, errlen, "out of memory");
 	}
 	c->devs = n;
@@ -448,7 +448,7 @@ static char *config_line(char *s, bool *dev)
 }
 
 /* One line of @path: 0, or -1 with "path:line: why". */
-static int config_file_line(struct hostd_config *c, char *line,
+static int config_file_line(struct daemon_config *c, char *line,
 			    const char *path, unsigned int lineno,
 			    char *err, size_t errlen)
 {
@@ -466,13 +466,13 @@ static int config_file_line(struct hostd_config *c, char *line,
 		return fail(err, errlen,
 			    "%s:%u: expected '--guest SPEC' or '--device SPEC'",
 			    path, lineno);
-	if (dev ? hostd_config_add_dev(c, arg, sub, sizeof(sub))
-		: hostd_config_add_guest(c, arg, sub, sizeof(sub)))
+	if (dev ? daemon_config_add_dev(c, arg, sub, sizeof(sub))
+		: daemon_config_add_guest(c, arg, sub, sizeof(sub)))
 		return fail(err, errlen, "%s:%u: %s", path, lineno, sub);
 	return 0;
 }
 
-int hostd_config_file(struct hostd_config *c, const char *path,
+int daemon_config_file(struct daemon_config *c, const char *path,
 		      char *err, size_t errlen)
 {
 	char line[HOSTD_SPEC_MAX + 64];
@@ -546,7 +546,7 @@ struct config_path {
 };
 
 /* Every socket and RAM file of @c; returns how many. */
-static unsigned int config_paths(const struct hostd_config *c,
+static unsigned int config_paths(const struct daemon_config *c,
 				 struct config_path *p)
 {
 	unsigned int i, n = 0;
@@ -566,7 +566,7 @@ static unsigned int config_paths(const struct hostd_config *c,
 	return n;
 }
 
-static int check_paths(const struct hostd_config *c, char *err, size_t errlen)
+static int check_paths(const struct daemon_config *c, char *err, size_t errlen)
 {
 	struct config_path *p = calloc(1 + 2 * HOSTD_MAX_GUESTS, sizeof(*p));
 	unsigned int i, j, n;
@@ -586,7 +586,7 @@ static int check_paths(const struct hostd_config *c, char *err, size_t errlen)
 	return ret;
 }
 
-static bool have_guest(const struct hostd_config *c, const char *name)
+static bool have_guest(const struct daemon_config *c, const char *name)
 {
 	unsigned int i;
 
@@ -596,7 +596,7 @@ static bool have_guest(const struct hostd_config *c, const char *name)
 	return false;
 }
 
-int hostd_config_check(struct hostd_config *c, char *err, size_t errlen)
+int daemon_config_check(struct daemon_config *c, char *err, size_t errlen)
 {
 	unsigned int i;
 
@@ -611,12 +611,12 @@ int hostd_config_check(struct hostd_config *c, char *err, size_t errlen)
 	return check_paths(c, err, errlen);
 }
 
-void hostd_config_free(struct hostd_config *c)
+void daemon_config_free(struct daemon_config *c)
 {
 	unsigned int i;
 
 	for (i = 0; i < c->ndevs; i++)
-		hostd_dev_cfg_free(&c->devs[i]);
+		daemon_dev_cfg_free(&c->devs[i]);
 	free(c->devs);
 	c->devs = NULL;
 	c->ndevs = 0;

@@ -35,7 +35,7 @@ struct ctl_req {
 	struct hostd_stats_out out;
 	bool one;			/* stats: of device id only */
 	__u32 id;
-	struct hostd_dev_cfg dc;
+	struct daemon_dev_cfg dc;
 	char err[512];
 };
 
@@ -118,14 +118,14 @@ static int cmd_add(struct ctl_req *r)
 {
 	int ret;
 
-	if (hostd_parse_dev_spec(r->tok[2], r->g->name, &r->dc, r->err,
+	if (daemon_parse_dev_spec(r->tok[2], r->g->name, &r->dc, r->err,
 				 sizeof(r->err)))
 		return -EINVAL;
 	ret = hostd_guest_call(r->g, on_add, r);
 	if (!ret)
 		hostd_buf_printf(&r->body, "added %s device %u to %s\n",
 				 r->dc.type, r->dc.id, r->g->name);
-	hostd_dev_cfg_free(&r->dc);
+	daemon_dev_cfg_free(&r->dc);
 	return ret;
 }
 
@@ -211,7 +211,7 @@ static int ctl_dispatch(struct ctl_req *r)
 	return ctl_fail(r, -EINVAL, CTL_USAGE);
 }
 
-void hostd_ctl_exec(const char *line, struct hostd_guest **guests,
+void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 		    unsigned int n, struct hostd_buf *out)
 {
 	struct ctl_req *r = calloc(1, sizeof(*r));
@@ -246,7 +246,7 @@ void hostd_ctl_exec(const char *line, struct hostd_guest **guests,
 
 /* ---- the socket ------------------------------------------------------------ */
 
-int hostd_ctl_listen(const char *path, char *err, size_t errlen)
+int daemon_ctl_listen(const char *path, char *err, size_t errlen)
 {
 	int fd = hostd_sock_listen(path, err, errlen);
 
@@ -294,7 +294,7 @@ static size_t read_line(int fd, char *line, size_t max)
 	return len;
 }
 
-void hostd_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
+void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
 {
 	struct timeval tv = { .tv_sec = 2 };
 	struct hostd_buf out = { 0 };
@@ -308,7 +308,7 @@ void hostd_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
 	if (len == sizeof(line) - 1 && !memchr(line, '\n', len))
 		hostd_buf_printf(&out, "ERR request too long\n");
 	else if (len)
-		hostd_ctl_exec(line, guests, n, &out);
+		daemon_ctl_exec(line, guests, n, &out);
 	if (out.oom)
 		write_all(fd, "ERR out of memory\n", 18);
 	else if (out.len)
@@ -357,7 +357,7 @@ static void client_read(int fd, struct hostd_buf *in)
 	}
 }
 
-int hostd_ctl_client(const char *path, const char *line, FILE *out)
+int daemon_ctl_client(const char *path, const char *line, FILE *out)
 {
 	struct hostd_buf in = { 0 };
 	char *nl;

@@ -20,7 +20,7 @@
 #define HOSTD_ERR_NO_GUEST	"no guest '%s'"
 
 /* A parsed --device spec; owns its strings. */
-struct hostd_dev_cfg {
+struct daemon_dev_cfg {
 	char guest[HOSTD_NAME_MAX + 1];
 	char type[VBUS_MAX_DEVTYPE_LEN];
 	__u32 id;
@@ -29,47 +29,47 @@ struct hostd_dev_cfg {
 	char *strbuf;			/* storage for the keys/values */
 };
 
-struct hostd_config {
+struct daemon_config {
 	char ctl[108];
 	bool foreground;
 	int verbose;
 	unsigned int nguests, ndevs;
 	struct hostd_guest_cfg guests[HOSTD_MAX_GUESTS];
-	struct hostd_dev_cfg *devs;	/* ndevs */
+	struct daemon_dev_cfg *devs;	/* ndevs */
 };
 
 /* ---- config.c: each returns 0, or -1 with what was wrong in @err ---- */
-int hostd_parse_size(const char *s, __u64 *out);
-int hostd_parse_guest_spec(const char *spec, struct hostd_guest_cfg *gc,
+int daemon_parse_size(const char *s, __u64 *out);
+int daemon_parse_guest_spec(const char *spec, struct hostd_guest_cfg *gc,
 			   char *err, size_t errlen);
 /* "type=...,id=N,..." of guest @guest (--device NAME:SPEC, ctl add) */
-int hostd_parse_dev_spec(const char *spec, const char *guest,
-			 struct hostd_dev_cfg *dc, char *err, size_t errlen);
-void hostd_dev_cfg_free(struct hostd_dev_cfg *dc);
-int hostd_config_add_guest(struct hostd_config *c, const char *spec,
+int daemon_parse_dev_spec(const char *spec, const char *guest,
+			 struct daemon_dev_cfg *dc, char *err, size_t errlen);
+void daemon_dev_cfg_free(struct daemon_dev_cfg *dc);
+int daemon_config_add_guest(struct daemon_config *c, const char *spec,
 			   char *err, size_t errlen);
-int hostd_config_add_dev(struct hostd_config *c, const char *spec,
+int daemon_config_add_dev(struct daemon_config *c, const char *spec,
 			 char *err, size_t errlen);
-int hostd_config_file(struct hostd_config *c, const char *path,
+int daemon_config_file(struct daemon_config *c, const char *path,
 		      char *err, size_t errlen);
 /*
  * After everything is parsed: --ctl given, devices' guests exist, no two
  * of the sockets and RAM files are one file (compared by device and
  * inode, not by spelling).
  */
-int hostd_config_check(struct hostd_config *c, char *err, size_t errlen);
-void hostd_config_free(struct hostd_config *c);
+int daemon_config_check(struct daemon_config *c, char *err, size_t errlen);
+void daemon_config_free(struct daemon_config *c);
 
 /* ---- ctl.c: the control socket ---- */
-int hostd_ctl_listen(const char *path, char *err, size_t errlen);
+int daemon_ctl_listen(const char *path, char *err, size_t errlen);
 /* Serve one connection on @fd against @guests. */
-void hostd_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n);
+void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n);
 /* Execute one command line; the reply (first line OK/ERR) goes to @out. */
-void hostd_ctl_exec(const char *line, struct hostd_guest **guests,
+void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 		    unsigned int n, struct hostd_buf *out);
-int hostd_ctl_client(const char *path, const char *line, FILE *out);
+int daemon_ctl_client(const char *path, const char *line, FILE *out);
 
 /* ---- main.c ---- */
-int hostd_main(int argc, char **argv);
+int daemon_main(int argc, char **argv);
 
 #endif /* VBUS_HOSTD_DAEMON_H */

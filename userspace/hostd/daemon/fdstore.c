@@ -73,7 +73,7 @@ static long parse_count(const char *v)
 }
 
 /* Split LISTEN_FDNAMES into s->name[]; the number of names, or -1. */
-static long split_names(struct hostd_fdstore *s, const char *names)
+static long split_names(struct daemon_fdstore *s, const char *names)
 {
 	const char *p = names;
 	long n = 0;
@@ -93,8 +93,8 @@ static long split_names(struct hostd_fdstore *s, const char *names)
 	}
 }
 
-/* A name passed twice is the guest's problem (hostd_fdstore_take). */
-static int check_names(struct hostd_fdstore *s, char *err, size_t errlen)
+/* A name passed twice is the guest's problem (daemon_fdstore_take). */
+static int check_names(struct daemon_fdstore *s, char *err, size_t errlen)
 {
 	unsigned int i;
 
@@ -108,7 +108,7 @@ static int check_names(struct hostd_fdstore *s, char *err, size_t errlen)
 	return 0;
 }
 
-static int check_open(struct hostd_fdstore *s, char *err, size_t errlen)
+static int check_open(struct daemon_fdstore *s, char *err, size_t errlen)
 {
 	unsigned int i;
 
@@ -133,7 +133,7 @@ static void unset_env(void)
 	unsetenv("LISTEN_FDNAMES");
 }
 
-int hostd_fdstore_load(struct hostd_fdstore *s, char *err, size_t errlen)
+int daemon_fdstore_load(struct daemon_fdstore *s, char *err, size_t errlen)
 {
 	const char *pid = getenv("LISTEN_PID");
 	const char *fds = getenv("LISTEN_FDS");
@@ -177,7 +177,7 @@ int hostd_fdstore_load(struct hostd_fdstore *s, char *err, size_t errlen)
 /* ---- a guest's connection ------------------------------------------------ */
 
 /* The first "GUEST/KIND" not taken after index @after; -1 if none. */
-static int find(const struct hostd_fdstore *s, const char *guest, int kind,
+static int find(const struct daemon_fdstore *s, const char *guest, int kind,
 		int after)
 {
 	char want[HOSTD_FDNAME_MAX];
@@ -226,9 +226,9 @@ static int check_kind(int fd, int kind, const char *guest, char *err,
 }
 
 /* Close stored descriptor @i and remove it from the store. */
-static void drop(struct hostd_fdstore *s, unsigned int i)
+static void drop(struct daemon_fdstore *s, unsigned int i)
 {
-	hostd_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s", s->name[i]);
+	daemon_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s", s->name[i]);
 	close(s->fd[i]);
 	s->taken[i] = true;
 }
@@ -237,7 +237,7 @@ static void drop(struct hostd_fdstore *s, unsigned int i)
  * A set lacking one of its six: the leftovers of a store or removal cut
  * short. One line says what was found; then they go.
  */
-static void drop_incomplete(struct hostd_fdstore *s, const char *guest,
+static void drop_incomplete(struct daemon_fdstore *s, const char *guest,
 			    const int idx[K_NR])
 {
 	char found[64] = "";
@@ -265,7 +265,7 @@ static void drop_incomplete(struct hostd_fdstore *s, const char *guest,
  * again, e.g. after a failed removal): which is the live one cannot be
  * told, so none is taken.
  */
-static bool drop_ambiguous(struct hostd_fdstore *s, const char *guest,
+static bool drop_ambiguous(struct daemon_fdstore *s, const char *guest,
 			   const int idx[K_NR])
 {
 	int k, again = -1;
@@ -284,7 +284,7 @@ static bool drop_ambiguous(struct hostd_fdstore *s, const char *guest,
 	return true;
 }
 
-int hostd_fdstore_take(struct hostd_fdstore *s, const char *guest,
+int daemon_fdstore_take(struct daemon_fdstore *s, const char *guest,
 		       struct hostd_ivshmem_fds *fds, char *err, size_t errlen)
 {
 	int idx[K_NR], k, have = 0;
@@ -313,7 +313,7 @@ int hostd_fdstore_take(struct hostd_fdstore *s, const char *guest,
 	return 1;
 }
 
-void hostd_fdstore_drop_rest(struct hostd_fdstore *s)
+void daemon_fdstore_drop_rest(struct daemon_fdstore *s)
 {
 	unsigned int i;
 
@@ -337,7 +337,7 @@ void hostd_fdstore_drop_rest(struct hostd_fdstore *s)
  * marker, which the next daemon drops) and the connection, still served,
  * just does not survive a restart.
  */
-int hostd_fdstore_publish(const char *guest,
+int daemon_fdstore_publish(const char *guest,
 			  const struct hostd_ivshmem_fds *fds)
 {
 	const int fd[K_NR] = {
@@ -352,7 +352,7 @@ int hostd_fdstore_publish(const char *guest,
 		k = store_order[i];
 		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s/%s",
 			 guest, kinds[k]);
-		if (hostd_sd_notify_fds(msg, &fd[k], 1) < 0)
+		if (daemon_sd_notify_fds(msg, &fd[k], 1) < 0)
 			break;
 	}
 	if (i == K_NR)
@@ -360,17 +360,17 @@ int hostd_fdstore_publish(const char *guest,
 	hostd_log("guest %s: storing '%s/%s' failed: its connection is not stored and will not survive a restart",
 		  guest, guest, kinds[store_order[i]]);
 	while (i-- > 0)
-		hostd_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s/%s", guest,
+		daemon_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s/%s", guest,
 				 kinds[store_order[i]]);
 	return -1;
 }
 
 /* The reverse of store_order: the marker goes first. */
-void hostd_fdstore_unpublish(const char *guest)
+void daemon_fdstore_unpublish(const char *guest)
 {
 	int i;
 
 	for (i = K_NR - 1; i >= 0; i--)
-		hostd_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s/%s", guest,
+		daemon_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s/%s", guest,
 				 kinds[store_order[i]]);
 }

@@ -13,7 +13,7 @@
 #define HOSTD_FDSTORE_MAX	512	/* FileDescriptorStoreMax= of the units */
 #define HOSTD_FDNAME_MAX	64
 
-struct hostd_fdstore {
+struct daemon_fdstore {
 	unsigned int n;
 	int fd[HOSTD_FDSTORE_MAX];
 	char name[HOSTD_FDSTORE_MAX][HOSTD_FDNAME_MAX];
@@ -26,24 +26,24 @@ struct hostd_fdstore {
  * when LISTEN_PID names another process or LISTEN_FDS is unset. 0, or -1
  * with the reason in @err.
  */
-int hostd_fdstore_load(struct hostd_fdstore *s, char *err, size_t errlen);
+int daemon_fdstore_load(struct daemon_fdstore *s, char *err, size_t errlen);
 /*
  * The stored connection of guest @guest: 1 (@fds filled, now the
  * caller's), 0 none stored or an incomplete or ambiguous set (logged,
  * closed and removed from the store: the leftovers of a store or removal
  * cut short, a name passed twice), -1 one of the wrong kind (@err).
  */
-int hostd_fdstore_take(struct hostd_fdstore *s, const char *guest,
+int daemon_fdstore_take(struct daemon_fdstore *s, const char *guest,
 		       struct hostd_ivshmem_fds *fds, char *err, size_t errlen);
 /* Close what no guest took and remove it from the store (logged). */
-void hostd_fdstore_drop_rest(struct hostd_fdstore *s);
+void daemon_fdstore_drop_rest(struct daemon_fdstore *s);
 /*
  * Store guest @guest's connection ("GUEST/conn", the marker, last): 0, or
  * -1 when a send failed (logged; what was stored is removed again).
  * Unpublish removes it (QEMU gone for good), the marker first.
  */
-int hostd_fdstore_publish(const char *guest,
+int daemon_fdstore_publish(const char *guest,
 			  const struct hostd_ivshmem_fds *fds);
-void hostd_fdstore_unpublish(const char *guest);
+void daemon_fdstore_unpublish(const char *guest);
 
 #endif /* VBUS_HOSTD_FDSTORE_H */

@@ -89,7 +89,7 @@ static int ctl_main(int argc, char **argv)
 		return die_usage("ctl: %s is required", "--ctl CTL.sock");
 	if (!words)
 		return die_usage("ctl: %s", "no command (list, add, drop, stats)");
-	return hostd_ctl_client(path, line, stdout);
+	return daemon_ctl_client(path, line, stdout);
 }
 
 /* ---- the command line --------------------------------------------------------- */
@@ -108,7 +108,7 @@ static const struct option opts[] = {
 };
 
 /* One option: 0, or an exit code (message printed), -1 for --help. */
-static int parse_opt(int o, char **argv, struct hostd_config *c)
+static int parse_opt(int o, char **argv, struct daemon_config *c)
 {
 	char err[1024];
 
@@ -119,13 +119,13 @@ static int parse_opt(int o, char **argv, struct hostd_config *c)
 		strcpy(c->ctl, optarg);
 		return 0;
 	case OPT_GUEST:
-		return hostd_config_add_guest(c, optarg, err, sizeof(err)) ?
+		return daemon_config_add_guest(c, optarg, err, sizeof(err)) ?
 		       die_usage("%s", err) : 0;
 	case OPT_DEVICE:
-		return hostd_config_add_dev(c, optarg, err, sizeof(err)) ?
+		return daemon_config_add_dev(c, optarg, err, sizeof(err)) ?
 		       die_usage("%s", err) : 0;
 	case OPT_CONFIG:
-		return hostd_config_file(c, optarg, err, sizeof(err)) ?
+		return daemon_config_file(c, optarg, err, sizeof(err)) ?
 		       die_usage("%s", err) : 0;
 	case OPT_FOREGROUND:
 		c->foreground = true;
@@ -145,7 +145,7 @@ static int parse_opt(int o, char **argv, struct hostd_config *c)
 }
 
 /* Parse argv into @c; 0, or an exit code (message printed), -1 for --help. */
-static int parse_args(int argc, char **argv, struct hostd_config *c)
+static int parse_args(int argc, char **argv, struct daemon_config *c)
 {
 	char err[1024];
 	int o, ret;
@@ -159,7 +159,7 @@ static int parse_args(int argc, char **argv, struct hostd_config *c)
 	}
 	if (optind < argc)
 		return die_usage("unexpected argument '%s'", argv[optind]);
-	if (hostd_config_check(c, err, sizeof(err)))
+	if (daemon_config_check(c, err, sizeof(err)))
 		return die_usage("%s", err);
 	return 0;
 }
@@ -167,13 +167,13 @@ static int parse_args(int argc, char **argv, struct hostd_config *c)
 /* ---- the daemon ------------------------------------------------------------------ */
 
 struct daemon {
-	struct hostd_config *cfg;
+	struct daemon_config *cfg;
 	struct hostd_guest **guests;
 	unsigned int nguests;
 	int ctl_fd;
 	int sig_fd;
 	int report_fd;			/* pipe to the waiting parent, or -1 */
-	struct hostd_fdstore store;	/* what an earlier daemon left us */
+	struct daemon_fdstore store;	/* what an earlier daemon left us */
 	unsigned int adopted;		/* guests whose QEMU we took over */
 };
 
@@ -229,7 +229,7 @@ static int setup_devices(struct daemon *d, struct hostd_guest *g, char *err,
 	unsigned int j;
 
 	for (j = 0; j < d->cfg->ndevs; j++) {
-		struct hostd_dev_cfg *dc = &d->cfg->devs[j];
+		struct daemon_dev_cfg *dc = &d->cfg->devs[j];
 
 		if (strcmp(dc->guest, g->name))
 			continue;
@@ -247,9 +247,9 @@ static void conn_hook(void *arg, bool up)
 	struct hostd_ivshmem_fds fds;
 
 	if (!up)
-		hostd_fdstore_unpublish(g->name);
+		daemon_fdstore_unpublish(g->name);
 	else if (hostd_ivshmem_fds(&g->iv, &fds))
-		hostd_fdstore_publish(g->name, &fds);
+		daemon_fdstore_publish(g->name, &fds);
 }
 
 /* A QEMU connection an earlier daemon stored for @g: take it over. */
@@ -261,7 +261,7 @@ static int adopt_guest(struct daemon *d, struct hostd_guest *g, char *err,
 	int ret;
 
 	hostd_guest_set_conn_hook(g, conn_hook, g);
-	ret = hostd_fdstore_take(&d->store, g->name, &fds, why, sizeof(why));
+	ret = daemon_fdstore_take(&d->store, g->name, &fds, why, sizeof(why));
 	if (ret <= 0) {
 		if (ret < 0)
 			snprintf(err, errlen, "%s", why);
@@ -305,7 +305,7 @@ static int setup_guest(struct daemon *d, unsigned int i, char *err,
 /* Everything up to "ready". 0, or -1 with the reason in @err. */
 static int daemon_setup(struct daemon *d, char *err, size_t errlen)
 {
-	struct hostd_config *c = d->cfg;
+	struct daemon_config *c = d->cfg;
 	char why[512];
 	unsigned int i;
 	int ret;
@@ -320,8 +320,8 @@ static int daemon_setup(struct daemon *d, char *err, size_t errlen)
 	for (i = 0; i < c->nguests; i++)
 		if (setup_guest(d, i, err, errlen) < 0)
 			return -1;
-	hostd_fdstore_drop_rest(&d->store);
-	d->ctl_fd = hostd_ctl_listen(c->ctl, why, sizeof(why));
+	daemon_fdstore_drop_rest(&d->store);
+	d->ctl_fd = daemon_ctl_listen(c->ctl, why, sizeof(why));
 	if (d->ctl_fd < 0) {
 		snprintf(err, errlen, "control socket: %s", why);
 		return -1;
@@ -368,7 +368,7 @@ static void daemon_loop(struct daemon *d)
 
 			if (read(d->sig_fd, &si, sizeof(si)) == sizeof(si))
 				hostd_log("signal %u: shutting down", si.ssi_signo);
-			hostd_sd_notifyf("STOPPING=1\nSTATUS=shutting down (signal %u)",
+			daemon_sd_notifyf("STOPPING=1\nSTATUS=shutting down (signal %u)",
 					 si.ssi_signo);
 			return;
 		}
@@ -376,7 +376,7 @@ static void daemon_loop(struct daemon *d)
 			int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
 
 			if (fd >= 0)
-				hostd_ctl_serve(fd, d->guests, d->nguests);
+				daemon_ctl_serve(fd, d->guests, d->nguests);
 		}
 	}
 }
@@ -473,7 +473,7 @@ static void report_ready(struct daemon *d)
 	d->report_fd = -1;
 }
 
-static int run(struct hostd_config *c)
+static int run(struct daemon_config *c)
 {
 	struct daemon d = { .cfg = c, .ctl_fd = -1, .sig_fd = -1,
 			    .report_fd = -1 };
@@ -481,8 +481,8 @@ static int run(struct hostd_config *c)
 	int ret;
 
 	/* LISTEN_PID is ours before a fork, not the child's */
-	if (hostd_fdstore_load(&d.store, err, sizeof(err)) < 0) {
-		hostd_sd_notifyf("STATUS=start-up failed: %s", err);
+	if (daemon_fdstore_load(&d.store, err, sizeof(err)) < 0) {
+		daemon_sd_notifyf("STATUS=start-up failed: %s", err);
 		fprintf(stderr, "vbus-hostd: %s\n", err);
 		return 1;
 	}
@@ -490,23 +490,23 @@ static int run(struct hostd_config *c)
 	if (ret)
 		return ret < 0 ? 0 : ret;	/* the parent */
 	if (daemon_setup(&d, err, sizeof(err)) < 0) {
-		hostd_sd_notifyf("STATUS=start-up failed: %s", err);
+		daemon_sd_notifyf("STATUS=start-up failed: %s", err);
 		report_failure(&d, err);
 		daemon_cleanup(&d);
 		return 1;
 	}
 	report_ready(&d);
 	/* every socket listens and every RAM file is sized: QEMU may start */
-	hostd_sd_notifyf("READY=1\nSTATUS=serving %u guest(s) (%u taken over), control socket %s",
+	daemon_sd_notifyf("READY=1\nSTATUS=serving %u guest(s) (%u taken over), control socket %s",
 			 d.nguests, d.adopted, c->ctl);
 	daemon_loop(&d);
 	daemon_cleanup(&d);
 	return 0;
 }
 
-int hostd_main(int argc, char **argv)
+int daemon_main(int argc, char **argv)
 {
-	struct hostd_config *c;
+	struct daemon_config *c;
 	int ret;
 
 	if (argc >= 2 && !strcmp(argv[1], "ctl"))
@@ -523,7 +523,7 @@ int hostd_main(int argc, char **argv)
 	} else if (ret < 0) {
 		ret = 0;	/* --help */
 	}
-	hostd_config_free(c);
+	daemon_config_free(c);
 	free(c);
 	return ret;
 }

@@ -98,7 +98,7 @@ static int notify_send(const struct sockaddr_un *sa, int salen,
 	return e;
 }
 
-int hostd_sd_notify_fds(const char *state, const int *fds, int nfds)
+int daemon_sd_notify_fds(const char *state, const int *fds, int nfds)
 {
 	const char *name = getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa;
@@ -118,12 +118,12 @@ int hostd_sd_notify_fds(const char *state, const int *fds, int nfds)
 	return 1;
 }
 
-int hostd_sd_notify(const char *state)
+int daemon_sd_notify(const char *state)
 {
-	return hostd_sd_notify_fds(state, NULL, 0);
+	return daemon_sd_notify_fds(state, NULL, 0);
 }
 
-int hostd_sd_notifyf(const char *fmt, ...)
+int daemon_sd_notifyf(const char *fmt, ...)
 {
 	char buf[2048];
 	va_list ap;
@@ -131,5 +131,5 @@ int hostd_sd_notifyf(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	return hostd_sd_notify(buf);
+	return daemon_sd_notify(buf);
 }

@@ -11,10 +11,10 @@
  * $NOTIFY_SOCKET is unset or empty (nothing to do), -errno when it could
  * not be sent (logged: the daemon goes on, the manager will time out).
  */
-int hostd_sd_notify(const char *state);
+int daemon_sd_notify(const char *state);
 /* The same with descriptors attached (FDSTORE=1); at most MAX_FDS. */
 #define HOSTD_SD_NOTIFY_MAX_FDS	8
-int hostd_sd_notify_fds(const char *state, const int *fds, int nfds);
-int hostd_sd_notifyf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int daemon_sd_notify_fds(const char *state, const int *fds, int nfds);
+int daemon_sd_notifyf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* VBUS_HOSTD_SD_NOTIFY_H */

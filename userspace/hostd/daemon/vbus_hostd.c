@@ -4,5 +4,5 @@
 
 int main(int argc, char **argv)
 {
-	return hostd_main(argc, argv);
+	return daemon_main(argc, argv);
 }

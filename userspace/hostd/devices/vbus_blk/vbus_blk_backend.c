@@ -13,7 +13,7 @@
  * invalidates the page cache over its range).
  *
  * The io_uring is the device's, shared by its queues; its completions
- * raise an eventfd the guest's loop watches (vblk_completions).
+ * raise an eventfd the guest's loop watches (vbus_blk_completions).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +36,7 @@ static bool pow2(__u64 v)
 }
 
 /* Size and block sizes of the file or block device behind @fd. */
-static int probe_size(struct vblk *b, int fd, const struct stat *st,
+static int probe_size(struct vbus_blk *b, int fd, const struct stat *st,
 		      __u64 *size)
 {
 	int lbs = 512, pbs = 512;
@@ -85,7 +85,7 @@ static __u32 probe_direct(int fd, __u32 from)
 }
 
 /* O_DIRECT if wanted and possible; b->fd_buffered is open already. */
-static int open_direct(struct vblk *b, int flags)
+static int open_direct(struct vbus_blk *b, int flags)
 {
 	__u32 bs;
 	int fd;
@@ -115,7 +115,7 @@ static int open_direct(struct vblk *b, int flags)
 	return 0;
 }
 
-static int ring_up(struct vblk *b)
+static int ring_up(struct vbus_blk *b)
 {
 	struct io_uring_params p;
 	int ret;
@@ -171,7 +171,7 @@ static int ring_up(struct vblk *b)
  * Open @b->path (as given: the caller canonicalized it), check it, claim
  * it, probe it, set up the ring. Every refusal says why.
  */
-int vblk_backend_open(struct vblk *b)
+int vbus_blk_backend_open(struct vbus_blk *b)
 {
 	int flags = (b->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC;
 	struct stat st;
@@ -211,7 +211,7 @@ int vblk_backend_open(struct vblk *b)
 	return ring_up(b);
 }
 
-void vblk_backend_close(struct vblk *b)
+void vbus_blk_backend_close(struct vbus_blk *b)
 {
 	if (b->ring_up)
 		io_uring_queue_exit(&b->ring);
@@ -227,13 +227,13 @@ void vblk_backend_close(struct vblk *b)
 
 /* ---- io_uring ------------------------------------------------------------ */
 
-__u64 vblk_tag(const struct vblk *b, unsigned int qi, unsigned int slot)
+__u64 vbus_blk_tag(const struct vbus_blk *b, unsigned int qi, unsigned int slot)
 {
 	return (b->session & 0xffffffffull) << 32 | (__u64)qi << 16 | slot;
 }
 
 /* true when @tag is of the current session; the queue and slot of it */
-bool vblk_untag(const struct vblk *b, __u64 tag, unsigned int *qi,
+bool vbus_blk_untag(const struct vbus_blk *b, __u64 tag, unsigned int *qi,
 		unsigned int *slot)
 {
 	*qi = (unsigned int)(tag >> 16 & 0xffff);
@@ -241,7 +241,7 @@ bool vblk_untag(const struct vblk *b, __u64 tag, unsigned int *qi,
 	return tag >> 32 == (b->session & 0xffffffffull);
 }
 
-static struct io_uring_sqe *get_sqe(struct vblk *b)
+static struct io_uring_sqe *get_sqe(struct vbus_blk *b)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
 
@@ -254,7 +254,7 @@ static struct io_uring_sqe *get_sqe(struct vblk *b)
 }
 
 /* WRITE_ZEROES: ZERO_RANGE keeps the blocks, a punch frees them */
-static int zeroes_mode(const struct vblk *b, const struct vblk_slot *s)
+static int zeroes_mode(const struct vbus_blk *b, const struct vbus_blk_slot *s)
 {
 	if (s->zmode)
 		return s->zmode;	/* a retry: the other mode */
@@ -263,8 +263,8 @@ static int zeroes_mode(const struct vblk *b, const struct vblk_slot *s)
 	return FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
 }
 
-int vblk_backend_queue(struct vblk *b, unsigned int qi, unsigned int slot,
-		       struct vblk_slot *s)
+int vbus_blk_backend_queue(struct vbus_blk *b, unsigned int qi, unsigned int slot,
+		       struct vbus_blk_slot *s)
 {
 	struct io_uring_sqe *sqe = get_sqe(b);
 	int fd = b->fd;
@@ -303,12 +303,12 @@ int vblk_backend_queue(struct vblk *b, unsigned int qi, unsigned int slot,
 	default:
 		return -EINVAL;
 	}
-	io_uring_sqe_set_data64(sqe, vblk_tag(b, qi, slot));
+	io_uring_sqe_set_data64(sqe, vbus_blk_tag(b, qi, slot));
 	b->submit_pending = true;
 	return 0;
 }
 
-void vblk_backend_submit(struct vblk *b)
+void vbus_blk_backend_submit(struct vbus_blk *b)
 {
 	int ret;
 
@@ -332,7 +332,7 @@ void vblk_backend_submit(struct vblk *b)
 }
 
 /* Ask the kernel to cancel everything of ours it has not finished. */
-void vblk_backend_cancel_all(struct vblk *b)
+void vbus_blk_backend_cancel_all(struct vbus_blk *b)
 {
 	struct io_uring_sqe *sqe = get_sqe(b);
 
@@ -341,5 +341,5 @@ void vblk_backend_cancel_all(struct vblk *b)
 	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
 	io_uring_sqe_set_data64(sqe, VBLK_TAG_CANCEL);
 	b->submit_pending = true;
-	vblk_backend_submit(b);
+	vbus_blk_backend_submit(b);
 }

@@ -28,7 +28,7 @@
 #include "vbus_blk_dev.h"
 
 /* The offered feature set (config.features). */
-static __u32 vblk_features_offered(const struct vblk *b)
+static __u32 vbus_blk_features_offered(const struct vbus_blk *b)
 {
 	__u32 f = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA;
 
@@ -41,7 +41,7 @@ static __u32 vblk_features_offered(const struct vblk *b)
 
 /* ---- params ---------------------------------------------------------------- */
 
-static int param_bool(struct vblk *b, const struct hostd_params *p,
+static int param_bool(struct vbus_blk *b, const struct hostd_params *p,
 		      const char *key, bool def, bool *out)
 {
 	const char *s = hostd_param_get(p, key);
@@ -57,7 +57,7 @@ static int param_bool(struct vblk *b, const struct hostd_params *p,
 	return 0;
 }
 
-static int param_u32(struct vblk *b, const struct hostd_params *p,
+static int param_u32(struct vbus_blk *b, const struct hostd_params *p,
 		     const char *key, __u32 def, __u32 min, __u32 max,
 		     bool power_of_two, __u32 *out)
 {
@@ -81,7 +81,7 @@ static int param_u32(struct vblk *b, const struct hostd_params *p,
 }
 
 /* "vbus-" and 15 hex digits of a hash of the path: stable, <= 20 bytes */
-static void default_serial(struct vblk *b)
+static void default_serial(struct vbus_blk *b)
 {
 	__u64 h = 0xcbf29ce484222325ull;
 	const char *c;
@@ -94,7 +94,7 @@ static void default_serial(struct vblk *b)
 	memcpy(b->serial, s, VBUS_BLK_SERIAL_LEN);
 }
 
-static int params_file(struct vblk *b, const struct hostd_params *p)
+static int params_file(struct vbus_blk *b, const struct hostd_params *p)
 {
 	const char *s = hostd_param_get(p, "file");
 	char real[PATH_MAX];
@@ -113,7 +113,7 @@ static int params_file(struct vblk *b, const struct hostd_params *p)
 	return 0;
 }
 
-static int params_misc(struct vblk *b, const struct hostd_params *p)
+static int params_misc(struct vbus_blk *b, const struct hostd_params *p)
 {
 	const char *s;
 	bool flag = true;
@@ -143,7 +143,7 @@ static int params_misc(struct vblk *b, const struct hostd_params *p)
 	return ret;
 }
 
-static int vblk_params(struct vblk *b, const struct hostd_params *p)
+static int vbus_blk_params(struct vbus_blk *b, const struct hostd_params *p)
 {
 	static const char *const known[] = {
 		"file", "ro", "serial", "queues", "depth", "segs",
@@ -187,57 +187,57 @@ static int vblk_params(struct vblk *b, const struct hostd_params *p)
 static void on_kick(struct hostd_dev *dev, void *arg)
 {
 	(void)dev;
-	vblk_backend_submit(arg);
+	vbus_blk_backend_submit(arg);
 }
 
-static void vblk_free(struct vblk *b)
+static void vbus_blk_free(struct vbus_blk *b)
 {
 	if (b->efd_watched)
 		hostd_fd_del(b->dev, b->efd);
 	if (b->kick.dev)
 		hostd_kick_fini(&b->kick);
-	vblk_mask_fini(b);
-	vblk_backend_close(b);
+	vbus_blk_mask_fini(b);
+	vbus_blk_backend_close(b);
 	free(b);
 }
 
-static int vblk_create(struct hostd_dev *dev, const struct hostd_params *p)
+static int vbus_blk_create(struct hostd_dev *dev, const struct hostd_params *p)
 {
-	struct vblk *b = calloc(1, sizeof(*b));
+	struct vbus_blk *b = calloc(1, sizeof(*b));
 	int ret;
 
 	if (!b)
 		return -ENOMEM;
 	b->dev = dev;
 	b->fd = b->fd_buffered = b->efd = b->mask_tfd = -1;
-	ret = vblk_params(b, p);
+	ret = vbus_blk_params(b, p);
 	if (!ret)
-		ret = vblk_backend_open(b);
+		ret = vbus_blk_backend_open(b);
 	if (!ret)
 		ret = hostd_kick_init(dev, &b->kick, on_kick, b);
 	if (!ret)
-		ret = hostd_fd_add(dev, b->efd, EPOLLIN, vblk_completions, b);
+		ret = hostd_fd_add(dev, b->efd, EPOLLIN, vbus_blk_completions, b);
 	if (!ret)
 		b->efd_watched = true;
 	if (!ret)
-		ret = vblk_mask_init(b);
+		ret = vbus_blk_mask_init(b);
 	if (ret < 0) {
-		vblk_free(b);
+		vbus_blk_free(b);
 		return ret;
 	}
 	hostd_dev_set_priv(dev, b);
 	return 0;
 }
 
-static void vblk_destroy(struct hostd_dev *dev)
+static void vbus_blk_destroy(struct hostd_dev *dev)
 {
-	vblk_free(hostd_dev_priv(dev));
+	vbus_blk_free(hostd_dev_priv(dev));
 	hostd_dev_set_priv(dev, NULL);
 }
 
-static int vblk_open(struct hostd_dev *dev, __u32 version)
+static int vbus_blk_open(struct hostd_dev *dev, __u32 version)
 {
-	struct vblk *b = hostd_dev_priv(dev);
+	struct vbus_blk *b = hostd_dev_priv(dev);
 
 	if (version != VBUS_BLK_VERSION)
 		return -EPROTO;
@@ -250,9 +250,9 @@ static int vblk_open(struct hostd_dev *dev, __u32 version)
 	return 0;
 }
 
-static void vblk_close(struct hostd_dev *dev)
+static void vbus_blk_close(struct hostd_dev *dev)
 {
-	struct vblk *b = hostd_dev_priv(dev);
+	struct vbus_blk *b = hostd_dev_priv(dev);
 	unsigned int i;
 
 	/*
@@ -260,20 +260,20 @@ static void vblk_close(struct hostd_dev *dev)
 	 * cancel, wait (bounded), then drop the rings. No guest memory is
 	 * touched here (no status, no pop).
 	 */
-	vblk_queues_drain(b);
+	vbus_blk_queues_drain(b);
 	hostd_kick_cancel(&b->kick);
-	vblk_mask_reset(b);
+	vbus_blk_mask_reset(b);
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
-		vblk_queue_detach(&b->q[i]);
+		vbus_blk_queue_detach(&b->q[i]);
 	b->open = false;
 	b->negotiated = false;
 	b->nr_queues = b->depth = 0;
 }
 
-static int call_getconfig(struct vblk *b, void *buf)
+static int call_getconfig(struct vbus_blk *b, void *buf)
 {
 	struct vbus_blk_config c;
-	__u32 f = vblk_features_offered(b);
+	__u32 f = vbus_blk_features_offered(b);
 
 	memset(&c, 0, sizeof(c));
 	c.capacity = b->capacity;
@@ -294,7 +294,7 @@ static int call_getconfig(struct vblk *b, void *buf)
 	return 0;
 }
 
-static int call_negotiate(struct vblk *b, void *buf)
+static int call_negotiate(struct vbus_blk *b, void *buf)
 {
 	struct vbus_blk_negotiate n;
 
@@ -306,7 +306,7 @@ static int call_negotiate(struct vblk *b, void *buf)
 	    n.queue_depth > b->max_depth ||
 	    (n.queue_depth & (n.queue_depth - 1)))
 		return -EINVAL;
-	n.features &= vblk_features_offered(b);
+	n.features &= vbus_blk_features_offered(b);
 	if (n.nr_queues > b->max_queues)
 		n.nr_queues = b->max_queues;
 	b->features = n.features;
@@ -317,9 +317,9 @@ static int call_negotiate(struct vblk *b, void *buf)
 	return 0;
 }
 
-static int vblk_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
+static int vbus_blk_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
 {
-	struct vblk *b = hostd_dev_priv(dev);
+	struct vbus_blk *b = hostd_dev_priv(dev);
 
 	switch (func) {
 	case VBUS_BLK_FUNC_GETCONFIG:
@@ -335,12 +335,12 @@ static int vblk_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
 	}
 }
 
-static int vblk_shm(struct hostd_dev *dev, struct hostd_shm *shm)
+static int vbus_blk_shm(struct hostd_dev *dev, struct hostd_shm *shm)
 {
-	return vblk_queue_attach(hostd_dev_priv(dev), shm);
+	return vbus_blk_queue_attach(hostd_dev_priv(dev), shm);
 }
 
-static void stats_latency(const struct vblk *b, struct hostd_stats_out *out)
+static void stats_latency(const struct vbus_blk *b, struct hostd_stats_out *out)
 {
 	char key[32];
 	unsigned int i;
@@ -356,10 +356,10 @@ static void stats_latency(const struct vblk *b, struct hostd_stats_out *out)
 	}
 }
 
-static void vblk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
+static void vbus_blk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 {
-	struct vblk *b = hostd_dev_priv(dev);
-	const struct vblk_stats *s = &b->st;
+	struct vbus_blk *b = hostd_dev_priv(dev);
+	const struct vbus_blk_stats *s = &b->st;
 	char serial[VBUS_BLK_SERIAL_LEN + 1];
 
 	hostd_stat_str(out, "file", b->path);
@@ -388,13 +388,13 @@ static void vblk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 static const struct hostd_dev_type vbus_blk_type = {
 	.name = VBUS_BLK_TYPE,
 	.alias = VBUS_BLK_TYPE_ALIAS,
-	.create = vblk_create,
-	.destroy = vblk_destroy,
-	.open = vblk_open,
-	.close = vblk_close,
-	.call = vblk_call,
-	.shm = vblk_shm,
-	.stats = vblk_stats,
+	.create = vbus_blk_create,
+	.destroy = vbus_blk_destroy,
+	.open = vbus_blk_open,
+	.close = vbus_blk_close,
+	.call = vbus_blk_call,
+	.shm = vbus_blk_shm,
+	.stats = vbus_blk_stats,
 };
 
 HOSTD_DEV_TYPE(vbus_blk_type);

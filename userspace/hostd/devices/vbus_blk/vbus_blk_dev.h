@@ -45,14 +45,14 @@
 #define VBLK_POLL_BUDGET_US	500		/* one poll, then the loop */
 
 /* A slot of a queue: the request the ring descriptor of that slot holds. */
-enum vblk_slot_state {
+enum vbus_blk_slot_state {
 	VBLK_SLOT_FREE,		/* not parsed (not posted, or handed back) */
 	VBLK_SLOT_INFLIGHT,	/* an SQE of ours is in io_uring */
 	VBLK_SLOT_DONE,		/* status known, waiting for the head */
 };
 
 /* What a request asks of the backend, after the checks (vbus_blk_req.c). */
-struct vblk_io {
+struct vbus_blk_io {
 	__u8 op;		/* VBUS_BLK_OP_* */
 	__u16 flags;		/* VBUS_BLK_REQ_*, checked */
 	__u64 offset;		/* bytes into the backing file */
@@ -61,22 +61,22 @@ struct vblk_io {
 	bool aligned;		/* usable with O_DIRECT */
 };
 
-struct vblk_slot {
-	enum vblk_slot_state state;
+struct vbus_blk_slot {
+	enum vbus_blk_slot_state state;
 	__u8 status;		/* VBUS_BLK_S_* once DONE */
 	__u8 op;
 	bool retried;		/* WRITE_ZEROES: tried the other mode */
 	int zmode;		/* WRITE_ZEROES: fallocate mode, 0 = pick */
 	__u64 req_gpa;		/* where req.status goes (re-translated) */
-	struct vblk_io io;
+	struct vbus_blk_io io;
 	__u64 t0_ns;		/* submitted */
 	struct iovec *iov;	/* max_segments, until the CQE */
 };
 
-struct vblk;
+struct vbus_blk;
 
-struct vblk_queue {
-	struct vblk *b;
+struct vbus_blk_queue {
+	struct vbus_blk *b;
 	unsigned int idx;
 	bool attached;
 	struct ioq ioq;
@@ -86,10 +86,10 @@ struct vblk_queue {
 	__u32 head;		/* free-running: our copy of valid.head */
 	unsigned int inflight;	/* slots INFLIGHT */
 	bool masked;		/* doorbells off: completions look (mask.c) */
-	struct vblk_slot *slots;	/* depth of them */
+	struct vbus_blk_slot *slots;	/* depth of them */
 };
 
-struct vblk_stats {
+struct vbus_blk_stats {
 	__u64 reads, writes, flushes, discards, write_zeroes, get_ids;
 	__u64 bytes_read, bytes_written;
 	__u64 fua_writes;
@@ -110,7 +110,7 @@ struct vblk_stats {
 	__u64 lat[VBLK_LAT_BUCKETS];	/* completions by 2^n us */
 };
 
-struct vblk {
+struct vbus_blk {
 	struct hostd_dev *dev;
 
 	/* params */
@@ -151,7 +151,7 @@ struct vblk {
 	__u64 cqes_at_arm;
 
 	/* polling (vbus_blk_poll.c) */
-	bool polling;			/* in vblk_poll: none nests */
+	bool polling;			/* in vbus_blk_poll: none nests */
 	bool poll_masked;		/* its masks hold: mask.c unmasks none */
 
 	/* session (open .. close) */
@@ -159,53 +159,53 @@ struct vblk {
 	bool negotiated;
 	__u32 features;			/* granted */
 	__u32 nr_queues, depth;		/* granted */
-	struct vblk_queue q[VBUS_BLK_MAX_QUEUES];
+	struct vbus_blk_queue q[VBUS_BLK_MAX_QUEUES];
 
-	struct vblk_stats st;
+	struct vbus_blk_stats st;
 };
 
 /* vbus_blk_backend.c */
-int vblk_backend_open(struct vblk *b);		/* hostd_dev_fail on error */
-void vblk_backend_close(struct vblk *b);
+int vbus_blk_backend_open(struct vbus_blk *b);		/* hostd_dev_fail on error */
+void vbus_blk_backend_close(struct vbus_blk *b);
 /* Queue the op of @s (slot @slot of queue @qi) on the ring; 0 or -errno */
-int vblk_backend_queue(struct vblk *b, unsigned int qi, unsigned int slot,
-		       struct vblk_slot *s);
-void vblk_backend_submit(struct vblk *b);
+int vbus_blk_backend_queue(struct vbus_blk *b, unsigned int qi, unsigned int slot,
+		       struct vbus_blk_slot *s);
+void vbus_blk_backend_submit(struct vbus_blk *b);
 /* Ask io_uring to cancel everything of ours (close) */
-void vblk_backend_cancel_all(struct vblk *b);
+void vbus_blk_backend_cancel_all(struct vbus_blk *b);
 /* user_data <-> (session, queue, slot) */
-__u64 vblk_tag(const struct vblk *b, unsigned int qi, unsigned int slot);
-bool vblk_untag(const struct vblk *b, __u64 tag, unsigned int *qi,
+__u64 vbus_blk_tag(const struct vbus_blk *b, unsigned int qi, unsigned int slot);
+bool vbus_blk_untag(const struct vbus_blk *b, __u64 tag, unsigned int *qi,
 		unsigned int *slot);
 #define VBLK_TAG_CANCEL (~0ull)
 
 /* vbus_blk_req.c: read one request and check it. Returns VBUS_BLK_S_OK
  * (then @io/@iov describe it) or the status to complete it with; @why
  * says what was wrong. Never faults: the caller decides. */
-__u8 vblk_req_parse(struct vblk *b, __u64 req_gpa, __u64 desc_len,
-		    struct vblk_io *io, struct iovec *iov, const char **why);
+__u8 vbus_blk_req_parse(struct vbus_blk *b, __u64 req_gpa, __u64 desc_len,
+		    struct vbus_blk_io *io, struct iovec *iov, const char **why);
 /* GET_ID: copy the serial into the request's segment */
-void vblk_req_get_id(struct vblk *b, const struct vblk_io *io,
+void vbus_blk_req_get_id(struct vbus_blk *b, const struct vbus_blk_io *io,
 		     struct iovec *iov);
 
 /* vbus_blk_mask.c: the guest's doorbells off while a queue is busy */
-int vblk_mask_init(struct vblk *b);	/* hostd_dev_fail on error */
-void vblk_mask_fini(struct vblk *b);
-void vblk_mask_reset(struct vblk *b);	/* close: nothing masked */
+int vbus_blk_mask_init(struct vbus_blk *b);	/* hostd_dev_fail on error */
+void vbus_blk_mask_fini(struct vbus_blk *b);
+void vbus_blk_mask_reset(struct vbus_blk *b);	/* close: nothing masked */
 /* after a queue run: mask if I/O is in flight, unmask when idle */
-void vblk_mask_update(struct vblk_queue *q);
-void vblk_mask_cqe(struct vblk *b);	/* a completion came */
+void vbus_blk_mask_update(struct vbus_blk_queue *q);
+void vbus_blk_mask_cqe(struct vbus_blk *b);	/* a completion came */
 
 /* vbus_blk_poll.c: after a wakeup, look with @step (true: it found
  * work) until poll_us pass with nothing; doorbells and the CQ eventfd
  * off meanwhile. No-op when poll_us is 0 or already polling. */
-void vblk_poll(struct vblk *b, bool (*step)(struct vblk *b));
+void vbus_blk_poll(struct vbus_blk *b, bool (*step)(struct vbus_blk *b));
 
 /* vbus_blk_queue.c */
-int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm);
-void vblk_queue_detach(struct vblk_queue *q);
-void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg);
+int vbus_blk_queue_attach(struct vbus_blk *b, struct hostd_shm *shm);
+void vbus_blk_queue_detach(struct vbus_blk_queue *q);
+void vbus_blk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg);
 /* close: wait (bounded) until io_uring holds nothing of this session */
-void vblk_queues_drain(struct vblk *b);
+void vbus_blk_queues_drain(struct vbus_blk *b);
 
 #endif /* VBUS_HOSTD_VBUS_BLK_DEV_H */

@@ -3,7 +3,7 @@
  * vbus-blk: the guest's doorbells masked while a queue is busy.
  *
  * While a queue has requests in io_uring, each of their completions wakes
- * the loop (vblk_completions), and that wakeup looks at the queue's ring
+ * the loop (vbus_blk_completions), and that wakeup looks at the queue's ring
  * anyway: a doorbell from the guest would only repeat what we are about
  * to see, and costs a VM exit on its side and a wakeup on ours. So a queue
  * with I/O in flight masks its signal (the guest's inject then sets dirty
@@ -30,7 +30,7 @@
 #include <sys/timerfd.h>
 #include "vbus_blk_dev.h"
 
-static void arm(struct vblk *b)
+static void arm(struct vbus_blk *b)
 {
 	struct itimerspec its;
 
@@ -42,9 +42,9 @@ static void arm(struct vblk *b)
 	b->mask_armed = timerfd_settime(b->mask_tfd, 0, &its, NULL) == 0;
 }
 
-static void mask(struct vblk_queue *q)
+static void mask(struct vbus_blk_queue *q)
 {
-	struct vblk *b = q->b;
+	struct vbus_blk *b = q->b;
 
 	/*
 	 * enabled=0, no barrier: a guest that still reads enabled=1 rings
@@ -60,7 +60,7 @@ static void mask(struct vblk_queue *q)
 		arm(b);
 }
 
-static void unmask(struct vblk_queue *q)
+static void unmask(struct vbus_blk_queue *q)
 {
 	q->masked = false;
 	/*
@@ -74,9 +74,9 @@ static void unmask(struct vblk_queue *q)
 	ioq_notify_enable(&q->ioq, 0);
 }
 
-void vblk_mask_update(struct vblk_queue *q)
+void vbus_blk_mask_update(struct vbus_blk_queue *q)
 {
-	struct vblk *b = q->b;
+	struct vbus_blk *b = q->b;
 
 	if (!q->attached || hostd_dev_faulted(b->dev))
 		return;
@@ -87,7 +87,7 @@ void vblk_mask_update(struct vblk_queue *q)
 		unmask(q);	/* a poll's (poll.c) unmasks when it ends */
 }
 
-void vblk_mask_cqe(struct vblk *b)
+void vbus_blk_mask_cqe(struct vbus_blk *b)
 {
 	b->cqes++;
 	b->mask_stalled = false;
@@ -95,7 +95,7 @@ void vblk_mask_cqe(struct vblk *b)
 
 static void on_timer(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 {
-	struct vblk *b = arg;
+	struct vbus_blk *b = arg;
 	__u64 expirations;
 	unsigned int i;
 	bool any = false;
@@ -120,7 +120,7 @@ static void on_timer(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 			unmask(&b->q[i]);
 }
 
-int vblk_mask_init(struct vblk *b)
+int vbus_blk_mask_init(struct vbus_blk *b)
 {
 	int ret;
 
@@ -138,7 +138,7 @@ int vblk_mask_init(struct vblk *b)
 	return 0;
 }
 
-void vblk_mask_fini(struct vblk *b)
+void vbus_blk_mask_fini(struct vbus_blk *b)
 {
 	if (b->mask_tfd_watched)
 		hostd_fd_del(b->dev, b->mask_tfd);
@@ -149,7 +149,7 @@ void vblk_mask_fini(struct vblk *b)
 }
 
 /* close: the rings go away; a timer still armed finds nothing masked */
-void vblk_mask_reset(struct vblk *b)
+void vbus_blk_mask_reset(struct vbus_blk *b)
 {
 	unsigned int i;
 

@@ -28,7 +28,7 @@
  *    (inside a wakeup: the wakeup's loop sees dirty and runs it again).
  *
  * The loop's steps (reap, run the queues) are the caller's (@step in
- * vblk_poll, vbus_blk_queue.c): this file only times, masks and counts.
+ * vbus_blk_poll, vbus_blk_queue.c): this file only times, masks and counts.
  */
 #include "vbus_blk_dev.h"
 
@@ -39,12 +39,12 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static bool usable(const struct vblk *b)
+static bool usable(const struct vbus_blk *b)
 {
 	return b->open && !hostd_dev_faulted(b->dev);
 }
 
-static void mask_all(struct vblk *b)
+static void mask_all(struct vbus_blk *b)
 {
 	unsigned int i;
 
@@ -56,24 +56,24 @@ static void mask_all(struct vblk *b)
 	b->poll_masked = true;
 }
 
-static void unmask_all(struct vblk *b)
+static void unmask_all(struct vbus_blk *b)
 {
 	unsigned int i;
 
 	b->poll_masked = false;
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++) {
-		struct vblk_queue *q = &b->q[i];
+		struct vbus_blk_queue *q = &b->q[i];
 
 		if (!q->attached)
 			continue;
 		/* in flight: masked (mask.c); idle: unmasked, enable looks */
-		vblk_mask_update(q);
+		vbus_blk_mask_update(q);
 		if (!q->masked)
 			ioq_notify_enable(&q->ioq, 0);
 	}
 }
 
-void vblk_poll(struct vblk *b, bool (*step)(struct vblk *b))
+void vbus_blk_poll(struct vbus_blk *b, bool (*step)(struct vbus_blk *b))
 {
 	__u64 start, last, now, window;
 

@@ -30,7 +30,7 @@
 #include <linux/falloc.h>
 #include "vbus_blk_dev.h"
 
-static void count_status(struct vblk *b, __u8 st, const char *why)
+static void count_status(struct vbus_blk *b, __u8 st, const char *why)
 {
 	if (st == VBUS_BLK_S_BADREQ) {
 		b->st.bad_requests++;
@@ -49,7 +49,7 @@ static void count_status(struct vblk *b, __u8 st, const char *why)
 /* ---- hand-back ------------------------------------------------------------- */
 
 /* req.status of @s into guest memory; false: faulted */
-static bool put_status(struct vblk *b, const struct vblk_slot *s)
+static bool put_status(struct vbus_blk *b, const struct vbus_blk_slot *s)
 {
 	__u8 *p = hostd_dev_gpa(b->dev, s->req_gpa +
 				VBUS_OFFSETOF(struct vbus_blk_req, status), 1);
@@ -69,9 +69,9 @@ static bool put_status(struct vblk *b, const struct vblk_slot *s)
 }
 
 /* Hand back from the head every request that is DONE, in ring order. */
-static void hand_back(struct vblk_queue *q)
+static void hand_back(struct vbus_blk_queue *q)
 {
-	struct vblk *b = q->b;
+	struct vbus_blk *b = q->b;
 	struct ioq_iterator it;
 	unsigned int n = 0;
 
@@ -87,7 +87,7 @@ static void hand_back(struct vblk_queue *q)
 		return;
 	}
 	while (q->head != q->next) {
-		struct vblk_slot *s = &q->slots[q->head & (q->depth - 1)];
+		struct vbus_blk_slot *s = &q->slots[q->head & (q->depth - 1)];
 
 		if (s->state != VBLK_SLOT_DONE || !put_status(b, s))
 			break;
@@ -110,15 +110,15 @@ static void hand_back(struct vblk_queue *q)
 
 /* ---- parse and submit -------------------------------------------------------- */
 
-static void reap_and_hand_back(struct vblk *b);
+static void reap_and_hand_back(struct vbus_blk *b);
 
-static void slot_done(struct vblk_slot *s, __u8 status)
+static void slot_done(struct vbus_blk_slot *s, __u8 status)
 {
 	s->status = status;
 	s->state = VBLK_SLOT_DONE;
 }
 
-static void count_op(struct vblk *b, __u8 op)
+static void count_op(struct vbus_blk *b, __u8 op)
 {
 	switch (op) {
 	case VBUS_BLK_OP_READ: b->st.reads++; break;
@@ -136,11 +136,11 @@ static void count_op(struct vblk *b, __u8 op)
  * (a refusal, GET_ID) or queue it on io_uring. false: the device is
  * faulted (a descriptor we could not even answer).
  */
-static bool start_one(struct vblk_queue *q, struct ioq_iterator *it)
+static bool start_one(struct vbus_blk_queue *q, struct ioq_iterator *it)
 {
-	struct vblk *b = q->b;
+	struct vbus_blk *b = q->b;
 	unsigned int slot = q->next & (q->depth - 1);
-	struct vblk_slot *s = &q->slots[slot];
+	struct vbus_blk_slot *s = &q->slots[slot];
 	/* ptr and len once each: the guest may rewrite them meanwhile */
 	__u64 ptr = VBUS_READ(it->desc->ptr);
 	__u64 len = VBUS_READ(it->desc->len);
@@ -158,9 +158,9 @@ static bool start_one(struct vblk_queue *q, struct ioq_iterator *it)
 				(unsigned long long)ptr);
 		return false;
 	}
-	memset(s, 0, VBUS_OFFSETOF(struct vblk_slot, iov));
+	memset(s, 0, VBUS_OFFSETOF(struct vbus_blk_slot, iov));
 	s->req_gpa = ptr;
-	st = vblk_req_parse(b, ptr, len, &s->io, s->iov, &why);
+	st = vbus_blk_req_parse(b, ptr, len, &s->io, s->iov, &why);
 	s->op = s->io.op;
 	if (st != VBUS_BLK_S_OK) {
 		count_status(b, st, why);
@@ -169,12 +169,12 @@ static bool start_one(struct vblk_queue *q, struct ioq_iterator *it)
 	}
 	count_op(b, s->op);
 	if (s->op == VBUS_BLK_OP_GET_ID) {
-		vblk_req_get_id(b, &s->io, s->iov);
+		vbus_blk_req_get_id(b, &s->io, s->iov);
 		slot_done(s, VBUS_BLK_S_OK);
 		return true;
 	}
 	s->t0_ns = hostd_now_ns();
-	if (vblk_backend_queue(b, q->idx, slot, s) < 0) {
+	if (vbus_blk_backend_queue(b, q->idx, slot, s) < 0) {
 		b->st.io_errors++;
 		slot_done(s, VBUS_BLK_S_IOERR);
 		return true;
@@ -185,9 +185,9 @@ static bool start_one(struct vblk_queue *q, struct ioq_iterator *it)
 	return true;
 }
 
-static void queue_run(struct vblk_queue *q)
+static void queue_run(struct vbus_blk_queue *q)
 {
-	struct vblk *b = q->b;
+	struct vbus_blk *b = q->b;
 	struct ioq_iterator it;
 
 	if (!q->attached || hostd_dev_faulted(b->dev))
@@ -208,7 +208,7 @@ static void queue_run(struct vblk_queue *q)
 			break;
 		q->next++;
 	}
-	vblk_backend_submit(b);
+	vbus_blk_backend_submit(b);
 	/*
 	 * What io_uring finished during the submit (a read from the page
 	 * cache completes inline) goes back now, not one loop turn later
@@ -217,11 +217,11 @@ static void queue_run(struct vblk_queue *q)
 	reap_and_hand_back(b);
 	hand_back(q);
 	/* in flight now: doorbells off; nothing: on (vbus_blk_mask.c) */
-	vblk_mask_update(q);
+	vbus_blk_mask_update(q);
 }
 
 /* posts not parsed yet: the ring's valid count beyond ours */
-static bool posted(struct vblk_queue *q)
+static bool posted(struct vbus_blk_queue *q)
 {
 	int n = ioq_count(&q->ioq, ioq_idxtype_valid);
 
@@ -229,7 +229,7 @@ static bool posted(struct vblk_queue *q)
 }
 
 /* One look of a poll (vbus_blk_poll.c): true if it found work. */
-static bool poll_step(struct vblk *b)
+static bool poll_step(struct vbus_blk *b)
 {
 	bool got = false;
 	unsigned int i;
@@ -243,7 +243,7 @@ static bool poll_step(struct vblk *b)
 		got = true;
 	}
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++) {
-		struct vblk_queue *q = &b->q[i];
+		struct vbus_blk_queue *q = &b->q[i];
 
 		if (q->attached && posted(q)) {
 			queue_run(q);
@@ -255,17 +255,17 @@ static bool poll_step(struct vblk *b)
 
 static void on_notify(struct ioq_notifier *n)
 {
-	struct vblk_queue *q = hostd_container_of(n, struct vblk_queue,
+	struct vbus_blk_queue *q = hostd_container_of(n, struct vbus_blk_queue,
 						  notifier);
 
 	/* hostd counts the doorbell (notify_in) */
 	queue_run(q);
-	vblk_poll(q->b, poll_step);
+	vbus_blk_poll(q->b, poll_step);
 }
 
 /* ---- completions -------------------------------------------------------------- */
 
-static void count_latency(struct vblk *b, const struct vblk_slot *s)
+static void count_latency(struct vbus_blk *b, const struct vbus_blk_slot *s)
 {
 	__u64 us = (hostd_now_ns() - s->t0_ns) / 1000;
 	unsigned int i = 0;
@@ -278,8 +278,8 @@ static void count_latency(struct vblk *b, const struct vblk_slot *s)
 }
 
 /* WRITE_ZEROES the file system refused one way: try the other once */
-static bool zeroes_retry(struct vblk *b, unsigned int qi, unsigned int slot,
-			 struct vblk_slot *s, int res)
+static bool zeroes_retry(struct vbus_blk *b, unsigned int qi, unsigned int slot,
+			 struct vbus_blk_slot *s, int res)
 {
 	if (s->op != VBUS_BLK_OP_WRITE_ZEROES || s->retried ||
 	    (res != -EOPNOTSUPP && res != -EINVAL))
@@ -292,10 +292,10 @@ static bool zeroes_retry(struct vblk *b, unsigned int qi, unsigned int slot,
 		s->zmode = FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
 	}
 	s->retried = true;
-	return vblk_backend_queue(b, qi, slot, s) == 0;
+	return vbus_blk_backend_queue(b, qi, slot, s) == 0;
 }
 
-static __u8 result_status(const struct vblk_slot *s, int res)
+static __u8 result_status(const struct vbus_blk_slot *s, int res)
 {
 	if (res < 0)
 		return VBUS_BLK_S_IOERR;
@@ -306,7 +306,7 @@ static __u8 result_status(const struct vblk_slot *s, int res)
 	return VBUS_BLK_S_OK;
 }
 
-static void count_done(struct vblk *b, const struct vblk_slot *s)
+static void count_done(struct vbus_blk *b, const struct vbus_blk_slot *s)
 {
 	if (s->status != VBUS_BLK_S_OK) {
 		b->st.io_errors++;	/* the backend's: the only kind here */
@@ -325,16 +325,16 @@ static void count_done(struct vblk *b, const struct vblk_slot *s)
  * One CQE. Returns the queue it finished a request of, or NULL. With
  * @closing no retry is queued: close waits for the ring to empty.
  */
-static struct vblk_queue *cqe_done(struct vblk *b, __u64 tag, int res,
+static struct vbus_blk_queue *cqe_done(struct vbus_blk *b, __u64 tag, int res,
 				   bool closing)
 {
 	unsigned int qi, slot;
-	struct vblk_queue *q;
-	struct vblk_slot *s;
+	struct vbus_blk_queue *q;
+	struct vbus_blk_slot *s;
 
 	if (tag == VBLK_TAG_CANCEL)
 		return NULL;
-	if (!vblk_untag(b, tag, &qi, &slot)) {
+	if (!vbus_blk_untag(b, tag, &qi, &slot)) {
 		/* a request of a session whose close timed out waiting */
 		if (b->stale)
 			b->stale--;
@@ -365,37 +365,37 @@ static struct vblk_queue *cqe_done(struct vblk *b, __u64 tag, int res,
 }
 
 /* Take every CQE there is; mark the queues that finished something. */
-static void reap(struct vblk *b, bool *touched, bool closing)
+static void reap(struct vbus_blk *b, bool *touched, bool closing)
 {
 	struct io_uring_cqe *cqe;
 
 	while (io_uring_peek_cqe(&b->ring, &cqe) == 0) {
-		struct vblk_queue *q = cqe_done(b, cqe->user_data, cqe->res,
+		struct vbus_blk_queue *q = cqe_done(b, cqe->user_data, cqe->res,
 						closing);
 
 		io_uring_cqe_seen(&b->ring, cqe);
 		if (!closing)
-			vblk_mask_cqe(b);
+			vbus_blk_mask_cqe(b);
 		if (q && touched)
 			touched[q->idx] = true;
 	}
 }
 
-static void reap_and_hand_back(struct vblk *b)
+static void reap_and_hand_back(struct vbus_blk *b)
 {
 	bool touched[VBUS_BLK_MAX_QUEUES] = { false };
 	unsigned int i;
 
 	reap(b, touched, false);
-	vblk_backend_submit(b);	/* retries */
+	vbus_blk_backend_submit(b);	/* retries */
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
 		if (touched[i])
 			hand_back(&b->q[i]);
 }
 
-void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+void vbus_blk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 {
-	struct vblk *b = arg;
+	struct vbus_blk *b = arg;
 	unsigned int i;
 
 	(void)dev;
@@ -413,22 +413,22 @@ void vblk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 			queue_run(&b->q[i]);
 		}
 	}
-	vblk_poll(b, poll_step);
+	vbus_blk_poll(b, poll_step);
 }
 
-void vblk_queues_drain(struct vblk *b)
+void vbus_blk_queues_drain(struct vbus_blk *b)
 {
 	__u64 deadline = hostd_now_ns() + VBLK_DRAIN_MS * 1000000ull;
 
 	if (!b->ring_up || !b->inflight)
 		return;
-	vblk_backend_cancel_all(b);
+	vbus_blk_backend_cancel_all(b);
 	while (b->inflight && hostd_now_ns() < deadline) {
 		struct __kernel_timespec ts = { .tv_nsec = 50 * 1000000 };
 		struct io_uring_cqe *cqe;
 
 		/* SQEs the kernel refused (EAGAIN) must go, or they stay ours */
-		vblk_backend_submit(b);
+		vbus_blk_backend_submit(b);
 		if (io_uring_wait_cqe_timeout(&b->ring, &cqe, &ts) == 0)
 			reap(b, NULL, true);
 	}
@@ -449,9 +449,9 @@ void vblk_queues_drain(struct vblk *b)
 
 /* ---- attach / detach --------------------------------------------------------- */
 
-int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm)
+int vbus_blk_queue_attach(struct vbus_blk *b, struct hostd_shm *shm)
 {
-	struct vblk_queue *q;
+	struct vbus_blk_queue *q;
 	unsigned int i;
 	int ret;
 
@@ -491,7 +491,7 @@ int vblk_queue_attach(struct vblk *b, struct hostd_shm *shm)
 }
 
 /* close, after the drain: nothing of io_uring points into the slots */
-void vblk_queue_detach(struct vblk_queue *q)
+void vbus_blk_queue_detach(struct vbus_blk_queue *q)
 {
 	if (!q->attached)
 		return;

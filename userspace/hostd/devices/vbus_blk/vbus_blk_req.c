@@ -39,8 +39,8 @@ static __u8 unsupp(const char **why, const char *what)
 }
 
 /* [offset, offset+len) inside the disk and on logical-block boundaries */
-static __u8 check_range(const struct vblk *b, __u64 sector, __u64 len,
-			struct vblk_io *io, const char **why)
+static __u8 check_range(const struct vbus_blk *b, __u64 sector, __u64 len,
+			struct vbus_blk_io *io, const char **why)
 {
 	__u64 nsec = len / SECTOR;
 
@@ -54,8 +54,8 @@ static __u8 check_range(const struct vblk *b, __u64 sector, __u64 len,
 }
 
 /* READ / WRITE: the segments into iovecs over guest RAM. */
-static __u8 parse_rw(struct vblk *b, const struct req_copy *r,
-		     struct vblk_io *io, struct iovec *iov, const char **why)
+static __u8 parse_rw(struct vbus_blk *b, const struct req_copy *r,
+		     struct vbus_blk_io *io, struct iovec *iov, const char **why)
 {
 	__u64 total = 0;
 	unsigned int i;
@@ -86,7 +86,7 @@ static __u8 parse_rw(struct vblk *b, const struct req_copy *r,
 	return check_range(b, r->h->sector, total, io, why);
 }
 
-static __u8 parse_segs(struct vblk *b, __u64 req_gpa, __u64 desc_len,
+static __u8 parse_segs(struct vbus_blk *b, __u64 req_gpa, __u64 desc_len,
 		       struct req_copy *r, const char **why)
 {
 	__u32 n = r->h->nr_segs;
@@ -105,8 +105,8 @@ static __u8 parse_segs(struct vblk *b, __u64 req_gpa, __u64 desc_len,
 }
 
 /* ops without segments: DISCARD / WRITE_ZEROES carry nr_sectors */
-static __u8 parse_noseg(struct vblk *b, __u64 desc_len,
-			const struct req_copy *r, struct vblk_io *io,
+static __u8 parse_noseg(struct vbus_blk *b, __u64 desc_len,
+			const struct req_copy *r, struct vbus_blk_io *io,
 			const char **why)
 {
 	if (r->h->nr_segs)
@@ -131,7 +131,7 @@ static const __u32 op_feature[] = {
 };
 
 /* op and flags against what was negotiated */
-static __u8 check_op(const struct vblk *b, const struct req_copy *r,
+static __u8 check_op(const struct vbus_blk *b, const struct req_copy *r,
 		     const char **why)
 {
 	__u8 op = r->h->op;
@@ -156,8 +156,8 @@ static __u8 check_op(const struct vblk *b, const struct req_copy *r,
 	return VBUS_BLK_S_OK;
 }
 
-__u8 vblk_req_parse(struct vblk *b, __u64 req_gpa, __u64 desc_len,
-		    struct vblk_io *io, struct iovec *iov, const char **why)
+__u8 vbus_blk_req_parse(struct vbus_blk *b, __u64 req_gpa, __u64 desc_len,
+		    struct vbus_blk_io *io, struct iovec *iov, const char **why)
 {
 	struct vbus_blk_seg seg[VBUS_BLK_MAX_SEGS];
 	struct vbus_blk_req hdr;
@@ -202,7 +202,7 @@ __u8 vblk_req_parse(struct vblk *b, __u64 req_gpa, __u64 desc_len,
 	}
 }
 
-void vblk_req_get_id(struct vblk *b, const struct vblk_io *io,
+void vbus_blk_req_get_id(struct vbus_blk *b, const struct vbus_blk_io *io,
 		     struct iovec *iov)
 {
 	size_t n = iov[0].iov_len;

@@ -23,7 +23,7 @@
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
 #include <linux/uaccess.h>
-#include "ipc.h"
+#include "vbus_ipc_drv.h"
 
 static struct vbus_ipc *file_ipc(struct file *f)
 {
@@ -41,7 +41,7 @@ static enum vbus_ipc_sess vbus_ipc_sess(struct vbus_ipc *ipc)
 	/*
 	 * Acquire: the session number and the rings vbus-hostd formatted are
 	 * read after the state; pairs with its release store of the state
-	 * in session_start() (userspace/hostd/devices/ipc/ipc_dev.c).
+	 * in session_start() (userspace/hostd/devices/vbus_ipc/vbus_ipc_dev.c).
 	 */
 	state = smp_load_acquire(&shm->state);
 	session = READ_ONCE(shm->session);

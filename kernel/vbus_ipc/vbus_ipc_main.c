@@ -11,7 +11,7 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <vbus/vbus_pci.h>
-#include "ipc.h"
+#include "vbus_ipc_drv.h"
 
 static DEFINE_IDA(vbus_ipc_ida);
 

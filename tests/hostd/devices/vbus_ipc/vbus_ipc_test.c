@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The "ipc" device without QEMU: this process is vbus-hostd's loop
+ * The "vbus-ipc" device without QEMU: this process is vbus-hostd's loop
  * (fakeguest.c), QEMU's ivshmem client on the device's qsock= and the
  * guest (the driver's guest_open/guest_close and CTRL doorbell, libioq's
  * guest endpoint over the region and the DATA eventfds); the host process
@@ -264,7 +264,7 @@ static struct env *up(void)
 	snprintf(e->qsock, sizeof(e->qsock), "%s/q.sock", e->dir);
 	fg_init(&e->fg, "t");
 	snprintf(spec, sizeof(spec),
-		 "type=ipc,id=5,service=echo,sock=%s,qsock=%s,count=64,bufsize=1024",
+		 "type=vbus-ipc,id=5,service=echo,sock=%s,qsock=%s,count=64,bufsize=1024",
 		 e->sock, e->qsock);
 	assert_int_equal(fg_add_dev(&e->fg, spec, err, sizeof(err)), 0);
 	qemu_connect(e);
@@ -490,13 +490,13 @@ static void test_ipc_qemu_gone_ends_session(void **state)
 static void test_ipc_bad_params(void **state)
 {
 	static const char *const bad[] = {
-		"type=ipc,id=5,sock=/tmp/x.sock,qsock=/tmp/y.sock",
-		"type=ipc,id=5,service=a/b,sock=/tmp/x.sock,qsock=/tmp/y.sock",
-		"type=ipc,id=5,service=echo,qsock=/tmp/y.sock",
-		"type=ipc,id=5,service=echo,sock=/tmp/x.sock,qsock=/tmp/y.sock,count=3",
-		"type=ipc,id=5,service=echo,sock=/tmp/x.sock,qsock=/tmp/y.sock,count=4096",
-		"type=ipc,id=5,service=echo,sock=/tmp/x.sock,qsock=/tmp/y.sock,bufsize=12",
-		"type=ipc,id=5,service=echo,sock=/tmp/x.sock,qsock=/tmp/y.sock,color=red",
+		"type=vbus-ipc,id=5,sock=/tmp/x.sock,qsock=/tmp/y.sock",
+		"type=vbus-ipc,id=5,service=a/b,sock=/tmp/x.sock,qsock=/tmp/y.sock",
+		"type=vbus-ipc,id=5,service=echo,qsock=/tmp/y.sock",
+		"type=vbus-ipc,id=5,service=echo,sock=/tmp/x.sock,qsock=/tmp/y.sock,count=3",
+		"type=vbus-ipc,id=5,service=echo,sock=/tmp/x.sock,qsock=/tmp/y.sock,count=4096",
+		"type=vbus-ipc,id=5,service=echo,sock=/tmp/x.sock,qsock=/tmp/y.sock,bufsize=12",
+		"type=vbus-ipc,id=5,service=echo,sock=/tmp/x.sock,qsock=/tmp/y.sock,color=red",
 	};
 	struct fg f;
 	char err[256];

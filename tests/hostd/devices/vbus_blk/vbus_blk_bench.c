@@ -17,7 +17,7 @@
  * thread's CPU per I/O and the doorbells per I/O. That is what polling
  * saves and costs on this machine without a guest kernel in the way.
  *
- *   build/tests/hostd/hostd_vbus_blk_bench [direct=0|1] [runs]
+ *   build/tests/hostd/devices/vbus_blk/hostd_vbus_blk_bench [direct=0|1] [runs]
  *
  * The file (64 MiB) goes to $VBUS_BLK_TEST_DIR or the current directory.
  */

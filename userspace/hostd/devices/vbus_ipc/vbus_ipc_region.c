@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * vbus-hostd "ipc" device: the channel's region. A memfd of its own (the
+ * vbus-hostd "vbus-ipc" device: the channel's region. A memfd of its own (the
  * guest's RAM file is never involved), sealed against shrinking and
  * growing so neither QEMU nor the host process can pull pages from under
  * another mapping (SIGBUS), sized to a power of two because it becomes a
@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
-#include "ipc.h"
+#include "vbus_ipc_dev.h"
 
 static __u64 align_up(__u64 v, __u64 a)
 {
@@ -54,7 +54,7 @@ static __u64 new_region_id(void)
 	return id;
 }
 
-int ipc_region_create(struct ipc_region *r, const char *service,
+int ipc_region_create(struct vbus_ipc_region *r, const char *service,
 		      __u32 count, __u32 buf_size)
 {
 	struct vbus_ipc_layout l;
@@ -82,7 +82,7 @@ int ipc_region_create(struct ipc_region *r, const char *service,
 	r->shm->version = VBUS_IPC_ABI_VERSION;
 	r->shm->size = size;
 	r->shm->region_id = new_region_id();
-	r->shm->host_peer = IPC_HOST_PEER;
+	r->shm->host_peer = VBUS_IPC_HOST_PEER;
 	r->shm->layout = l;
 	strncpy(r->shm->service, service, VBUS_IPC_SERVICE_LEN - 1);
 	return 0;
@@ -93,7 +93,7 @@ fail:
 	return err;
 }
 
-void ipc_region_destroy(struct ipc_region *r)
+void ipc_region_destroy(struct vbus_ipc_region *r)
 {
 	if (r->shm)
 		munmap(r->shm, r->size);
@@ -103,7 +103,7 @@ void ipc_region_destroy(struct ipc_region *r)
 	r->fd = -1;
 }
 
-int ipc_region_format(struct ipc_region *r)
+int ipc_region_format(struct vbus_ipc_region *r)
 {
 	int d, err;
 

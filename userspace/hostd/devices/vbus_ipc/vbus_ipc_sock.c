@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * vbus-hostd "ipc" device: its unix sockets. Listening and the ivshmem
+ * vbus-hostd "vbus-ipc" device: its unix sockets. Listening and the ivshmem
  * server messages come from device.h; what is the device's own is the
  * accept and the attach message.
  */
 #include <errno.h>
 #include <sys/socket.h>
-#include "ipc.h"
+#include "vbus_ipc_dev.h"
 
-int ipc_sock_accept(int lfd)
+int vbus_ipc_sock_accept(int lfd)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
@@ -18,7 +18,7 @@ int ipc_sock_accept(int lfd)
 _Static_assert(VBUS_IPC_ATTACH_NFDS <= HOSTD_SEND_FDS_MAX,
 	       "the attach message's fds fit one hostd_send_fds()");
 
-int ipc_attach_send(int sock, __u32 session, const int *fds)
+int vbus_ipc_attach_send(int sock, __u32 session, const int *fds)
 {
 	struct vbus_ipc_attach m = {
 		.magic = VBUS_IPC_ATTACH_MAGIC,

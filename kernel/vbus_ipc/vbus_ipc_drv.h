@@ -2,8 +2,8 @@
 /*
  * vbus_ipc.ko: the guest side of vbus-ipc (core/include/vbus/vbus_ipc.h,
  * docs/transport.md "vbus-ipc"). A PCI driver for the ipc channel's own
- * ivshmem-doorbell (ipc_main.c) and a character device per channel,
- * /dev/vbus-ipcN (ipc_fops.c), through which one process maps the
+ * ivshmem-doorbell (vbus_ipc_main.c) and a character device per channel,
+ * /dev/vbus-ipcN (vbus_ipc_fops.c), through which one process maps the
  * channel's region and rings/awaits its doorbells.
  *
  * The kernel never reads a message or a descriptor: it touches only the
@@ -53,10 +53,10 @@ struct vbus_ipc {
 
 enum vbus_ipc_sess { VBUS_IPC_WAITING, VBUS_IPC_UP, VBUS_IPC_ENDED };
 
-/* ipc_fops.c */
+/* vbus_ipc_fops.c */
 int vbus_ipc_chardev_add(struct vbus_ipc *ipc);
 void vbus_ipc_chardev_remove(struct vbus_ipc *ipc);
-/* ipc_main.c */
+/* vbus_ipc_main.c */
 void vbus_ipc_release(struct kref *ref);
 void vbus_ipc_doorbell(struct vbus_ipc *ipc, unsigned int vector);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * vbus-hostd: the "ipc" device (ABI <vbus/vbus_ipc.h>, protocol in
+ * vbus-hostd: the "vbus-ipc" device (ABI <vbus/vbus_ipc.h>, protocol in
  * docs/transport.md, "vbus-ipc"). It never reads a message: it owns the
  * channel's region, serves it to QEMU as a second ivshmem-doorbell
  * (qsock=), and hands it with the two DATA eventfds to the one host
@@ -24,11 +24,11 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "ipc.h"
+#include "vbus_ipc_dev.h"
 
-struct ipc {
+struct vbus_ipc {
 	struct hostd_dev *dev;
-	struct ipc_region region;
+	struct vbus_ipc_region region;
 	const char *sock_path, *qsock_path;
 	int host_lfd, qemu_lfd;		/* listening */
 	int host_fd, qemu_fd;		/* connected, or -1 */
@@ -75,7 +75,7 @@ static bool service_ok(const char *s)
 
 /* ---- connections --------------------------------------------------------------- */
 
-static void fd_drop(struct ipc *c, int *fd)
+static void fd_drop(struct vbus_ipc *c, int *fd)
 {
 	if (*fd < 0)
 		return;
@@ -84,7 +84,7 @@ static void fd_drop(struct ipc *c, int *fd)
 	*fd = -1;
 }
 
-static void vectors_close(struct ipc *c)
+static void vectors_close(struct vbus_ipc *c)
 {
 	for (int i = 0; i < VBUS_IPC_NR_VECTORS; i++) {
 		fd_drop(c, &c->db_fd[i]);
@@ -94,9 +94,9 @@ static void vectors_close(struct ipc *c)
 	}
 }
 
-static void session_eval(struct ipc *c);
+static void session_eval(struct vbus_ipc *c);
 
-static void session_end(struct ipc *c, const char *why)
+static void session_end(struct vbus_ipc *c, const char *why)
 {
 	c->active = false;
 	/* release: the state is the last word of the session */
@@ -107,7 +107,7 @@ static void session_end(struct ipc *c, const char *why)
 	hostd_dev_log(c->dev, "ipc: session %u ended (%s)", c->session, why);
 }
 
-static void session_start(struct ipc *c, __u32 open)
+static void session_start(struct vbus_ipc *c, __u32 open)
 {
 	int fds[VBUS_IPC_ATTACH_NFDS] = {
 		c->region.fd, c->db_fd[VBUS_IPC_VEC_DATA],
@@ -129,7 +129,7 @@ static void session_start(struct ipc *c, __u32 open)
 	VBUS_WRITE(c->region.shm->state, VBUS_IPC_STATE_ACTIVE);
 	c->active = true;
 	c->sessions++;
-	if (ipc_attach_send(c->host_fd, c->session, fds) < 0) {
+	if (vbus_ipc_attach_send(c->host_fd, c->session, fds) < 0) {
 		session_end(c, "attach message failed");
 		return;
 	}
@@ -140,7 +140,7 @@ static void session_start(struct ipc *c, __u32 open)
  * The only place sessions start or end: called after anything that may
  * change the answer (a guest CTRL doorbell, a connection coming or going).
  */
-static void session_eval(struct ipc *c)
+static void session_eval(struct vbus_ipc *c)
 {
 	struct vbus_ipc_shm *shm = c->region.shm;
 	__u32 open = VBUS_READ(shm->guest_open);
@@ -179,7 +179,7 @@ static bool conn_gone(int fd)
 
 static void on_host(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 {
-	struct ipc *c = arg;
+	struct vbus_ipc *c = arg;
 
 	(void)dev;
 	if (!(events & (EPOLLHUP | EPOLLERR)) && !conn_gone(fd))
@@ -190,7 +190,7 @@ static void on_host(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 
 static void on_qemu(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 {
-	struct ipc *c = arg;
+	struct vbus_ipc *c = arg;
 
 	(void)dev;
 	if (!(events & (EPOLLHUP | EPOLLERR)) && !conn_gone(fd))
@@ -202,7 +202,7 @@ static void on_qemu(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 	c->served_open = VBUS_READ(c->region.shm->guest_open);
 }
 
-static int vectors_open(struct ipc *c)
+static int vectors_open(struct vbus_ipc *c)
 {
 	for (int i = 0; i < VBUS_IPC_NR_VECTORS; i++) {
 		c->db_fd[i] = hostd_eventfd_new();
@@ -215,27 +215,27 @@ static int vectors_open(struct ipc *c)
 }
 
 /* docs/transport.md "ivshmem server": never the guest's vectors first */
-static int ivshmem_handshake(struct ipc *c, int fd)
+static int ivshmem_handshake(struct vbus_ipc *c, int fd)
 {
 	int i, ret;
 
 	ret = hostd_ivshmem_send(fd, 0, -1);
 	if (!ret)
-		ret = hostd_ivshmem_send(fd, IPC_GUEST_PEER, -1);
+		ret = hostd_ivshmem_send(fd, VBUS_IPC_GUEST_PEER, -1);
 	if (!ret)
 		ret = hostd_ivshmem_send(fd, -1, c->region.fd);
 	for (i = 0; !ret && i < VBUS_IPC_NR_VECTORS; i++)
-		ret = hostd_ivshmem_send(fd, IPC_HOST_PEER, c->db_fd[i]);
+		ret = hostd_ivshmem_send(fd, VBUS_IPC_HOST_PEER, c->db_fd[i]);
 	for (i = 0; !ret && i < VBUS_IPC_NR_VECTORS; i++)
-		ret = hostd_ivshmem_send(fd, IPC_GUEST_PEER, c->msix_fd[i]);
+		ret = hostd_ivshmem_send(fd, VBUS_IPC_GUEST_PEER, c->msix_fd[i]);
 	return ret;
 }
 
 static void on_qemu_listen(struct hostd_dev *dev, int lfd, __u32 events,
 			   void *arg)
 {
-	struct ipc *c = arg;
-	int fd = ipc_sock_accept(lfd);
+	struct vbus_ipc *c = arg;
+	int fd = vbus_ipc_sock_accept(lfd);
 
 	(void)events;
 	if (fd < 0)
@@ -260,8 +260,8 @@ static void on_qemu_listen(struct hostd_dev *dev, int lfd, __u32 events,
 static void on_host_listen(struct hostd_dev *dev, int lfd, __u32 events,
 			   void *arg)
 {
-	struct ipc *c = arg;
-	int fd = ipc_sock_accept(lfd);
+	struct vbus_ipc *c = arg;
+	int fd = vbus_ipc_sock_accept(lfd);
 
 	(void)events;
 	if (fd < 0)
@@ -278,7 +278,7 @@ static void on_host_listen(struct hostd_dev *dev, int lfd, __u32 events,
 
 /* ---- the type ------------------------------------------------------------------ */
 
-static void ipc_free(struct ipc *c)
+static void vbus_ipc_free(struct vbus_ipc *c)
 {
 	fd_drop(c, &c->host_fd);
 	fd_drop(c, &c->qemu_fd);
@@ -293,7 +293,7 @@ static void ipc_free(struct ipc *c)
 	free(c);
 }
 
-static int listen_on(struct ipc *c, const char *key, const char *path,
+static int listen_on(struct vbus_ipc *c, const char *key, const char *path,
 		     int *lfd, hostd_fd_cb cb)
 {
 	char why[256];
@@ -311,14 +311,14 @@ static int listen_on(struct ipc *c, const char *key, const char *path,
 	return ret < 0 ? hostd_dev_fail(c->dev, ret, "%s: epoll", key) : 0;
 }
 
-static int ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
+static int vbus_ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 {
 	static const char *const known[] = {
 		"service", "sock", "qsock", "count", "bufsize", NULL
 	};
 	const char *service = hostd_param_get(p, "service");
 	__u32 count = 0, buf_size = 0;
-	struct ipc *c;
+	struct vbus_ipc *c;
 	int ret, i;
 
 	ret = hostd_params_check(dev, p, known);
@@ -369,24 +369,24 @@ static int ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 	hostd_dev_set_priv(dev, c);
 	return 0;
 fail:
-	ipc_free(c);
+	vbus_ipc_free(c);
 	return ret;
 }
 
-static void ipc_destroy(struct hostd_dev *dev)
+static void vbus_ipc_destroy(struct hostd_dev *dev)
 {
-	ipc_free(hostd_dev_priv(dev));
+	vbus_ipc_free(hostd_dev_priv(dev));
 }
 
-static int ipc_open(struct hostd_dev *dev, __u32 version)
+static int vbus_ipc_open(struct hostd_dev *dev, __u32 version)
 {
 	(void)dev;
 	return version == VBUS_IPC_VERSION ? 0 : -EPROTO;
 }
 
-static int ipc_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
+static int vbus_ipc_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
 {
-	struct ipc *c = hostd_dev_priv(dev);
+	struct vbus_ipc *c = hostd_dev_priv(dev);
 	struct vbus_ipc_config cfg;
 
 	if (func != VBUS_IPC_FUNC_GETCONFIG || len != sizeof(cfg))
@@ -399,9 +399,9 @@ static int ipc_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
 	return 0;
 }
 
-static void ipc_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
+static void vbus_ipc_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 {
-	struct ipc *c = hostd_dev_priv(dev);
+	struct vbus_ipc *c = hostd_dev_priv(dev);
 
 	hostd_stat_str(out, "service", c->region.shm->service);
 	hostd_stat_u64(out, "region_size", c->region.size);
@@ -412,13 +412,14 @@ static void ipc_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	hostd_stat_u64(out, "refused", c->refused);
 }
 
-static const struct hostd_dev_type ipc_type = {
+static const struct hostd_dev_type vbus_ipc_type = {
 	.name = VBUS_IPC_TYPE,
-	.create = ipc_create,
-	.destroy = ipc_destroy,
-	.open = ipc_open,
-	.call = ipc_call,
-	.stats = ipc_stats,
+	.alias = VBUS_IPC_TYPE_ALIAS,
+	.create = vbus_ipc_create,
+	.destroy = vbus_ipc_destroy,
+	.open = vbus_ipc_open,
+	.call = vbus_ipc_call,
+	.stats = vbus_ipc_stats,
 };
 
-HOSTD_DEV_TYPE(ipc_type);
+HOSTD_DEV_TYPE(vbus_ipc_type);

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/*
+ * vbus-hostd "vbus-ipc" device: shared state of its three files.
+ *   vbus_ipc_region.c  the channel's memfd: create, size, seal, lay out, format
+ *   vbus_ipc_sock.c    unix sockets: listen, the ivshmem server messages for
+ *                 QEMU, the attach message (SCM_RIGHTS) for the host process
+ *   vbus_ipc_dev.c     the device type, the connections and the session
+ */
+#ifndef HOSTD_DEV_VBUS_IPC_H
+#define HOSTD_DEV_VBUS_IPC_H
+
+#include <vbus/vbus_ipc.h>
+#include "device.h"
+
+#define VBUS_IPC_GUEST_PEER	1	/* the guest's ivshmem peer id */
+#define VBUS_IPC_HOST_PEER	0
+
+struct vbus_ipc_region {
+	int fd;			/* the memfd: QEMU's BAR2, the host's region */
+	size_t size;		/* a power of two (a PCI BAR) */
+	struct vbus_ipc_shm *shm;	/* mapped; guest and host write parts */
+	struct vbus_ipc_layout lay;	/* ours, never re-read */
+};
+
+int ipc_region_create(struct vbus_ipc_region *r, const char *service,
+		      __u32 count, __u32 buf_size);
+void ipc_region_destroy(struct vbus_ipc_region *r);
+/* Fresh rings for a new session (nobody may be using the old ones). */
+int ipc_region_format(struct vbus_ipc_region *r);
+
+int vbus_ipc_sock_accept(int lfd);
+/* The attach message and its VBUS_IPC_ATTACH_NFDS fds. */
+int vbus_ipc_attach_send(int sock, __u32 session, const int *fds);
+
+#endif /* HOSTD_DEV_VBUS_IPC_H */
