@@ -2,8 +2,7 @@
 /*
  * vbus_blk: private definitions shared by the driver's files.
  *
- * The wire contract with the host is docs/transport.md, section
- * "vbus-blk device"; the ABI structures are in <vbus/vbus_blk.h>.
+ * The wire contract with the host is docs/devices/vbus_blk.md; the ABI structures are in <vbus/vbus_blk.h>.
  */
 #ifndef VBUS_BLK_DRV_H
 #define VBUS_BLK_DRV_H

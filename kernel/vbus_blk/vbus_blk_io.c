@@ -2,7 +2,7 @@
 /*
  * vbus_blk I/O path: blk-mq requests to ring descriptors and back.
  *
- * One request = one descriptor (docs/transport.md, "vbus-blk device"):
+ * One request = one descriptor (docs/devices/vbus_blk.md):
  * desc.ptr is the guest-physical address of the request's struct
  * vbus_blk_req (in the request's pdu), followed by its segments, which
  * are the guest-physical addresses of the bio pages (blk_rq_map_sg). The

@@ -3,7 +3,7 @@
  * vbus_blk - a paravirtual disk on the vbus: the guest driver of the
  * host's "vbus-blk" device. Disks appear as /dev/vbdN.
  *
- * Bring-up (docs/transport.md, "vbus-blk device"): DEVOPEN, GETCONFIG
+ * Bring-up (docs/devices/vbus_blk.md): DEVOPEN, GETCONFIG
  * (checked here: nothing the host says can make the block layer WARN),
  * NEGOTIATE (features, queues, ring size), one IOQ ring per blk-mq
  * hardware queue (DEVSHM id = queue index), then the gendisk.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * vbus_ipc.ko: the guest side of vbus-ipc (core/include/vbus/vbus_ipc.h,
- * docs/transport.md "vbus-ipc"). A PCI driver for the ipc channel's own
+ * docs/devices/vbus_ipc.md). A PCI driver for the ipc channel's own
  * ivshmem-doorbell (vbus_ipc_main.c) and a character device per channel,
  * /dev/vbus-ipcN (vbus_ipc_fops.c), through which one process maps the
  * channel's region and rings/awaits its doorbells.

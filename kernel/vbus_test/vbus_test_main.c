@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * vbus_test.ko: guest driver for the host's "vbus-test" device
- * (docs/transport.md, "vbus-test device"). It exercises every verb of the
+ * (docs/devices/vbus_test.md). It exercises every verb of the
  * bus and measures the transport:
  *
  *   probe     DEVOPEN (version 1), one ECHO call, the test ring (DEVSHM 0)

@@ -2,7 +2,7 @@
 /*
  * venet: private definitions shared by the driver's files.
  *
- * The wire contract with the host is docs/transport.md, section "venet";
+ * The wire contract with the host is docs/devices/venet.md;
  * the ABI structures are in <vbus/venet.h>.
  */
 #ifndef VENET_DRV_H
@@ -29,7 +29,7 @@
 				 VENET_TX_MAX_IOVS * sizeof(struct venet_iov))
 
 /*
- * RXSG (docs/transport.md, venet, "rx ring, RXSG"): every rx buffer is a
+ * RXSG (docs/devices/venet.md, "rx ring, RXSG"): every rx buffer is a
  * venet_sg over whole pages, big enough for the largest frame the host
  * may send (a 64 KiB GSO frame plus Ethernet and VLAN headers). The first
  * VENET_RX_COPY bytes are copied into the skb head (the stack wants
@@ -135,7 +135,7 @@ struct venet_priv {
 
 static inline u32 venet_rx_bufsize(unsigned int mtu)
 {
-	/* Ethernet header plus one VLAN tag: docs/transport.md "rx ring". */
+	/* Ethernet header plus one VLAN tag: docs/devices/venet.md, "rx ring". */
 	return mtu + ETH_HLEN + VLAN_HLEN;
 }
 

@@ -45,7 +45,7 @@ static const struct venet_stat venet_stats[] = {
 };
 
 /*
- * The rings' shm-signal counters (docs/transport.md, venet, "Counters"):
+ * The rings' shm-signal counters (docs/devices/venet.md, "Counters"):
  * notifications that crossed to the host (an inject the host had not
  * suppressed) and host notifications that ran our notifier. The bridge
  * may still merge several crossings into one doorbell.

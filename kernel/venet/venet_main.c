@@ -5,7 +5,7 @@
  *
  * Derived from the AlacrityVM venet driver (Gregory Haskins, Novell, 2009),
  * ported to Linux 6.1 and to IOQ ring version 5. The wire contract with
- * the host is docs/transport.md, section "venet".
+ * the host is docs/devices/venet.md.
  *
  * One NAPI context serves both rings: a signal on either masks both and
  * schedules the poll; the poll reaps tx completions, receives up to its

@@ -292,7 +292,7 @@ static void venet_rx_read_meta(const struct venet_sg *vsg,
 }
 
 /*
- * The venet rules for host-written rx metadata (transport.md), then the
+ * The venet rules for host-written rx metadata (docs/devices/venet.md), then the
  * same as a virtio_net_hdr for virtio_net_hdr_to_skb(). Returns false
  * when the metadata is not acceptable.
  */

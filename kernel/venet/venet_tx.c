@@ -9,7 +9,7 @@
  * frees the skbs; start_xmit frees what the host completed, and so does
  * every NAPI poll. By default the poll unmasks the tx signal when it
  * completes. With tx_complete_irq=0 the signal stays masked unless we wait
- * on completions (docs/transport.md, venet, "Notifications"), as
+ * on completions (docs/devices/venet.md, "Notifications"), as
  * virtio-net once kept its tx interrupts off: it is unmasked only when the
  * queue is stopped (the host's completions restart it) or when a poll
  * finds frames still in flight, and a burst that ends with frames in
@@ -19,7 +19,7 @@
  * exactly that. Flow control is on the inuse index: while every
  * descriptor is in flight the queue is stopped, and the reaper wakes it.
  *
- * Descriptor formats (docs/transport.md, "tx ring"):
+ * Descriptor formats (docs/devices/venet.md, "tx ring"):
  *   plain mode: ptr/len = the linear frame;
  *   SG mode:    ptr/len = a per-slot struct venet_sg + iov[], preallocated
  *               in kmalloc memory, describing the skb's head and frags.
@@ -262,7 +262,7 @@ bool venet_tx_pending(struct venet_priv *priv)
 /*
  * On by default: in the TCG bench, masking them doubled the doorbells per
  * guest->host frame and the interrupts per host->guest frame went from
- * 0.01 to 0.3 (docs/transport.md, venet, "Notifications").
+ * 0.01 to 0.3 (docs/devices/venet.md, "Notifications").
  */
 static bool tx_complete_irq = true;
 module_param(tx_complete_irq, bool, 0644);

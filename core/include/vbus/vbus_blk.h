@@ -3,8 +3,8 @@
  * vbus-blk device ABI ("vbus-blk" on the vbus; "virtual-block" is accepted
  * as an alias by vbus-hostd): a disk. Shared by the guest driver
  * (kernel/vbus_blk/, vbus_blk.ko) and the host device
- * (userspace/hostd/devices/vbus_blk/); the protocol is the vbus-blk section
- * of docs/transport.md.
+ * (userspace/hostd/devices/vbus_blk/); the protocol is
+ * docs/devices/vbus_blk.md.
  *
  * Bring-up (guest):
  *   DEVOPEN(VBUS_BLK_TYPE, VBUS_BLK_VERSION)

@@ -4,7 +4,7 @@
  * process and a host process, libioq on both ends. Shared by the host
  * device (userspace/hostd/devices/vbus_ipc/), the guest driver
  * (kernel/vbus_ipc/vbus_ipc_main.c, /dev/vbus-ipcN) and libioq (userspace/lib/
- * ipc.c); the protocol is the "vbus-ipc" section of docs/transport.md.
+ * ipc.c); the protocol is docs/devices/vbus_ipc.md.
  *
  * One channel = one region: a memfd vbus-hostd creates and hands to a
  * second ivshmem-doorbell device of the guest (its BAR2) and, once a

@@ -3,7 +3,7 @@
  * vbus-test device ABI ("vbus-test" on the vbus): the bus's test and
  * measuring device. Shared by the host device (userspace/hostd/devices/
  * vbus_test/) and the guest driver (kernel/vbus_test/vbus_test_main.c); the
- * protocol is the vbus-test section of docs/transport.md.
+ * protocol is docs/devices/vbus_test.md.
  */
 #ifndef VBUS_VBUS_TEST_H
 #define VBUS_VBUS_TEST_H

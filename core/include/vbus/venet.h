@@ -34,7 +34,7 @@ struct venet_capabilities {
 /*
  * rx descriptors carry a struct venet_sg too: the guest posts page iovs,
  * the host fills them and reports checksum/GSO state in the venet_sg
- * (docs/transport.md, venet, "rx ring, RXSG"). Only with SG.
+ * (docs/devices/venet.md, "rx ring, RXSG"). Only with SG.
  */
 #define VENET_CAP_RXSG   (1 << 5)
 

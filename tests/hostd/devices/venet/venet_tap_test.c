@@ -210,7 +210,7 @@ struct fx {
 
 static unsigned int tapno;
 
-/* Device up the way the guest driver brings it up (transport.md order). */
+/* Device up the way the guest driver brings it up (docs/devices/venet.md order). */
 static void fx_up(struct fx *f, const char *extra, __u32 caps_req)
 {
 	char params[256];

@@ -2,7 +2,7 @@
 /*
  * The "vbus-blk" device type (alias "virtual-block"): a disk backed by a
  * regular file or a block device, I/O through io_uring. Protocol: the
- * vbus-blk section of docs/transport.md; ABI: <vbus/vbus_blk.h>.
+ * docs/devices/vbus_blk.md; ABI: <vbus/vbus_blk.h>.
  *
  * Params: file=PATH (required; claimed: no other device of the daemon may
  * use it), ro=0|1, serial=STR (<= 20 bytes; default "vbus-" and a hash of

@@ -8,7 +8,7 @@
  * may even point at the request itself: the data the backend moves then
  * lands on the header, and nothing of ours reads it again.
  *
- * Status rules (docs/transport.md, "vbus-blk device"): an op or flag that
+ * Status rules (docs/devices/vbus_blk.md): an op or flag that
  * was not negotiated is S_UNSUPP (as is an unknown op); a WRITE on a
  * read-only device is S_IOERR (a write-protected medium); anything
  * malformed (segment count, lengths, alignment, range, untranslatable

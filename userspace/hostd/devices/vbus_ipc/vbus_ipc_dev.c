@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * vbus-hostd: the "vbus-ipc" device (ABI <vbus/vbus_ipc.h>, protocol in
- * docs/transport.md, "vbus-ipc"). It never reads a message: it owns the
+ * docs/devices/vbus_ipc.md). It never reads a message: it owns the
  * channel's region, serves it to QEMU as a second ivshmem-doorbell
  * (qsock=), and hands it with the two DATA eventfds to the one host
  * process attached on the service socket (sock=), so guest and host

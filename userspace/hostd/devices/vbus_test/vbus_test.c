@@ -2,7 +2,7 @@
 /*
  * vbus-hostd: the "vbus-test" device, for the guest-side bus tests and for
  * measuring the transport (ABI <vbus/vbus_test.h>, protocol in
- * docs/transport.md, "vbus-test device").
+ * docs/devices/vbus_test.md).
  *
  *   DEVOPEN version 1
  *   CALL 0  echo: the buffer comes back with every byte XOR 0x5a

@@ -2,7 +2,7 @@
 /*
  * The "venet" device type (alias "virtual-ethernet", the 2009 name): the
  * host (south) side of a venet device, backed by a tap interface.
- * Protocol: the venet section of docs/transport.md; ABI: <vbus/venet.h>.
+ * Protocol: docs/devices/venet.md; ABI: <vbus/venet.h>.
  *
  * Params: tap=NAME (created when absent, attached when it exists; default
  * a kernel-chosen "vbus%d"; claimed, so no other device of the daemon may

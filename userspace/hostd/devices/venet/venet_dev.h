@@ -31,7 +31,7 @@
  * tx_poll_us= default and bound: the cap of the adaptive window for which
  * the drained tx ring is polled (venet_tx.c). Off by default: polling
  * needs a host core to spare, which the 2-core TCG bench does not have
- * (docs/transport.md, venet, "Notifications").
+ * (docs/devices/venet.md, "Notifications").
  */
 #define VENET_TX_POLL_US 0
 #define VENET_TX_POLL_US_MAX 10000

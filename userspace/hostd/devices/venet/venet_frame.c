@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * venet frames <-> tap frames (see venet_frame.h and the venet section of
- * docs/transport.md). Every check below is against a local copy; guest
+ * venet frames <-> tap frames (see venet_frame.h and
+ * docs/devices/venet.md). Every check below is against a local copy; guest
  * memory is only ever read through venet_guest_copy() (structures) or
  * handed to the kernel in an iovec (payload, which the guest may scribble
  * on at will: that only garbles its own frame).

@@ -32,7 +32,7 @@
 #include <vbus/venet.h>
 
 /*
- * Largest frame we pass either way (docs/transport.md, venet): a maximal
+ * Largest frame we pass either way (docs/devices/venet.md): a maximal
  * IP packet (a GSO super-frame at the guest's default gso_max_size) plus
  * an Ethernet header with one VLAN tag. Bounds every length we take from
  * the guest.

@@ -21,7 +21,7 @@ void venet_tap_update(struct venet *v)
 }
 
 /*
- * An invalid descriptor. The contract (transport.md) says drop, count,
+ * An invalid descriptor. The contract (docs/devices/venet.md) says drop, count,
  * pop; with strict=1 we fault the device instead, for a guest driver
  * under development that wants the first mistake to stop everything.
  */

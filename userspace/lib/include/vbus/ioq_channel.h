@@ -104,8 +104,8 @@ int ioq_channel_recv_fds(int sock, struct ioq_channel_fds *fds);
 
 /*
  * vbus-ipc endpoints: a message channel between a guest process and a
- * host process (core/include/vbus/vbus_ipc.h, docs/transport.md
- * "vbus-ipc"). The same calls on both ends:
+ * host process (core/include/vbus/vbus_ipc.h, docs/devices/vbus_ipc.md).
+ * The same calls on both ends:
  *
  *	struct ioq_ipc *ipc;
  *	ioq_ipc_attach_host(&ipc, "/run/vbus/ipc-echo.sock", -1);  // host
