@@ -38,6 +38,23 @@ expect_fail "overlong config line" "long.conf:1: line too long" $C --config "$T/
 expect_fail "long socket path" "path too long|longer than" $C --guest "g1:sock=$T/$(printf '%0200d' 0),mem=$T/x,size=16M"
 expect_fail "RAM in a missing dir" "guest g1: RAM file .*/no/such/dir: No such file or directory" $C --guest "g1:sock=$T/g1.sock,mem=$T/no/such/dir,size=16M" --foreground
 expect_fail "bad device parameter" "guest g1: device 1 \\(vbus-test\\): unknown parameter 'color' \\(known: none\\)" $C --guest "$G" --device g1:type=vbus-test,id=1,color=blue --foreground
+# supervised (NOTIFY_SOCKET) without --foreground: refused before anything
+# is created, the same message from the daemon alone and under the keeper
+SUP="NOTIFY_SOCKET is set .* but --foreground is not: .*add --foreground"
+NOTIFY_SOCKET=@vbus-cli-none expect_fail "supervised, forking" "$SUP" $C --guest "$G"
+[ -e "$T/ctl.sock" ] && fail "supervised, forking: left $T/ctl.sock"
+keeper=$(dirname "$HOSTD")/vbus-fdkeeper
+timeout 20 "$keeper" -- "$HOSTD" $C --guest "$G" >"$T/out" 2>"$T/err"
+rc=$?
+if [ $rc -ne 2 ]; then
+	fail "keeper without --foreground: exit $rc, not 2:"; sed 's/^/    /' "$T/err"
+elif ! grep -Eq -- "$SUP" "$T/err"; then
+	fail "keeper without --foreground: stderr does not match /$SUP/:"; sed 's/^/    /' "$T/err"
+elif pgrep -f -- "$T/ctl.sock" >/dev/null || [ -e "$T/ctl.sock" ]; then
+	fail "keeper without --foreground: a daemon or its socket was left"
+else
+	echo "ok: keeper without --foreground (exit 2): $(grep -m1 NOTIFY_SOCKET "$T/err")"
+fi
 expect_fail "ctl without --ctl" "--ctl CTL.sock is required" ctl list
 expect_fail "ctl unknown option" "unknown option '--nope'" ctl $C list --nope
 expect_fail "ctl without command" "no command" ctl $C

@@ -144,6 +144,22 @@ static int parse_opt(int o, char **argv, struct daemon_config *c)
 	}
 }
 
+/*
+ * A supervisor (systemd's Type=notify, vbus-fdkeeper) watches the process
+ * it started and hands it NOTIFY_SOCKET. A daemon that forks leaves that
+ * process exiting 0 at once: the keeper takes it for a graceful restart
+ * and starts a second daemon, which finds the sockets in use, while the
+ * forked one runs on unsupervised with no descriptor store. Refuse it
+ * before anything is created, with exit 2 (the keeper's "configuration is
+ * wrong, do not restart").
+ */
+static int check_supervised(const struct daemon_config *c)
+{
+	if (c->foreground || !getenv("NOTIFY_SOCKET"))
+		return 0;
+	return die_usage("%s", "NOTIFY_SOCKET is set (under systemd or vbus-fdkeeper) but --foreground is not: a supervised daemon must not fork; add --foreground (vbus-fdkeeper -- vbus-hostd --foreground ...)");
+}
+
 /* Parse argv into @c; 0, or an exit code (message printed), -1 for --help. */
 static int parse_args(int argc, char **argv, struct daemon_config *c)
 {
@@ -161,7 +177,7 @@ static int parse_args(int argc, char **argv, struct daemon_config *c)
 		return die_usage("unexpected argument '%s'", argv[optind]);
 	if (daemon_config_check(c, err, sizeof(err)))
 		return die_usage("%s", err);
-	return 0;
+	return check_supervised(c);
 }
 
 /* ---- the daemon ------------------------------------------------------------------ */
