@@ -55,6 +55,7 @@ elif pgrep -f -- "$T/ctl.sock" >/dev/null || [ -e "$T/ctl.sock" ]; then
 else
 	echo "ok: keeper without --foreground (exit 2): $(grep -m1 NOTIFY_SOCKET "$T/err")"
 fi
+expect_fail "ipc region too large" "guest g1: device 5 \\(vbus-ipc\\): count=1024 x bufsize=1048576 = 1073741824 bytes a direction: .* over its limit of 1073741824; count x bufsize must be at most [0-9]+$" $C --guest "$G" --device "g1:type=vbus-ipc,id=5,service=e,sock=$T/e.sock,qsock=$T/q.sock,count=1024,bufsize=1048576" --foreground
 expect_fail "ctl without --ctl" "--ctl CTL.sock is required" ctl list
 expect_fail "ctl unknown option" "unknown option '--nope'" ctl $C list --nope
 expect_fail "ctl without command" "no command" ctl $C

@@ -114,7 +114,7 @@ static void session_start(struct vbus_ipc *c, __u32 open)
 		c->msix_fd[VBUS_IPC_VEC_DATA],
 	};
 
-	if (ipc_region_format(&c->region))
+	if (vbus_ipc_region_format(&c->region))
 		return;
 	hostd_eventfd_drain(c->db_fd[VBUS_IPC_VEC_DATA]);
 	c->session++;
@@ -289,7 +289,7 @@ static void vbus_ipc_free(struct vbus_ipc *c)
 		unlink(c->sock_path);
 	if (c->qsock_path)
 		unlink(c->qsock_path);
-	ipc_region_destroy(&c->region);
+	vbus_ipc_region_destroy(&c->region);
 	free(c);
 }
 
@@ -341,6 +341,14 @@ static int vbus_ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 		return hostd_dev_fail(dev, -EINVAL,
 				      "count=%u must be a power of two, bufsize=%u a multiple of 8",
 				      count, buf_size);
+	if (vbus_ipc_region_size(count, buf_size) > VBUS_IPC_MAX_SIZE)
+		return hostd_dev_fail(dev, -EINVAL,
+				      "count=%u x bufsize=%u = %llu bytes a direction: the region (both directions, rings and header, rounded up to a power of two) would be %llu bytes, over its limit of %llu; count x bufsize must be at most %llu",
+				      count, buf_size,
+				      (unsigned long long)count * buf_size,
+				      (unsigned long long)vbus_ipc_region_size(count, buf_size),
+				      (unsigned long long)VBUS_IPC_MAX_SIZE,
+				      (unsigned long long)vbus_ipc_region_max_area(count));
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -349,7 +357,7 @@ static int vbus_ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 	c->region.fd = -1;
 	for (i = 0; i < VBUS_IPC_NR_VECTORS; i++)
 		c->db_fd[i] = c->msix_fd[i] = -1;
-	ret = ipc_region_create(&c->region, service, count, buf_size);
+	ret = vbus_ipc_region_create(&c->region, service, count, buf_size);
 	if (ret < 0) {
 		ret = hostd_dev_fail(dev, ret, "count=%u bufsize=%u: region: %s",
 				     count, buf_size, strerror(-ret));

@@ -22,11 +22,15 @@ struct vbus_ipc_region {
 	struct vbus_ipc_layout lay;	/* ours, never re-read */
 };
 
-int ipc_region_create(struct vbus_ipc_region *r, const char *service,
-		      __u32 count, __u32 buf_size);
-void ipc_region_destroy(struct vbus_ipc_region *r);
+/* The region's size for @count buffers of @buf_size a direction. */
+__u64 vbus_ipc_region_size(__u32 count, __u32 buf_size);
+/* The largest count x bufsize a direction that fits VBUS_IPC_MAX_SIZE. */
+__u64 vbus_ipc_region_max_area(__u32 count);
+int vbus_ipc_region_create(struct vbus_ipc_region *r, const char *service,
+			   __u32 count, __u32 buf_size);
+void vbus_ipc_region_destroy(struct vbus_ipc_region *r);
 /* Fresh rings for a new session (nobody may be using the old ones). */
-int ipc_region_format(struct vbus_ipc_region *r);
+int vbus_ipc_region_format(struct vbus_ipc_region *r);
 
 int vbus_ipc_sock_accept(int lfd);
 /* The attach message and its VBUS_IPC_ATTACH_NFDS fds. */

@@ -44,6 +44,36 @@ static void layout(struct vbus_ipc_layout *l, __u32 count, __u32 buf_size)
 					     l->area_len, VBUS_IPC_HDR_SIZE);
 }
 
+__u64 vbus_ipc_region_size(__u32 count, __u32 buf_size)
+{
+	struct vbus_ipc_layout l;
+
+	layout(&l, count, buf_size);
+	return pow2_up(l.area_off[VBUS_IPC_H2G] + l.area_len);
+}
+
+/*
+ * The end of the second area grows with the area's length (alignment
+ * makes it a staircase, never a step down), so a bisection finds the
+ * largest length that still ends within VBUS_IPC_MAX_SIZE.
+ */
+__u64 vbus_ipc_region_max_area(__u32 count)
+{
+	struct vbus_ipc_layout l;
+	__u64 lo = 0, hi = VBUS_IPC_MAX_SIZE, mid;
+
+	layout(&l, count, 0);
+	while (lo < hi) {
+		mid = lo + (hi - lo + 1) / 2;
+		if (align_up(l.area_off[VBUS_IPC_G2H] + mid, VBUS_IPC_HDR_SIZE) +
+		    mid <= VBUS_IPC_MAX_SIZE)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
 static __u64 new_region_id(void)
 {
 	__u64 id = 0;
@@ -54,8 +84,8 @@ static __u64 new_region_id(void)
 	return id;
 }
 
-int ipc_region_create(struct vbus_ipc_region *r, const char *service,
-		      __u32 count, __u32 buf_size)
+int vbus_ipc_region_create(struct vbus_ipc_region *r, const char *service,
+			   __u32 count, __u32 buf_size)
 {
 	struct vbus_ipc_layout l;
 	__u64 size;
@@ -93,7 +123,7 @@ fail:
 	return err;
 }
 
-void ipc_region_destroy(struct vbus_ipc_region *r)
+void vbus_ipc_region_destroy(struct vbus_ipc_region *r)
 {
 	if (r->shm)
 		munmap(r->shm, r->size);
@@ -103,7 +133,7 @@ void ipc_region_destroy(struct vbus_ipc_region *r)
 	r->fd = -1;
 }
 
-int ipc_region_format(struct vbus_ipc_region *r)
+int vbus_ipc_region_format(struct vbus_ipc_region *r)
 {
 	int d, err;
 
