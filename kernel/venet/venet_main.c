@@ -781,3 +781,5 @@ MODULE_LICENSE("GPL");
 MODULE_VERSION(VENET_DRV_VERSION);
 /* the bus's uevent sets MODALIAS=vbus:<type> */
 MODULE_ALIAS("vbus:" VENET_TYPE);
+/* the 2009 series built this driver as vbus-enet.ko: modprobe vbus_enet */
+MODULE_ALIAS("vbus_enet");
