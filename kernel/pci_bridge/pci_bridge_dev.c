@@ -73,23 +73,21 @@ static int vbus_pci_dev_close_locked(struct vbus_pci_device *dev)
 
 	if (!handle)
 		return -EINVAL;
-	if (dev->stale) {
-		/* a new host never knew this handle (pci_bridge_epoch.c) */
+	/*
+	 * A new host never knew this handle (pci_bridge_epoch.c); a host
+	 * that sent DEVDROP closed the device before it did (transport.md,
+	 * "The event queue") and would refuse the handle: a DEVCLOSE either
+	 * way would only be an error on both sides.
+	 */
+	if (dev->stale || READ_ONCE(dev->host_dropped)) {
 		vbus_pci_signals_detach(dev->bridge, dev);
 		dev->handle = 0;
 		return 0;
 	}
 
-	/*
-	 * DEVCLOSE closes all the device's shms on the host side. Sent even
-	 * after a DEVDROP (the memory is about to be freed, so the host must
-	 * be told); a host that closed the device itself when it dropped it
-	 * answers -EINVAL, which is then the expected answer.
-	 */
+	/* DEVCLOSE closes all the device's shms on the host side */
 	ret = vbus_pci_hypercall(dev->bridge, VBUS_PCI_HC_DEVCLOSE, &handle,
 				 sizeof(handle), VBUS_PCI_HC_NO_DATAP, NULL, 0);
-	if (ret == -EINVAL && READ_ONCE(dev->host_dropped))
-		ret = 0;
 	if (ret < 0)
 		dev_err_ratelimited(&dev->vdev.dev, "close failed: %d\n", ret);
 
@@ -198,6 +196,11 @@ static int vbus_pci_dev_call(struct vbus_device_proxy *vdev, u32 func,
 	mutex_lock(&dev->lock);
 	if (!dev->handle) {
 		ret = -EINVAL;
+		goto out;
+	}
+	if (READ_ONCE(dev->host_dropped)) {
+		/* the host closed the device and forgot its handle */
+		ret = -ENODEV;
 		goto out;
 	}
 	params.devh = dev->handle;

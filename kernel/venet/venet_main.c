@@ -208,7 +208,8 @@ static int venet_stop(struct net_device *dev)
 
 	if (priv->link_up) {
 		ret = venet_devcall(priv, VENET_FUNC_LINKDOWN, NULL, 0);
-		if (ret < 0)
+		/* -ENODEV: the host dropped the device, its link with it */
+		if (ret < 0 && ret != -ENODEV)
 			netdev_warn(dev, "host refused LINKDOWN: %d\n", ret);
 		priv->link_up = false;
 	}
