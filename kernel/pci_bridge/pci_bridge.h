@@ -67,6 +67,7 @@ struct vbus_pci_bridge {
 	struct mutex hc_lock;
 	wait_queue_head_t hc_wq;	/* woken by MSI-X vector HC */
 	u32 hc_seq;			/* under hc_lock */
+	bool hc_unanswered;		/* under hc_lock: said so, once */
 
 	/* eventq (north side); its signal is ours, never freed by a put */
 	struct ioq eventq;

@@ -40,6 +40,37 @@ static bool hc_over(struct vbus_pci_bridge *b, u32 seq)
 }
 
 /*
+ * Under hc_lock. The first unanswered hypercall says in plain words what
+ * happened and what usually causes it; the ones after it only count
+ * (hc_timeouts), until the host answers again. A daemon restarted without
+ * systemd or vbus-fdkeeper lost the connection this guest's QEMU still
+ * holds: nothing answers until QEMU restarts (docs/operations.md).
+ */
+static void hc_timed_out(struct vbus_pci_bridge *b, u32 vector, u32 seq,
+			 size_t len)
+{
+	if (b->hc_unanswered) {
+		dev_dbg(&b->pdev->dev,
+			"hypercall %u (seq %u) timed out; leaking its %zu-byte buffer\n",
+			vector, seq, len);
+		return;
+	}
+	b->hc_unanswered = true;
+	dev_err(&b->pdev->dev,
+		"the host side (vbus-hostd) stopped answering: hypercall %u timed out after %u ms (its %zu-byte buffer is leaked). Usually vbus-hostd was stopped, or restarted without systemd or vbus-fdkeeper to keep this guest's connection; then only restarting QEMU reconnects the guest (docs/operations.md, \"Restarts\"). Further timeouts are counted in debugfs, not logged.\n",
+		vector, vbus_pci_hc_timeout_ms, len);
+}
+
+/* Under hc_lock: an answer after hc_timed_out() said the host was gone. */
+static void hc_answered(struct vbus_pci_bridge *b)
+{
+	if (!b->hc_unanswered)
+		return;
+	b->hc_unanswered = false;
+	dev_info(&b->pdev->dev, "the host side answers hypercalls again\n");
+}
+
+/*
  * Issue hypercall @vector with @req (@reqlen bytes). With @data, @datalen
  * bytes of it travel in the bounce buffer too and the u64 at @datap_off in
  * the request is pointed at them; @data is copied back on success.
@@ -112,14 +143,12 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 	if (!left && !hc_done(b, seq)) {
 		vbus_pci_stat_inc(b, hc_timeouts);
 		vbus_pci_stat_inc(b, hc_leaked);
+		hc_timed_out(b, vector, seq, off + datalen);
 		mutex_unlock(&b->hc_lock);
-		dev_err_ratelimited(&b->pdev->dev,
-				    "hypercall %u (seq %u) timed out after %u ms; leaking its %zu-byte buffer\n",
-				    vector, seq, vbus_pci_hc_timeout_ms,
-				    off + datalen);
 		/* buf is deliberately not freed: the host may still write it */
 		return -ETIMEDOUT;
 	}
+	hc_answered(b);
 	/*
 	 * hc_done before hc_result and the buffer: pairs with the host's wmb
 	 * between writing them and hc_done.
