@@ -29,8 +29,9 @@
 #include <unistd.h>
 #include <vbus/ioq_channel.h>
 #include <vbus/vbus_ipc.h>
+#include "daemon.h"
 #include "fakeguest.h"
-#include "../ipc/ipc_msg.h"
+#include "../../../ipc/ipc_msg.h"
 
 struct env {
 	struct fg fg;
@@ -487,6 +488,29 @@ static void test_ipc_qemu_gone_ends_session(void **state)
 	down(e);
 }
 
+/*
+ * The header's service field is the guest's to overwrite: ctl stats and
+ * GETCONFIG answer with the device's own copy, never a read of it (a
+ * field filled to the brim without a NUL was read on into the region).
+ */
+static void test_ipc_stats_ignore_guest_service(void **state)
+{
+	struct env *e = up();
+	struct hostd_guest *gs[] = { &e->fg.g };
+	struct hostd_buf out = { 0 };
+
+	(void)state;
+	memset(e->shm->service, 'A', sizeof(e->shm->service));
+	memset(e->shm + 1, 'B', 4096 - sizeof(*e->shm));
+	daemon_ctl_exec("stats t 5", gs, 1, &out);
+	assert_non_null(out.s);
+	assert_non_null(strstr(out.s, " service=echo "));
+	assert_null(strstr(out.s, "AAAA"));
+	assert_true(strlen(out.s) < 1024);
+	hostd_buf_free(&out);
+	down(e);
+}
+
 static void test_ipc_bad_params(void **state)
 {
 	static const char *const bad[] = {
@@ -522,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_ipc_one_host_process),
 		cmocka_unit_test(test_ipc_no_host_process),
 		cmocka_unit_test(test_ipc_qemu_gone_ends_session),
+		cmocka_unit_test(test_ipc_stats_ignore_guest_service),
 		cmocka_unit_test(test_ipc_bad_params),
 	};
 

@@ -400,9 +400,9 @@ static int vbus_ipc_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len
 	if (func != VBUS_IPC_FUNC_GETCONFIG || len != sizeof(cfg))
 		return -EINVAL;
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.region_id = c->region.shm->region_id;
-	memcpy(cfg.service, c->region.shm->service, sizeof(cfg.service));
-	cfg.service[VBUS_IPC_SERVICE_LEN - 1] = '\0';
+	/* our copies: the header is the guest's to overwrite */
+	cfg.region_id = c->region.region_id;
+	memcpy(cfg.service, c->region.service, sizeof(cfg.service));
 	memcpy(buf, &cfg, sizeof(cfg));
 	return 0;
 }
@@ -411,7 +411,7 @@ static void vbus_ipc_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 {
 	struct vbus_ipc *c = hostd_dev_priv(dev);
 
-	hostd_stat_str(out, "service", c->region.shm->service);
+	hostd_stat_str(out, "service", c->region.service);
 	hostd_stat_u64(out, "region_size", c->region.size);
 	hostd_stat_u64(out, "qemu", c->qemu_fd >= 0);
 	hostd_stat_u64(out, "host_process", c->host_fd >= 0);

@@ -20,6 +20,9 @@ struct vbus_ipc_region {
 	size_t size;		/* a power of two (a PCI BAR) */
 	struct vbus_ipc_shm *shm;	/* mapped; guest and host write parts */
 	struct vbus_ipc_layout lay;	/* ours, never re-read */
+	/* what we wrote into the header, which the guest can overwrite */
+	__u64 region_id;
+	char service[VBUS_IPC_SERVICE_LEN];
 };
 
 /* The region's size for @count buffers of @buf_size a direction. */

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -111,10 +112,12 @@ int vbus_ipc_region_create(struct vbus_ipc_region *r, const char *service,
 	r->shm->magic = VBUS_IPC_MAGIC;
 	r->shm->version = VBUS_IPC_ABI_VERSION;
 	r->shm->size = size;
-	r->shm->region_id = new_region_id();
+	r->region_id = new_region_id();
+	snprintf(r->service, sizeof(r->service), "%s", service);
+	r->shm->region_id = r->region_id;
 	r->shm->host_peer = VBUS_IPC_HOST_PEER;
 	r->shm->layout = l;
-	strncpy(r->shm->service, service, VBUS_IPC_SERVICE_LEN - 1);
+	memcpy(r->shm->service, r->service, sizeof(r->service));
 	return 0;
 fail:
 	err = -errno;
