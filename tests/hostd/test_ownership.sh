@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # The RAM file and the sockets belong to one daemon: a locked RAM file is
-# refused (naming its holder), a larger one is never shrunk, and two names
+# refused (naming its holder), so is one another user owns or could reach
+# (mode, hard links), a larger one is never shrunk, and two names
 # for one file (a//b and a/b, a symlinked directory) are one file; a
 # device's own socket in use is refused in the guest socket's words.
 . "$(dirname "$0")/cli_lib.sh"
@@ -37,14 +38,43 @@ stop_daemon
 
 # ---- never shrink ----
 truncate -s 64M "$T/big.ram"
+chmod 600 "$T/big.ram"
 expect_fail "RAM file larger than size=" \
 	"RAM file $T/big.ram is 67108864 bytes, larger than size=16777216: refusing to shrink it \\(QEMU's -m and its memory-backend size must equal size=\\)" \
 	--ctl "$T/ctl.sock" --guest "g1:sock=$T/g1.sock,mem=$T/big.ram,size=16M" --foreground
 [ "$(stat -c %s "$T/big.ram")" = $((64 << 20)) ] || fail "the larger RAM file was truncated"
 truncate -s 4M "$T/small.ram"
+chmod 600 "$T/small.ram"
 start_daemon --ctl "$T/ctl.sock" --guest "g1:sock=$T/g1.sock,mem=$T/small.ram,size=16M" || finish
 [ "$(stat -c %s "$T/small.ram")" = $((16 << 20)) ] || fail "a smaller RAM file is not grown to size="
 stop_daemon
+
+# ---- a RAM file someone else could reach is refused, untouched ----
+G1="g1:sock=$T/g1.sock,mem=$T/pre.ram,size=16M"
+truncate -s 4M "$T/pre.ram"
+chmod 666 "$T/pre.ram"
+expect_fail "RAM file writable by others" \
+	"^vbus-hostd: guest g1: RAM file $T/pre.ram has mode 0666: other users .* chmod 600 it or remove it" \
+	--ctl "$T/ctl.sock" --guest "$G1" --foreground
+chmod 644 "$T/pre.ram"
+expect_fail "RAM file readable by others" "RAM file $T/pre.ram has mode 0644" \
+	--ctl "$T/ctl.sock" --guest "$G1" --foreground
+chmod 600 "$T/pre.ram"
+ln "$T/pre.ram" "$T/pre-link.ram"
+expect_fail "RAM file with a second name" \
+	"RAM file $T/pre.ram has 2 names \\(hard links\\): another name reaches the guest's memory" \
+	--ctl "$T/ctl.sock" --guest "$G1" --foreground
+rm "$T/pre-link.ram"
+if [ "$(id -u)" = 0 ]; then
+	chown 65534 "$T/pre.ram"
+	expect_fail "RAM file owned by another user" \
+		"RAM file $T/pre.ram is owned by uid 65534, not by this daemon's user \\(uid 0\\)" \
+		--ctl "$T/ctl.sock" --guest "$G1" --foreground
+	chown 0 "$T/pre.ram"
+else
+	echo "not root: the other-owner case is not run"
+fi
+[ "$(stat -c %s "$T/pre.ram")" = $((4 << 20)) ] || fail "a refused RAM file was resized"
 
 # ---- one file, two spellings ----
 expect_fail "two guests, mem a//b and a/b" \

@@ -2,6 +2,7 @@
 /* vbus-hostd: guest RAM (see mem.h). */
 #include <dirent.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -128,6 +129,33 @@ static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 	return ret;
 }
 
+/*
+ * Guest RAM is the guest: whoever can open its file reads and writes the
+ * guest. A file we did not create with O_CREAT's 0600 (another user got
+ * to the predictable name in /dev/shm first, or made it readable, or put
+ * a second name on it) is refused, with what to do about it. Checked on
+ * the open descriptor, so nothing can swap the file after the check.
+ */
+static int mem_owned(const char *path, const struct stat *st, char *err,
+		     size_t errlen)
+{
+	uid_t me = geteuid();
+
+	if (st->st_uid != me)
+		return fail(err, errlen, -EPERM,
+			    "RAM file %s is owned by uid %u, not by this daemon's user (uid %u): whoever owns it can read and write the guest's memory; remove it (the daemon creates it) or chown it",
+			    path, (unsigned int)st->st_uid, (unsigned int)me);
+	if (st->st_mode & (S_IWGRP | S_IRWXO))
+		return fail(err, errlen, -EPERM,
+			    "RAM file %s has mode %04o: other users (or its group, writing) could reach the guest's memory; chmod 600 it or remove it (the daemon creates it 0600)",
+			    path, (unsigned int)(st->st_mode & 07777));
+	if (st->st_nlink != 1)
+		return fail(err, errlen, -EPERM,
+			    "RAM file %s has %lu names (hard links): another name reaches the guest's memory; remove the others or the file",
+			    path, (unsigned long)st->st_nlink);
+	return 0;
+}
+
 /* The whole file, for our life: a second daemon gets EAGAIN. */
 static int mem_lock(int fd, const char *path, const struct stat *st,
 		    char *err, size_t errlen)
@@ -168,13 +196,14 @@ int hostd_mem_open(struct hostd_mem *m, const char *path, int fd, __u64 size,
 {
 	struct stat st;
 	void *p;
+	bool by_path = fd < 0;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
 	m->fd = -1;
 	if (fd >= 0 && (!path || !*path))
 		path = "(fd)";
-	if (fd < 0) {
+	if (by_path) {
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0)
 			return fail(err, errlen, -errno, "RAM file %s: %s", path,
@@ -185,6 +214,8 @@ int hostd_mem_open(struct hostd_mem *m, const char *path, int fd, __u64 size,
 		fail(err, errlen, ret, "RAM file %s: %s", path, strerror(-ret));
 	else if (!S_ISREG(st.st_mode))
 		ret = fail(err, errlen, -EINVAL, "RAM file %s is not a regular file", path);
+	else if (by_path)
+		ret = mem_owned(path, &st, err, errlen);
 	if (!ret)
 		ret = mem_lock(fd, path, &st, err, errlen);
 	if (!ret)
