@@ -48,6 +48,13 @@ static int sg_read(const struct venet_mem *m, __u64 gpa, __u64 desc_len,
 	if (desc_len < sizeof(*sg))
 		return bad(why, "sg descriptor shorter than a venet_sg",
 			   -EINVAL);
+	/*
+	 * rx stores through *hdr (venet_rx_sg_publish): a venet_sg must sit
+	 * where its __u64 can (a guest's kmalloc always does), or the host's
+	 * own stores would be misaligned. tx only copies it, but one rule.
+	 */
+	if (gpa & (_Alignof(struct venet_sg) - 1))
+		return bad(why, "venet_sg not 8-byte aligned", -EINVAL);
 	p = xlate(m, gpa, sizeof(*sg));
 	if (!p)
 		return bad(why, "venet_sg outside guest RAM", -EFAULT);
