@@ -114,7 +114,8 @@ static void test_mem_ownership(void **state)
 	/* a second open, even by the same process, is another holder */
 	assert_int_equal(hostd_mem_open(&b, path, -1, 1 << 20, HOSTD_MACHINE_Q35,
 					err, sizeof(err)), -EBUSY);
-	snprintf(want, sizeof(want), "locked by pid %d (", (int)getpid());
+	snprintf(want, sizeof(want), "locked by this vbus-hostd (pid %d)",
+		 (int)getpid());
 	assert_non_null(strstr(err, want));
 	hostd_mem_close(&a);
 	/* free again; and grown, never shrunk */

@@ -12,6 +12,13 @@
 
 NS=()
 unshare -n true 2>/dev/null && NS=(unshare -n)
+# The command-line daemon must not share the ctl daemon's disk (a disk is
+# locked to one daemon): in a mount namespace of its own the same path
+# names a copy, so both daemons print the same path.
+if ! unshare -m true 2>/dev/null; then
+	fail "unshare -m: cannot give the command-line daemon a disk of its own (run as root)"
+	finish
+fi
 TAP=vbce$$
 TAP=${TAP:0:15}
 
@@ -22,6 +29,7 @@ guests() {	# the two guests, with files of their own per daemon
 
 # vbus-blk backing files: a disk, one too small for a sector
 head -c 1048576 /dev/zero >"$T/disk.img"
+head -c 1048576 /dev/zero >"$T/cli-disk.img"
 head -c 100 /dev/zero >"$T/tiny.img"
 DISK="g1:type=vbus-blk,id=2,file=$T/disk.img"
 
@@ -39,7 +47,9 @@ echo "ok: daemon started${NS:+ in a network namespace}: $ready"
 # the same, and it matches REGEX
 same() {
 	local guest=$1 spec=$2 re=$3 cli ctl
-	"${NS[@]}" "$HOSTD" --ctl "$T/cli.sock" $(guests cli) \
+	unshare -m "${NS[@]:1}" -- sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+		sh "$T/cli-disk.img" "$T/disk.img" \
+		"$HOSTD" --ctl "$T/cli.sock" $(guests cli) \
 		--device "g1:type=venet,id=1,tap=$TAP" --device "$DISK" \
 		--device "$guest:$spec" --foreground >/dev/null 2>"$T/cli.err"
 	cli=$(sed -n '1s/^vbus-hostd: //p' "$T/cli.err")
@@ -102,9 +112,9 @@ same g1 "type=vbus-blk,id=5,file=$T/tiny.img" \
 same g1 "type=vbus-blk,id=5,file=$T/disk.img,depth=3" \
 	"${B}depth=3: want a power of two in 1..1024\$"
 same g1 "type=vbus-blk,id=5,file=$T/disk.img" \
-	"${B}backing file $T/disk.img is already used by device 2 of guest g1\$"
+	"${B}backing file $T/disk.img is already used by device 2 of guest g1 \\(as $T/disk.img\\)\$"
 same g2 "type=vbus-blk,id=5,file=$T/../${T##*/}/disk.img" \
-	"^guest g2: device 5 \\(vbus-blk\\): backing file $T/disk.img is already used by device 2 of guest g1\$"
+	"^guest g2: device 5 \\(vbus-blk\\): backing file $T/disk.img is already used by device 2 of guest g1 \\(as $T/disk.img\\)\$"
 
 # none of the refused adds left a device behind, and the tap is free
 # again once its device is dropped

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # The RAM file and the sockets belong to one daemon: a locked RAM file is
 # refused (naming its holder), so is one another user owns or could reach
-# (mode, hard links), a larger one is never shrunk, and two names
+# (mode, hard links), a larger one is never shrunk, a disk is never a RAM
+# file nor another disk's inode, and two names
 # for one file (a//b and a/b, a symlinked directory) are one file; a
 # device's own socket in use is refused in the guest socket's words.
 . "$(dirname "$0")/cli_lib.sh"
@@ -31,6 +32,27 @@ expect_fail "ipc device qsock in use by another daemon" \
 	"qsock: cannot listen: $T/g1.sock is in use by another process" \
 	--ctl "$T/ctl2.sock" --guest "g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M" \
 	--device "g2:type=vbus-ipc,id=5,service=echo,sock=$T/e2.sock,qsock=$T/g1.sock" --foreground
+# a disk is never a live guest's RAM file, this daemon's or another's
+truncate -s 1M "$T/disk.img"
+expect_fail "disk on another daemon's RAM file" \
+	"^vbus-hostd: guest g2: device 4 \\(vbus-blk\\): backing file $T/d/g1.ram is in use: locked by pid $pid \\(vbus-hostd\\)" \
+	--ctl "$T/ctl2.sock" --guest "g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M" \
+	--device "g2:type=vbus-blk,id=4,file=$T/d/g1.ram" --foreground
+expect_fail "disk on its own guest's RAM file" \
+	"device 4 \\(vbus-blk\\): backing file $T/g2.ram is in use: locked by this vbus-hostd" \
+	--ctl "$T/ctl2.sock" --guest "g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M" \
+	--device "g2:type=vbus-blk,id=4,file=$T/g2.ram" --foreground
+ln "$T/disk.img" "$T/disk-link.img"
+expect_fail "two disks on one file through a hard link" \
+	"device 5 \\(vbus-blk\\): backing file $T/disk-link.img is already used by device 4 of guest g2 \\(as $T/disk.img\\)" \
+	--ctl "$T/ctl2.sock" --guest "g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M" \
+	--device "g2:type=vbus-blk,id=4,file=$T/disk.img" \
+	--device "g2:type=vbus-blk,id=5,file=$T/disk-link.img" --foreground
+mkfifo "$T/fifo"
+expect_fail "read-only disk on a FIFO" \
+	"backing file $T/fifo is not a regular file or a block device" \
+	--ctl "$T/ctl2.sock" --guest "g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M" \
+	--device "g2:type=vbus-blk,id=4,file=$T/fifo,ro=1" --foreground
 stop_daemon
 # lock released with the daemon: the file is free again
 start_daemon --ctl "$T/ctl1.sock" --guest "g1:sock=$T/g1.sock,mem=$T/d/g1.ram,size=16M" || finish

@@ -184,6 +184,19 @@ int hostd_dev_claim(struct hostd_dev *dev, const char *what,
 		    const char *name);
 
 /*
+ * Claim the file open on @fd (named @path in messages) for this device
+ * alone: its inode across every guest of the daemon, whatever name or
+ * hard link reaches it ("... is already used by device 4 of guest g1 (as
+ * /x/y)"), and an OFD lock (@writable: exclusive, else shared) that
+ * refuses a file another process holds: a guest's RAM file (this daemon's
+ * or another's) or an image another program has locked. The lock lives
+ * as long as @fd's open file description. 0, or -errno after
+ * hostd_dev_fail(). In create.
+ */
+int hostd_dev_claim_file(struct hostd_dev *dev, const char *what,
+			 const char *path, int fd, bool writable);
+
+/*
  * The guest broke the device's protocol: log (rate-limited, prefixed with
  * guest and device id), count, remember the reason (`ctl stats` shows
  * it), mark every signal of the device faulted (so injects stop) and

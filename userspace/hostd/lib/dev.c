@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "claim.h"
 #include "dev.h"
+#include "mem.h"
 
 struct hostd_dev_watch {
 	struct hostd_list node;		/* in dev->watches */
@@ -117,6 +119,39 @@ int hostd_dev_claim(struct hostd_dev *dev, const char *what,
 	if (ret < 0)
 		return hostd_dev_fail(dev, ret, "%s %s: %s", what, name,
 				      strerror(-ret));
+	return 0;
+}
+
+int hostd_dev_claim_file(struct hostd_dev *dev, const char *what,
+			 const char *path, int fd, bool writable)
+{
+	char key[64], desc[160], holder[192];
+	struct stat st;
+	int ret;
+
+	if (fstat(fd, &st) < 0)
+		return hostd_dev_fail(dev, -errno, "%s %s: %s", what, path,
+				      strerror(errno));
+	/* the inode, not the name: a hard link is the same disk */
+	snprintf(key, sizeof(key), "inode %llx:%llx",
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	snprintf(desc, sizeof(desc), "device %u of guest %s (as %s)", dev->id,
+		 dev->env.guest, path);
+	ret = hostd_claim(what, key, dev, desc, holder, sizeof(holder));
+	if (ret == -EBUSY)
+		return hostd_dev_fail(dev, ret, "%s %s is already used by %s",
+				      what, path, holder);
+	if (ret < 0)
+		return hostd_dev_fail(dev, ret, "%s %s: %s", what, path,
+				      strerror(-ret));
+	ret = hostd_file_lock(fd, writable, holder, sizeof(holder));
+	if (ret == -EBUSY)
+		return hostd_dev_fail(dev, ret,
+				      "%s %s is in use: locked by %s (a guest's RAM file, or a file another program holds)",
+				      what, path, holder);
+	if (ret < 0)
+		return hostd_dev_fail(dev, ret, "%s %s: cannot lock it: %s",
+				      what, path, strerror(-ret));
 	return 0;
 }
 

@@ -107,7 +107,11 @@ static void lock_holder(const struct stat *st, char *buf, size_t len)
 				comm[strcspn(comm, "\n")] = 0;
 			fclose(f);
 		}
-		snprintf(buf, len, "pid %.16s (%s)", e->d_name, comm);
+		if (strtol(e->d_name, NULL, 10) == (long)getpid())
+			snprintf(buf, len, "this vbus-hostd (pid %.16s)",
+				 e->d_name);
+		else
+			snprintf(buf, len, "pid %.16s (%s)", e->d_name, comm);
 		break;
 	}
 	if (d)
@@ -156,24 +160,39 @@ static int mem_owned(const char *path, const struct stat *st, char *err,
 	return 0;
 }
 
-/* The whole file, for our life: a second daemon gets EAGAIN. */
-static int mem_lock(int fd, const char *path, const struct stat *st,
-		    char *err, size_t errlen)
+int hostd_file_lock(int fd, bool exclusive, char *holder, size_t len)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	char holder[96];
+	struct flock fl = { .l_type = exclusive ? F_WRLCK : F_RDLCK,
+			    .l_whence = SEEK_SET };
+	struct stat st;
 	int e;
 
 	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
 		return 0;
 	e = errno;
 	if (e != EAGAIN && e != EACCES)
-		return fail(err, errlen, -e, "RAM file %s: cannot lock it: %s",
-			    path, strerror(e));
-	lock_holder(st, holder, sizeof(holder));
-	return fail(err, errlen, -EBUSY,
-		    "RAM file %s is in use: locked by %s (one vbus-hostd per RAM file)",
-		    path, holder);
+		return -e;
+	if (fstat(fd, &st) < 0)
+		snprintf(holder, len, "another process");
+	else
+		lock_holder(&st, holder, len);
+	return -EBUSY;
+}
+
+/* The whole file, for our life: a second daemon gets EAGAIN. */
+static int mem_lock(int fd, const char *path, char *err, size_t errlen)
+{
+	char holder[96];
+	int ret = hostd_file_lock(fd, true, holder, sizeof(holder));
+
+	if (ret == -EBUSY)
+		return fail(err, errlen, ret,
+			    "RAM file %s is in use: locked by %s (one vbus-hostd per RAM file)",
+			    path, holder);
+	if (ret < 0)
+		return fail(err, errlen, ret, "RAM file %s: cannot lock it: %s",
+			    path, strerror(-ret));
+	return 0;
 }
 
 /* Grow to @size; a larger file is refused, never shrunk. */
@@ -217,7 +236,7 @@ int hostd_mem_open(struct hostd_mem *m, const char *path, int fd, __u64 size,
 	else if (by_path)
 		ret = mem_owned(path, &st, err, errlen);
 	if (!ret)
-		ret = mem_lock(fd, path, &st, err, errlen);
+		ret = mem_lock(fd, path, err, errlen);
 	if (!ret)
 		ret = mem_size(fd, path, &st, size, err, errlen);
 	if (ret)

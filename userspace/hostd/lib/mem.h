@@ -23,6 +23,7 @@
 #ifndef VBUS_HOSTD_MEM_H
 #define VBUS_HOSTD_MEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <vbus/platform.h>
 
@@ -54,6 +55,13 @@ void hostd_mem_layout(struct hostd_mem *m, __u64 size, __u64 lowmem);
 int hostd_mem_open(struct hostd_mem *m, const char *path, int fd, __u64 size,
 		   enum hostd_machine machine, char *err, size_t errlen);
 void hostd_mem_close(struct hostd_mem *m);
+/*
+ * An OFD lock on the whole file behind @fd, exclusive or shared, held as
+ * long as that open file description lives (RAM files hold an exclusive
+ * one). 0, -EBUSY with "pid N (comm)" of a holder (or "another process")
+ * in @holder, or -errno.
+ */
+int hostd_file_lock(int fd, bool exclusive, char *holder, size_t len);
 /* Host pointer for [gpa, gpa+len) inside one block, or NULL. */
 void *hostd_mem_gpa(const struct hostd_mem *m, __u64 gpa, __u64 len);
 

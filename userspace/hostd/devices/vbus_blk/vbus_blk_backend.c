@@ -84,6 +84,14 @@ static __u32 probe_direct(int fd, __u32 from)
 	return 0;
 }
 
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
 /* O_DIRECT if wanted and possible; b->fd_buffered is open already. */
 static int open_direct(struct vbus_blk *b, int flags)
 {
@@ -94,7 +102,17 @@ static int open_direct(struct vbus_blk *b, int flags)
 	b->direct = false;
 	if (!b->direct_want)
 		return 0;
-	fd = open(b->path, flags | O_DIRECT);
+	fd = open(b->path, flags | O_DIRECT | O_NOFOLLOW | O_NONBLOCK);
+	if (fd >= 0 && !same_file(fd, b->fd_buffered)) {
+		close(fd);
+		return hostd_dev_fail(b->dev, -EBUSY,
+				      WHAT " %s was replaced while it was being opened",
+				      b->path);
+	}
+	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		close(fd);
+		fd = -1;
+	}
 	bs = fd >= 0 ? probe_direct(fd, b->lbs) : 0;
 	if (!bs) {
 		int err = fd >= 0 ? EINVAL : errno;
@@ -168,6 +186,40 @@ static int ring_up(struct vbus_blk *b)
 }
 
 /*
+ * Open @b->path and check what was opened, never the name before it: the
+ * name can be swapped between a stat() and an open() (a FIFO would block
+ * the open, and with ro=1 the guest's loop with it). O_NOFOLLOW: the
+ * caller canonicalized the path, so a symbolic link now was put there
+ * since. O_NONBLOCK only for the open itself.
+ */
+static int open_checked(struct vbus_blk *b, int flags, struct stat *st)
+{
+	int fd = open(b->path, flags | O_NOFOLLOW | O_NONBLOCK);
+
+	if (fd < 0 && errno == EISDIR)	/* O_RDWR; O_RDONLY gets to fstat */
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      WHAT " %s is not a regular file or a block device",
+				      b->path);
+	if (fd < 0)
+		return hostd_dev_fail(b->dev, -errno, WHAT " %s: %s", b->path,
+				      errno == ELOOP ?
+				      "is a symbolic link (swapped in after the path was resolved)" :
+				      strerror(errno));
+	b->fd_buffered = fd;	/* closed by vbus_blk_backend_close() */
+	if (fstat(fd, st) < 0)
+		return hostd_dev_fail(b->dev, -errno, WHAT " %s: %s", b->path,
+				      strerror(errno));
+	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode))
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      WHAT " %s is not a regular file or a block device",
+				      b->path);
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		return hostd_dev_fail(b->dev, -errno, WHAT " %s: %s", b->path,
+				      strerror(errno));
+	return 0;
+}
+
+/*
  * Open @b->path (as given: the caller canonicalized it), check it, claim
  * it, probe it, set up the ring. Every refusal says why.
  */
@@ -178,22 +230,19 @@ int vbus_blk_backend_open(struct vbus_blk *b)
 	__u64 size = 0;
 	int ret;
 
-	if (stat(b->path, &st) < 0)
-		return hostd_dev_fail(b->dev, -errno, WHAT " %s: %s", b->path,
-				      strerror(errno));
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-		return hostd_dev_fail(b->dev, -EINVAL,
-				      WHAT " %s is not a regular file or a block device",
-				      b->path);
-	b->blkdev = S_ISBLK(st.st_mode);
-	/* one disk, one device: two would corrupt each other's file system */
-	ret = hostd_dev_claim(b->dev, WHAT, b->path);
+	ret = open_checked(b, flags, &st);
 	if (ret < 0)
 		return ret;
-	b->fd_buffered = open(b->path, flags);
-	if (b->fd_buffered < 0)
-		return hostd_dev_fail(b->dev, -errno, WHAT " %s: %s", b->path,
-				      strerror(errno));
+	b->blkdev = S_ISBLK(st.st_mode);
+	/*
+	 * One disk, one device: two would corrupt each other's file system.
+	 * The inode (a hard link is the same disk) and a lock, which also
+	 * refuses a guest's RAM file and a disk of another daemon.
+	 */
+	ret = hostd_dev_claim_file(b->dev, WHAT, b->path, b->fd_buffered,
+				   !b->ro);
+	if (ret < 0)
+		return ret;
 	ret = probe_size(b, b->fd_buffered, &st, &size);
 	if (ret < 0)
 		return hostd_dev_fail(b->dev, ret, WHAT " %s: size: %s",
