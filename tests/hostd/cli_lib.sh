@@ -41,8 +41,10 @@ clean_log() {
 expect_fail() {
 	local what=$1 re=$2 rc
 	shift 2
-	"$HOSTD" "$@" >"$T/out" 2>"$T/err"
+	# bounded: an input that hangs the daemon (a FIFO) is a failure too
+	timeout 30 "$HOSTD" "$@" >"$T/out" 2>"$T/err" </dev/null
 	rc=$?
+	[ $rc -eq 124 ] && echo "(timed out after 30 s)" >>"$T/err"
 	if [ $rc -eq 0 ]; then
 		fail "$what: exit 0"; return
 	fi

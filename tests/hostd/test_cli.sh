@@ -35,6 +35,14 @@ printf 'guest %s\n--device g1:type=vbus-test,id=x\n' "$G" >"$T/bad2.conf"
 expect_fail "bad config device" "bad2.conf:2: .*bad id 'x'" $C --config "$T/bad2.conf"
 head -c 3000 /dev/zero | tr '\0' 'a' >"$T/long.conf"
 expect_fail "overlong config line" "long.conf:1: line too long" $C --config "$T/long.conf"
+mkfifo "$T/fifo.conf"
+expect_fail "config is a FIFO" "config $T/fifo.conf is not a regular file" --config "$T/fifo.conf"
+expect_fail "config is /dev/zero" "config /dev/zero is not a regular file" --config /dev/zero
+expect_fail "config is a directory" "config $T is not a regular file" --config "$T"
+printf -- '--guest %s\n--device g1:type=vbus-test,id=1\0,color=blue\n' "$G" >"$T/nul.conf"
+expect_fail "config line with a NUL" "nul.conf:2: a NUL byte: not a text line" --config "$T/nul.conf"
+truncate -s 2M "$T/huge.conf"
+expect_fail "config over 1 MiB" "config $T/huge.conf is 2097152 bytes: larger than 1048576" --config "$T/huge.conf"
 expect_fail "long socket path" "path too long|longer than" $C --guest "g1:sock=$T/$(printf '%0200d' 0),mem=$T/x,size=16M"
 expect_fail "RAM in a missing dir" "guest g1: RAM file .*/no/such/dir: No such file or directory" $C --guest "g1:sock=$T/g1.sock,mem=$T/no/such/dir,size=16M" --foreground
 expect_fail "bad device parameter" "guest g1: device 1 \\(vbus-test\\): unknown parameter 'color' \\(known: none\\)" $C --guest "$G" --device g1:type=vbus-test,id=1,color=blue --foreground

@@ -11,12 +11,14 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "daemon.h"
 
 #define HOSTD_MEM_MIN	(1ull << 20)
@@ -472,27 +474,68 @@ static int config_file_line(struct daemon_config *c, char *line,
 	return 0;
 }
 
-int daemon_config_file(struct daemon_config *c, const char *path,
-		      char *err, size_t errlen)
+/*
+ * What --config names is opened without blocking and checked on the open
+ * descriptor: a FIFO or a device (/dev/zero) would hang the start, so only
+ * a regular file up to CONFIG_MAX_BYTES is read, and a NUL byte (a binary
+ * file, or a line cut short by one) is refused rather than read past.
+ */
+#define CONFIG_MAX_BYTES (1 << 20)
+
+static FILE *config_open(const char *path, char *err, size_t errlen)
 {
-	char line[HOSTD_SPEC_MAX + 64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		fail(err, errlen, "config %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0)
+		fail(err, errlen, "config %s: %s", path, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		fail(err, errlen, "config %s is not a regular file", path);
+	else if (st.st_size > CONFIG_MAX_BYTES)
+		fail(err, errlen, "config %s is %lld bytes: larger than %d",
+		     path, (long long)st.st_size, CONFIG_MAX_BYTES);
+	else if ((f = fdopen(fd, "r")))
+		return f;
+	else
+		fail(err, errlen, "config %s: %s", path, strerror(errno));
+	close(fd);
+	return NULL;
+}
+
+int daemon_config_file(struct daemon_config *c, const char *path,
+		       char *err, size_t errlen)
+{
 	unsigned int lineno = 0;
+	size_t cap = 0, total = 0;
+	char *line = NULL;
+	ssize_t n;
 	int ret = 0;
-	FILE *f = fopen(path, "r");
+	FILE *f = config_open(path, err, errlen);
 
 	if (!f)
-		return fail(err, errlen, "config %s: %s", path, strerror(errno));
-	while (!ret && fgets(line, sizeof(line), f)) {
-		size_t n = strlen(line);
-
+		return -1;
+	while (!ret && (n = getline(&line, &cap, f)) >= 0) {
 		lineno++;
-		if (n == sizeof(line) - 1 && line[n - 1] != '\n' && !feof(f))
+		total += (size_t)n;
+		if (total > CONFIG_MAX_BYTES)	/* it grew while we read */
+			ret = fail(err, errlen, "config %s: larger than %d bytes",
+				   path, CONFIG_MAX_BYTES);
+		else if (memchr(line, '\0', (size_t)n))
+			ret = fail(err, errlen, "%s:%u: a NUL byte: not a text line",
+				   path, lineno);
+		else if ((size_t)n > HOSTD_SPEC_MAX + 63)
 			ret = fail(err, errlen, "%s:%u: line too long", path, lineno);
 		else
 			ret = config_file_line(c, line, path, lineno, err, errlen);
 	}
 	if (!ret && ferror(f))
 		ret = fail(err, errlen, "config %s: read error", path);
+	free(line);
 	fclose(f);
 	return ret;
 }
