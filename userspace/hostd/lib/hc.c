@@ -103,6 +103,24 @@ static int hc_device(struct hostd_hc *hc, __u32 vector, union hc_args *a,
 	}
 }
 
+/*
+ * NEGOTIATE is the bridge's first call and its buffer is kmalloc'ed guest
+ * RAM: outside our table it means the guest's RAM is not laid out as
+ * size= says (QEMU's -m differs, so the split below/above 4 GiB does).
+ * The guest only sees -EFAULT: say here what is wrong, rate-limited.
+ */
+static void hc_ram_mismatch(struct hostd_hc *hc, __u64 gpa)
+{
+	const struct hostd_mem *m = hc->mem;
+	__u64 low = m->nblocks ? m->blk[0].size : 0;
+
+	hostd_log_limited(hc->bus->env.log,
+			  "NEGOTIATE's buffer at guest-physical 0x%llx is outside guest RAM as size=%llu lays it out (%llu bytes below 4 GiB, %llu above): QEMU's -m and its memory-backend size must equal size=",
+			  (unsigned long long)gpa, (unsigned long long)m->size,
+			  (unsigned long long)low,
+			  (unsigned long long)(m->size - low));
+}
+
 int hostd_hc_dispatch(struct hostd_hc *hc, const struct vbus_pci_hypercall *r)
 {
 	union hc_args a;
@@ -111,8 +129,11 @@ int hostd_hc_dispatch(struct hostd_hc *hc, const struct vbus_pci_hypercall *r)
 	if (r->vector >= VBUS_PCI_HC_MAX || r->len != hc_len[r->vector])
 		return -EINVAL;
 	gp = hostd_mem_gpa(hc->mem, r->datap, r->len);
-	if (!gp)
+	if (!gp) {
+		if (r->vector == VBUS_PCI_HC_NEGOTIATE)
+			hc_ram_mismatch(hc, r->datap);
 		return -EFAULT;
+	}
 	/* one copy: the guest may change its buffer while we work */
 	memset(&a, 0, sizeof(a));
 	memcpy(&a, gp, r->len);
