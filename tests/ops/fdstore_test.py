@@ -303,6 +303,10 @@ def run_listen(hostd, T, fds, env, tag):
             "--guest", "g1:sock=%s/%s.sock,mem=%s,size=1M" % (T, tag, ram)]
     full = dict(os.environ)
     full.update(env)
+    if full.get("LISTEN_PID") == "self":
+        # the daemon's own pid, as systemd sets it: sh's, kept by exec
+        del full["LISTEN_PID"]
+        args = ["sh", "-c", 'LISTEN_PID=$$ exec "$@"', "sh"] + args
 
     def place():
         high = [os.dup2(fd, 100 + i) for i, fd in enumerate(fds)]
@@ -331,47 +335,49 @@ def listen_errors(hostd, T):
     sa, sb = socket.socketpair()
     pr, pw = os.pipe()
     cases = [
-        ("mism", [sa.fileno(), pr], {"LISTEN_FDS": "2", "LISTEN_FDNAMES": "g1/conn"},
+        ("mism", [sa.fileno(), pr], {"LISTEN_PID": "self", "LISTEN_FDS": "2", "LISTEN_FDNAMES": "g1/conn"},
          1, "LISTEN_FDNAMES names 1 descriptor(s), LISTEN_FDS says 2"),
-        ("nonames", [sa.fileno()], {"LISTEN_FDS": "1"},
+        ("nonames", [sa.fileno()], {"LISTEN_PID": "self", "LISTEN_FDS": "1"},
          1, "without LISTEN_FDNAMES"),
-        ("notnum", [], {"LISTEN_FDS": "x", "LISTEN_FDNAMES": ""},
+        ("notnum", [], {"LISTEN_PID": "self", "LISTEN_FDS": "x", "LISTEN_FDNAMES": ""},
          1, "LISTEN_FDS=x: not a count"),
-        ("closed", [], {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "g1/conn"},
+        ("closed", [], {"LISTEN_PID": "self", "LISTEN_FDS": "1", "LISTEN_FDNAMES": "g1/conn"},
          1, "stored descriptor 3 ('g1/conn') is not open"),
-        ("badname", [sa.fileno()], {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "foo"},
+        ("badname", [sa.fileno()], {"LISTEN_PID": "self", "LISTEN_FDS": "1", "LISTEN_FDNAMES": "foo"},
          1, "is named 'foo', not GUEST/"),
         ("twice", [sa.fileno(), sa.fileno()],
-         {"LISTEN_FDS": "2", "LISTEN_FDNAMES": "g1/conn:g1/conn"},
+         {"LISTEN_PID": "self", "LISTEN_FDS": "2", "LISTEN_FDNAMES": "g1/conn:g1/conn"},
          "running", "stored connection of guest g1 is ambiguous: 'g1/conn' passed "
          "twice (fds 3 and 4): dropped, guest g1 is not taken over"),
         # the marker alone: an older daemon (conn stored first) cut short
-        ("partial", [sa.fileno()], {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "g1/conn"},
+        ("partial", [sa.fileno()], {"LISTEN_PID": "self", "LISTEN_FDS": "1", "LISTEN_FDNAMES": "g1/conn"},
          "running", "stored connection of guest g1 is incomplete: no 'g1/bar2' "
          "(found conn; a store or removal was cut short): dropped, guest g1 is "
          "not taken over"),
         ("kind", [pr] * 6,
-         {"LISTEN_FDS": "6",
+         {"LISTEN_PID": "self", "LISTEN_FDS": "6",
           "LISTEN_FDNAMES": "g1/conn:g1/bar2:g1/db0:g1/db1:g1/msix0:g1/msix1"},
          1, "stored descriptor 'g1/conn' (fd 3) is not a socket"),
         ("otherpid", [sa.fileno()],
          {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "g1/conn", "LISTEN_PID": "1"},
          "running", "LISTEN_FDS is for process 1, not us: ignored"),
-        ("stranger", [sa.fileno()], {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "zz/conn"},
+        ("nopid", [sa.fileno()], {"LISTEN_FDS": "1", "LISTEN_FDNAMES": "g1/conn"},
+         "running", "LISTEN_FDS without LISTEN_PID: not ours to take, ignored"),
+        ("stranger", [sa.fileno()], {"LISTEN_PID": "self", "LISTEN_FDS": "1", "LISTEN_FDNAMES": "zz/conn"},
          "running", "stored descriptor 'zz/conn' belongs to no configured guest: dropped"),
     ]
     names6 = "g1/conn:g1/bar2:g1/db0:g1/db1:g1/msix0:g1/msix1"
     mfd = os.memfd_create("vbus-ops-bar2")
     os.ftruncate(mfd, 4096)
     cases.append(("notmemfd", [sa.fileno(), pr, pr, pr, pr, pr],
-                  {"LISTEN_FDS": "6", "LISTEN_FDNAMES": names6},
+                  {"LISTEN_PID": "self", "LISTEN_FDS": "6", "LISTEN_FDNAMES": names6},
                   1, "stored descriptor 'g1/bar2' (fd 4) is not a memfd"))
     if efd is not None:
         cases.append(("noteventfd", [sa.fileno(), mfd, efd, pr, efd, efd],
-                      {"LISTEN_FDS": "6", "LISTEN_FDNAMES": names6},
+                      {"LISTEN_PID": "self", "LISTEN_FDS": "6", "LISTEN_FDNAMES": names6},
                       1, "stored descriptor 'g1/db1' (fd 6) is not an eventfd"))
         cases.append(("notbar2", [sa.fileno(), mfd, efd, efd, efd, efd],
-                      {"LISTEN_FDS": "6", "LISTEN_FDNAMES": names6},
+                      {"LISTEN_PID": "self", "LISTEN_FDS": "6", "LISTEN_FDNAMES": names6},
                       1, "guest g1: stored BAR2 is not a vbus BAR2"))
     for tag, fds, env, want_rc, want in cases:
         rc, text = run_listen(hostd, T, fds, env, tag)

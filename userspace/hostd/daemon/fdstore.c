@@ -141,8 +141,14 @@ int daemon_fdstore_load(struct daemon_fdstore *s, char *err, size_t errlen)
 	long n, nn;
 
 	memset(s, 0, sizeof(*s));
-	if (!fds || (pid && parse_count(pid) != (long)getpid())) {
-		if (fds)
+	/*
+	 * As sd_listen_fds(): descriptors are ours only when LISTEN_PID says
+	 * so. Without it they may be a parent's, inherited by accident.
+	 */
+	if (!fds || !pid || parse_count(pid) != (long)getpid()) {
+		if (fds && !pid)
+			hostd_log("LISTEN_FDS without LISTEN_PID: not ours to take, ignored");
+		else if (fds)
 			hostd_log("LISTEN_FDS is for process %s, not us: ignored",
 				  pid);
 		unset_env();
