@@ -25,6 +25,7 @@ Prints "ok: ..."/"FAIL: ..."; exit status =
 failures.
 """
 import errno
+import fcntl
 import mmap
 import os
 import select
@@ -367,8 +368,11 @@ def listen_errors(hostd, T):
          "running", "stored descriptor 'zz/conn' belongs to no configured guest: dropped"),
     ]
     names6 = "g1/conn:g1/bar2:g1/db0:g1/db1:g1/msix0:g1/msix1"
-    mfd = os.memfd_create("vbus-ops-bar2")
+    mfd = os.memfd_create("vbus-ops-bar2", os.MFD_ALLOW_SEALING)
     os.ftruncate(mfd, 4096)
+    loose = os.memfd_create("vbus-ops-bar2-unsealed")
+    os.ftruncate(loose, 4096)
+    fcntl.fcntl(mfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
     cases.append(("notmemfd", [sa.fileno(), pr, pr, pr, pr, pr],
                   {"LISTEN_PID": "self", "LISTEN_FDS": "6", "LISTEN_FDNAMES": names6},
                   1, "stored descriptor 'g1/bar2' (fd 4) is not a memfd"))
@@ -376,6 +380,9 @@ def listen_errors(hostd, T):
         cases.append(("noteventfd", [sa.fileno(), mfd, efd, pr, efd, efd],
                       {"LISTEN_PID": "self", "LISTEN_FDS": "6", "LISTEN_FDNAMES": names6},
                       1, "stored descriptor 'g1/db1' (fd 6) is not an eventfd"))
+        cases.append(("unsealed", [sa.fileno(), loose, efd, efd, efd, efd],
+                      {"LISTEN_PID": "self", "LISTEN_FDS": "6", "LISTEN_FDNAMES": names6},
+                      1, "guest g1: stored BAR2 is not sealed against shrinking and growing"))
         cases.append(("notbar2", [sa.fileno(), mfd, efd, efd, efd, efd],
                       {"LISTEN_PID": "self", "LISTEN_FDS": "6", "LISTEN_FDNAMES": names6},
                       1, "guest g1: stored BAR2 is not a vbus BAR2"))
@@ -384,7 +391,7 @@ def listen_errors(hostd, T):
         check(rc == want_rc and want in text,
               "LISTEN_FDS %s: %s (%s)" % (tag, want, want_rc),
               "rc %s: %s" % (rc, text.strip()[-300:]))
-    for fd in (pr, pw, mfd):
+    for fd in (pr, pw, mfd, loose):
         os.close(fd)
     sa.close()
     sb.close()

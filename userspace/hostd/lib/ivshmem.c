@@ -28,6 +28,9 @@
 #include "ivshmem.h"
 #include "sock.h"
 
+/* what a BAR2 of ours is sealed with (F_SEAL_SEAL too, at creation) */
+#define BAR2_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
+
 /* ---- the protocol --------------------------------------------------------- */
 
 int hostd_ivshmem_send(int sock, __s64 msg, int fd)
@@ -65,7 +68,7 @@ static int bar2_create(struct hostd_ivshmem *iv)
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, VBUS_PCI_SHM_SIZE) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+	    fcntl(fd, F_ADD_SEALS, BAR2_SEALS | F_SEAL_SEAL) < 0) {
 		err = -errno;
 		close(fd);
 		return err;
@@ -340,6 +343,16 @@ static int bar2_adopt(struct hostd_ivshmem *iv, int fd, char *err,
 	    st.st_size != VBUS_PCI_SHM_SIZE) {
 		snprintf(err, errlen, "stored BAR2 is not a %d-byte memfd",
 			 VBUS_PCI_SHM_SIZE);
+		return -EINVAL;
+	}
+	/*
+	 * Ours were sealed against shrinking and growing (bar2_create): one
+	 * without those seals could be truncated under our mapping, and the
+	 * next access would be a SIGBUS.
+	 */
+	if ((fcntl(fd, F_GET_SEALS) & BAR2_SEALS) != BAR2_SEALS) {
+		snprintf(err, errlen,
+			 "stored BAR2 is not sealed against shrinking and growing: not one this daemon made");
 		return -EINVAL;
 	}
 	shm = mmap(NULL, VBUS_PCI_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
