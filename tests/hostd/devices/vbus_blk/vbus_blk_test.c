@@ -127,6 +127,22 @@ static int teardown(void **state)
 	return 0;
 }
 
+/*
+ * calloc, failing on demand (linked with -Wl,--wrap=calloc): the @n-th
+ * call from now fails when calloc_fail_in is @n, every other one goes
+ * through.
+ */
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+static unsigned int calloc_fail_in;
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	if (calloc_fail_in && !--calloc_fail_in)
+		return NULL;
+	return __real_calloc(n, size);
+}
+
 /* create with "file=<path>,@extra", open, GETCONFIG */
 static void blk_create(struct fx *f, const char *extra)
 {
@@ -912,6 +928,40 @@ static void direct_and_buffered(void **state)
 }
 
 /* create refusals: each says why */
+/*
+ * A queue whose slots cannot be allocated is refused with -ENOMEM at
+ * DEVSHM, whichever allocation fails (5e8fef9 dereferenced the NULL
+ * slots), and the same queue attaches afterwards and serves I/O.
+ */
+static void queue_alloc_fails(void **state)
+{
+	struct fx *f = *state;
+	__u32 len = 4096;
+	unsigned int k;
+	int ret = -ENOMEM;
+	__u64 buf;
+
+	blk_create(f, NULL);
+	memset(&f->neg, 0, sizeof(f->neg));
+	f->neg.features = f->cfg.features;
+	f->neg.nr_queues = 1;
+	f->neg.queue_depth = 16;
+	assert_int_equal(fgd_call(f->dev, VBUS_BLK_FUNC_NEGOTIATE, &f->neg,
+				  sizeof(f->neg)), 0);
+	for (k = 1; ret < 0 && k <= 16; k++) {
+		calloc_fail_in = k;
+		ret = fgd_ring_attach(f->dev, 0, 16, &f->r[0]);
+		calloc_fail_in = 0;
+		assert_true(ret == 0 || ret == -ENOMEM);
+	}
+	assert_int_equal(ret, 0);
+	assert_true(k > 2);	/* the slots and their iovs both failed once */
+	assert_false(fgd_dev_faulted(f->dev));
+	buf = buf_new(len, 0);
+	assert_int_equal(rw(f, VBUS_BLK_OP_READ, 0, 0, 1, &buf, &len),
+			 VBUS_BLK_S_OK);
+}
+
 static void create_errors(void **state)
 {
 	struct fx *f = *state;
@@ -1133,6 +1183,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(queues_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(doorbell_mask, setup, teardown),
 		cmocka_unit_test_setup_teardown(poll_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(queue_alloc_fails, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(close_inflight, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(direct_and_buffered, setup,

@@ -452,6 +452,7 @@ void vbus_blk_queues_drain(struct vbus_blk *b)
 int vbus_blk_queue_attach(struct vbus_blk *b, struct hostd_shm *shm)
 {
 	struct vbus_blk_queue *q;
+	struct iovec *iov;
 	unsigned int i;
 	int ret;
 
@@ -465,14 +466,15 @@ int vbus_blk_queue_attach(struct vbus_blk *b, struct hostd_shm *shm)
 	if (ret < 0)
 		return ret;
 	q->slots = calloc(b->depth, sizeof(*q->slots));
-	q->slots[0].iov = q->slots ? calloc((size_t)b->depth * b->max_segs,
-					    sizeof(struct iovec)) : NULL;
-	if (!q->slots || !q->slots[0].iov) {
+	iov = q->slots ? calloc((size_t)b->depth * b->max_segs,
+				sizeof(struct iovec)) : NULL;
+	if (!iov) {
 		free(q->slots);
 		q->slots = NULL;
 		ioq_put(&q->ioq);
 		return -ENOMEM;
 	}
+	q->slots[0].iov = iov;
 	for (i = 1; i < b->depth; i++)
 		q->slots[i].iov = q->slots[0].iov + (size_t)i * b->max_segs;
 	q->b = b;
