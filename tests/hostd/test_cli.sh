@@ -113,6 +113,52 @@ EOF
 fi
 expect_ok "still alive" "g2 " list
 
+# the control socket is the daemon's user's: mode 0600, and a client of
+# another uid is refused even when the mode is loosened (a passed fd)
+[ "$(stat -c %a "$T/ctl.sock")" = 600 ] && echo "ok: ctl.sock is 0600" ||
+	fail "ctl.sock mode $(stat -c %a "$T/ctl.sock"), not 600"
+if [ "$(id -u)" = 0 ]; then
+	chmod 666 "$T/ctl.sock"
+	chmod o+x "$T"
+	if setpriv --reuid 65534 --regid 65534 --clear-groups \
+		"$HOSTD" ctl $C list >"$T/out" 2>"$T/err"; then
+		fail "ctl from uid 65534: served: $(head -1 "$T/out")"
+	elif grep -q "permission denied" "$T/err"; then
+		echo "ok: ctl from uid 65534 refused: $(head -1 "$T/err")"
+	else
+		fail "ctl from uid 65534: $(head -1 "$T/err")"
+	fi
+	chmod 600 "$T/ctl.sock"
+	chmod o-x "$T"
+fi
+
+# a client that sends its request a byte at a time cannot hold the
+# thread that serves ctl: another client is answered while it drips
+python3 - "$T/ctl.sock" "$T/dripping" <<'EOF' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.send(b"l")
+open(sys.argv[2], "w").close()
+try:
+    for _ in range(120):
+        time.sleep(0.25)
+        s.send(b"l")
+except OSError:
+    pass
+EOF
+drip=$!
+for _ in $(seq 100); do [ -e "$T/dripping" ] && break; sleep 0.05; done
+t0=$(date +%s%N)
+expect_ok "list while a client drips" "g2 " list
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+if [ "$ms" -lt 15000 ]; then
+	echo "ok: answered in $ms ms while another client dripped (its request is cut at 2 s)"
+else
+	fail "ctl list took $ms ms behind a dripping client"
+fi
+wait "$drip"
+
 if stop_daemon; then
 	[ -e "$T/g1.sock" ] && fail "g1.sock left behind"
 	[ -e "$T/ctl.sock" ] && fail "ctl.sock left behind"

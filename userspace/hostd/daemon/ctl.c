@@ -11,7 +11,9 @@
  * --device, so a mistake reads the same either way.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -248,23 +250,58 @@ void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 
 int daemon_ctl_listen(const char *path, char *err, size_t errlen)
 {
-	int fd = hostd_sock_listen(path, err, errlen);
+	mode_t old;
+	int fd;
 
-	if (fd < 0)
-		return fd;
-	/* it adds and drops devices: our user only */
-	if (chmod(path, 0600) < 0)
-		hostd_log("control socket: chmod %s: %s", path, strerror(errno));
+	/*
+	 * It adds and drops devices: our user only, from the moment the
+	 * name exists (a chmod after bind() leaves a window in which anyone
+	 * can connect). umask is the process's: this runs before any of the
+	 * guests' threads is started.
+	 */
+	old = umask(0177);
+	fd = hostd_sock_listen(path, err, errlen);
+	umask(old);
 	return fd;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+/* The ctl client's whole request, and the whole reply, each within this. */
+#define CTL_DEADLINE_MS 2000
+
+/* ms left until @deadline (hostd_now_ns), 0 when it has passed */
+static int ms_left(__u64 deadline)
+{
+	__u64 now = hostd_now_ns();
+
+	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+/* Wait for @events on @fd until @deadline: true when it came. */
+static bool wait_for(int fd, short events, __u64 deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int ms;
+
+	while ((ms = ms_left(deadline)) > 0) {
+		int r = poll(&p, 1, ms);
+
+		if (r > 0)
+			return true;
+		if (r < 0 && errno != EINTR)
+			return false;
+	}
+	return false;
+}
+
+static int write_all(int fd, const char *p, size_t len, __u64 deadline)
 {
 	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN && wait_for(fd, POLLOUT, deadline))
 				continue;
 			return -errno;
 		}
@@ -274,15 +311,21 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-/* One line (up to the first newline); its length, 0 for nothing. */
-static size_t read_line(int fd, char *line, size_t max)
+/*
+ * One line (up to the first newline); its length, 0 for nothing. The
+ * deadline is for the whole line: a client that sends a byte at a time
+ * cannot hold the thread that serves ctl and signals for longer.
+ */
+static size_t read_line(int fd, char *line, size_t max, __u64 deadline)
 {
 	size_t len = 0;
 
 	while (len < max - 1) {
-		ssize_t r = recv(fd, line + len, max - 1 - len, 0);
+		ssize_t r = recv(fd, line + len, max - 1 - len, MSG_DONTWAIT);
 
 		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN && wait_for(fd, POLLIN, deadline))
 			continue;
 		if (r <= 0)
 			break;
@@ -294,25 +337,45 @@ static size_t read_line(int fd, char *line, size_t max)
 	return len;
 }
 
+/*
+ * Only root and the daemon's own user may drive it: the socket's mode
+ * says so too, but a descriptor can be passed on, and a directory's
+ * permissions can be loose.
+ */
+static bool peer_allowed(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	if (cr.uid == 0 || cr.uid == geteuid())
+		return true;
+	hostd_log("control socket: refused a client of uid %u (pid %d): only root and uid %u",
+		  (unsigned int)cr.uid, (int)cr.pid, (unsigned int)geteuid());
+	return false;
+}
+
 void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
 {
-	struct timeval tv = { .tv_sec = 2 };
+	__u64 deadline = hostd_now_ns() + CTL_DEADLINE_MS * 1000000ull;
 	struct hostd_buf out = { 0 };
 	char line[CTL_LINE_MAX];
 	size_t len;
 
-	/* a client that never finishes its line cannot hold the daemon */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	len = read_line(fd, line, sizeof(line));
-	if (len == sizeof(line) - 1 && !memchr(line, '\n', len))
+	/* the request is read either way: the client writes before it reads */
+	len = read_line(fd, line, sizeof(line), deadline);
+	if (!peer_allowed(fd))
+		hostd_buf_printf(&out, "ERR permission denied\n");
+	else if (len == sizeof(line) - 1 && !memchr(line, '\n', len))
 		hostd_buf_printf(&out, "ERR request too long\n");
 	else if (len)
 		daemon_ctl_exec(line, guests, n, &out);
+	deadline = hostd_now_ns() + CTL_DEADLINE_MS * 1000000ull;
 	if (out.oom)
-		write_all(fd, "ERR out of memory\n", 18);
+		write_all(fd, "ERR out of memory\n", 18, deadline);
 	else if (out.len)
-		write_all(fd, out.s, out.len);
+		write_all(fd, out.s, out.len, deadline);
 	hostd_buf_free(&out);
 	close(fd);
 }
@@ -360,13 +423,16 @@ static void client_read(int fd, struct hostd_buf *in)
 int daemon_ctl_client(const char *path, const char *line, FILE *out)
 {
 	struct hostd_buf in = { 0 };
+	__u64 deadline;
 	char *nl;
 	int fd, ret = 1;
 
 	fd = client_connect(path);
 	if (fd < 0)
 		return 1;
-	if (write_all(fd, line, strlen(line)) < 0 || write_all(fd, "\n", 1) < 0) {
+	deadline = hostd_now_ns() + CTL_DEADLINE_MS * 1000000ull;
+	if (write_all(fd, line, strlen(line), deadline) < 0 ||
+	    write_all(fd, "\n", 1, deadline) < 0) {
 		fprintf(stderr, "vbus-hostd ctl: send: %s\n", strerror(errno));
 		close(fd);
 		return 1;
