@@ -64,6 +64,43 @@ else
 	echo "ok: keeper without --foreground (exit 2): $(grep -m1 NOTIFY_SOCKET "$T/err")"
 fi
 expect_fail "ipc region too large" "guest g1: device 5 \\(vbus-ipc\\): count=1024 x bufsize=1048576 = 1073741824 bytes a direction: .* over its limit of 1073741824; count x bufsize must be at most [0-9]+$" $C --guest "$G" --device "g1:type=vbus-ipc,id=5,service=e,sock=$T/e.sock,qsock=$T/q.sock,count=1024,bufsize=1048576" --foreground
+# the keeper's notify socket cannot be taken over once the keeper is gone:
+# another user binding its name would get the next QEMU connection's
+# descriptors from the daemon that lives on
+if [ "$(id -u)" = 0 ]; then
+	"$keeper" -- "$HOSTD" --foreground --ctl "$T/k.sock" \
+		--guest "g1:sock=$T/kg1.sock,mem=$T/kg1.ram,size=16M" 2>"$T/keeper.err" &
+	kpid=$!
+	for _ in $(seq 100); do [ -S "$T/k.sock" ] && break; sleep 0.05; done
+	dpid=$(pgrep -P "$kpid" | head -1)
+	ns=$(tr '\0' '\n' <"/proc/$dpid/environ" 2>/dev/null | sed -n 's/^NOTIFY_SOCKET=//p')
+	kill -9 "$kpid"
+	wait "$kpid" 2>/dev/null
+	if [ -z "$ns" ]; then
+		fail "keeper: no NOTIFY_SOCKET in the daemon's environment"
+	else
+		# exit 3: the bind was refused; 0: bound; anything else: broken
+		setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 - "$ns" <<'EOF'
+import socket, sys
+name = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+try:
+    s.bind("\0" + name[1:] if name.startswith("@") else name)
+except OSError as e:
+    print(e)
+    sys.exit(3)
+EOF
+		case $? in
+		3) echo "ok: keeper gone: uid 65534 cannot bind its notify socket $ns" ;;
+		0) fail "keeper gone: uid 65534 bound its notify socket $ns" ;;
+		*) fail "keeper gone: the bind as uid 65534 did not run" ;;
+		esac
+	fi
+	kill "$dpid" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.05; done
+	# a SIGKILLed keeper cannot remove its directory
+	case $ns in /*/vbus-fdkeeper.*/notify) rm -rf "${ns%/notify}" ;; esac
+fi
 expect_fail "ctl without --ctl" "--ctl CTL.sock is required" ctl list
 expect_fail "ctl unknown option" "unknown option '--nope'" ctl $C list --nope
 expect_fail "ctl without command" "no command" ctl $C

@@ -4,8 +4,11 @@
  * hosts without systemd and for the tests (docs/operations.md,
  * "Restarts"). It speaks the part of systemd's protocol vbus-hostd uses:
  *
- *   - the daemon gets NOTIFY_SOCKET (an abstract datagram socket); only
- *     datagrams from the current daemon's pid count (SO_PASSCRED);
+ *   - the daemon gets NOTIFY_SOCKET, a datagram socket in a directory of
+ *     the keeper's own (mode 0700, under $RUNTIME_DIRECTORY,
+ *     $XDG_RUNTIME_DIR or /run: nobody else can bind its name, not even
+ *     after the keeper is gone); only datagrams from the current daemon's
+ *     pid count (SO_PASSCRED);
  *   - "FDSTORE=1" + "FDNAME=N" keeps the attached descriptors under N (a
  *     second FDSTORE of N replaces the first), "FDSTOREREMOVE=1" +
  *     "FDNAME=N" closes them; "READY=1" is logged;
@@ -34,6 +37,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,7 +57,8 @@ struct stored {
 struct keeper {
 	char **argv;
 	unsigned int delay_ms;
-	char sockname[64];		/* "@..." as NOTIFY_SOCKET says it */
+	char dir[128];			/* ours, 0700: holds the socket */
+	char sockname[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int sock, sig;
 	pid_t child;
 	bool stopping;
@@ -358,24 +363,73 @@ static int on_signal(struct keeper *k)
 
 /* ---- set-up ---------------------------------------------------------------------- */
 
+/*
+ * The first of $RUNTIME_DIRECTORY (systemd's), $XDG_RUNTIME_DIR (the
+ * user's own) and /run that we can write: places no other user can
+ * create names in, so nobody can take the socket's name over once we are
+ * gone (an abstract name, or one in /tmp, anyone could bind then and
+ * receive the next QEMU connection's descriptors).
+ */
+static const char *private_base(void)
+{
+	const char *c[] = { getenv("RUNTIME_DIRECTORY"),
+			    getenv("XDG_RUNTIME_DIR"), "/run" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct stat st;
+
+		if (c[i] && c[i][0] == '/' && !access(c[i], W_OK) &&
+		    !stat(c[i], &st) && S_ISDIR(st.st_mode) &&
+		    !(st.st_mode & S_IWOTH))
+			return c[i];
+	}
+	return NULL;
+}
+
 static int open_socket(struct keeper *k)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *base = private_base();
 	int one = 1;
-	size_t len;
 
+	if (!base) {
+		errno = EACCES;
+		say("no private directory for the notify socket: none of $RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR, /run is ours to write");
+		return -1;
+	}
+	/* mkdtemp: 0700, a name nobody had */
+	snprintf(k->dir, sizeof(k->dir), "%s/vbus-fdkeeper.XXXXXX", base);
+	if (!mkdtemp(k->dir)) {
+		k->dir[0] = 0;
+		return -1;
+	}
+	if ((size_t)snprintf(k->sockname, sizeof(k->sockname), "%s/notify",
+			     k->dir) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sa.sun_path, k->sockname);
 	k->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (k->sock < 0)
 		return -1;
-	snprintf(k->sockname, sizeof(k->sockname), "@vbus-fdkeeper/%d/%ld",
-		 (int)getpid(), (long)time(NULL));
-	len = strlen(k->sockname);
-	memcpy(sa.sun_path + 1, k->sockname + 1, len - 1);
 	if (setsockopt(k->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0 ||
-	    bind(k->sock, (struct sockaddr *)&sa,
-		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
+	    bind(k->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -1;
 	return 0;
+}
+
+/* The socket and its directory go with the keeper. */
+static void close_socket(struct keeper *k)
+{
+	if (k->sock >= 0)
+		close(k->sock);
+	k->sock = -1;
+	if (k->sockname[0])
+		unlink(k->sockname);
+	if (k->dir[0])
+		rmdir(k->dir);
+	k->sockname[0] = k->dir[0] = 0;
 }
 
 static int open_signals(struct keeper *k)
@@ -432,6 +486,8 @@ static int parse_args(struct keeper *k, int argc, char **argv)
 	return 0;
 }
 
+static int keep(struct keeper *k);
+
 int main(int argc, char **argv)
 {
 	static struct keeper k = { .delay_ms = 100, .sock = -1, .sig = -1 };
@@ -442,22 +498,31 @@ int main(int argc, char **argv)
 		return ret;
 	if (open_signals(&k) < 0 || open_socket(&k) < 0) {
 		say("set-up: %s", strerror(errno));
+		close_socket(&k);
 		return 1;
 	}
-	if (start(&k) < 0)
-		return 1;
+	ret = start(&k) < 0 ? 1 : keep(&k);
+	close_socket(&k);
+	return ret;
+}
+
+/* Serve the notify socket and the signals until the keeper's exit code. */
+static int keep(struct keeper *k)
+{
+	int ret;
+
 	for (;;) {
 		struct pollfd p[2] = {
-			{ .fd = k.sock, .events = POLLIN },
-			{ .fd = k.sig, .events = POLLIN },
+			{ .fd = k->sock, .events = POLLIN },
+			{ .fd = k->sig, .events = POLLIN },
 		};
 
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			return 1;
 		if (p[0].revents & POLLIN)
-			recv_one(&k);
+			recv_one(k);
 		if (p[1].revents & POLLIN) {
-			ret = on_signal(&k);
+			ret = on_signal(k);
 			if (ret >= 0)
 				return ret;
 		}
