@@ -36,7 +36,7 @@ static void eventq_repost(struct vbus_pci_bridge *b, struct ioq_iterator *post)
 	WRITE_ONCE(desc->len, sizeof(struct vbus_pci_event));
 	WRITE_ONCE(desc->valid, 1);
 
-	/* publishes the body: [R4] (sown) then [R1] (tails), core/ioq.c */
+	/* publishes the body: [R4] (sown) then [R1] (tails), core/ioq_v5.c */
 	ret = ioq_iter_push(post, 0);
 	if (ret)
 		dev_err_ratelimited(&b->pdev->dev,

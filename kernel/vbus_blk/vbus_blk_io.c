@@ -484,7 +484,7 @@ static bool vbus_blk_reap_one(struct vbus_blk_queue *vq,
 
 	/*
 	 * ioq_iter_owned()'s acquire on sown pairs with the release on
-	 * sown in the host's pop (core/ioq.c, "pop"), which comes after
+	 * sown in the host's pop (core/ioq_v5.c, "pop"), which comes after
 	 * its store of req.status: the status load below sees it.
 	 */
 	if (ioq_count(vq->ioq, ioq_idxtype_inuse) <= 0 ||
