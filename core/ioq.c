@@ -318,23 +318,9 @@ static int v6_count(struct ioq *ioq, enum ioq_idx_type type,
 		    __u32 *headp, __u32 *tailp)
 {
 	__u32 *hp = type == ioq_idxtype_valid ? ioq->vheadp : ioq->iheadp;
-	int tries = 3;
-	__u32 head, tail;
 
-	do {
-		/* [A1]/[A2]: as the roles' reloads; a query reads both */
-		head = VBUS_LOAD_ACQUIRE(*hp);
-		tail = VBUS_LOAD_ACQUIRE(*ioq->tailp);
-		if (tail - head <= ioq->count)
-			break;
-	} while (--tries);
-	if (!tries)
-		return ioq_faulted(ioq, "ioq: index out of range");
-	if (headp)
-		*headp = head;
-	if (tailp)
-		*tailp = tail;
-	return (int)(tail - head);
+	/* [A1]/[A2]: as the roles' reloads; a query reads both */
+	return ioq_load_pair(ioq, hp, ioq->tailp, headp, tailp);
 }
 
 /* ---- queries ---- */

@@ -49,6 +49,37 @@ static inline unsigned int ioq_min_u(unsigned int a, unsigned int b)
 }
 
 /*
+ * Descriptors in flight between the head *@hp and the tail *@tp, or -EIO
+ * (and the channel faulted) when the pair cannot be right. A reader that
+ * writes neither counter (a query, a dump tool, a test observer) can catch
+ * head and tail at different moments and see more than count in flight for
+ * an instant: re-read a bounded number of times before calling it
+ * corruption. Both loads are acquires; the caller says which label each
+ * one is ([A1] the tail, [A2]/[A3] a head).
+ */
+static inline int ioq_load_pair(struct ioq *ioq, __u32 *hp, __u32 *tp,
+				__u32 *headp, __u32 *tailp)
+{
+	int tries = 3;
+	__u32 head, tail;
+
+	do {
+		head = VBUS_LOAD_ACQUIRE(*hp);
+		tail = VBUS_LOAD_ACQUIRE(*tp);
+		if (tail - head <= ioq->count)
+			break;
+	} while (--tries);
+
+	if (!tries)
+		return ioq_faulted(ioq, "ioq: index out of range");
+	if (headp)
+		*headp = head;
+	if (tailp)
+		*tailp = tail;
+	return (int)(tail - head);
+}
+
+/*
  * v5 (core/ioq_v5.c). The callers in core/ioq.c have checked the type
  * (valid or inuse), the locality and the fault flag; these do the v5 part
  * only: read the shared counters on every call and hand each descriptor

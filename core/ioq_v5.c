@@ -32,38 +32,16 @@ struct ioq_ring_idx *ioq_v5_idx(struct ioq *ioq, enum ioq_idx_type type)
 	return &ioq->head_desc->idx[type];
 }
 
-/*
- * Descriptors in flight on @idx, or -EIO (and the channel faulted) when the
- * pair cannot be right. A reader that writes neither counter of the index
- * (a dump tool, a test observer) can catch head and tail at different
- * moments and see more than count in flight for an instant: re-read a
- * bounded number of times before calling it corruption.
- */
+/* Descriptors in flight on @idx, or -EIO: ioq_load_pair(). */
 static int idx_count(struct ioq *ioq, struct ioq_ring_idx *idx,
 		     __u32 *headp, __u32 *tailp)
 {
-	int tries = 3;
-	__u32 head, tail;
-
-	do {
-		/*
-		 * [A1] (tail) / [A2], [A3] (heads): the descriptors counted
-		 * here are read or rewritten after the index. Pairs with
-		 * [R1] in push and [R2]/[R3] in pop.
-		 */
-		head = VBUS_LOAD_ACQUIRE(idx->head);
-		tail = VBUS_LOAD_ACQUIRE(idx->tail);
-		if (tail - head <= ioq->count)
-			break;
-	} while (--tries);
-
-	if (!tries)
-		return ioq_faulted(ioq, "ioq: index out of range");
-	if (headp)
-		*headp = head;
-	if (tailp)
-		*tailp = tail;
-	return (int)(tail - head);
+	/*
+	 * [A1] (tail) / [A2], [A3] (heads): the descriptors counted here
+	 * are read or rewritten after the index. Pairs with [R1] in push
+	 * and [R2]/[R3] in pop.
+	 */
+	return ioq_load_pair(ioq, &idx->head, &idx->tail, headp, tailp);
 }
 
 int ioq_v5_count(struct ioq *ioq, enum ioq_idx_type type,
