@@ -7,12 +7,12 @@
  *
  * How the two sides use a ring (the three roles; docs/ring.md):
  *
- *   north posts     push on ioq_idxtype_both: valid and inuse grow at
+ *   north pushes    push on ioq_idx_push: valid and inuse grow at
  *                   the tail together
- *   south consumes  iterate valid from its head; pop advances valid's
- *                   head and hands the descriptor back
- *   north reaps     iterate inuse from its head over the descriptors
- *                   south handed back; pop with IOQ_ITER_NOFLIPOWNER
+ *   south consumes  iterate ioq_idx_consume (valid) from its head; pop
+ *                   advances valid's head and hands the descriptor back
+ *   north reaps     iterate ioq_idx_reap (inuse) from its head over the
+ *                   descriptors south handed back; pop (IOQ_ITER_REAP)
  *                   advances inuse's head, and the slot can be posted again
  *
  * Each shared counter has one writer: valid.tail, inuse.tail, inuse.head
@@ -302,11 +302,11 @@ static enum ioq_role role_of(struct ioq *ioq, enum ioq_idx_type type)
 	int north = ioq->locale == ioq_locality_north;
 
 	switch (type) {
-	case ioq_idxtype_both:
+	case ioq_idx_push:
 		return north ? ioq_role_push : ioq_role_none;
-	case ioq_idxtype_valid:
+	case ioq_idx_consume:
 		return north ? ioq_role_none : ioq_role_consume;
-	case ioq_idxtype_inuse:
+	case ioq_idx_reap:
 		return north ? ioq_role_reap : ioq_role_none;
 	default:
 		return ioq_role_none;
@@ -317,7 +317,7 @@ static enum ioq_role role_of(struct ioq *ioq, enum ioq_idx_type type)
 static int v6_count(struct ioq *ioq, enum ioq_idx_type type,
 		    __u32 *headp, __u32 *tailp)
 {
-	__u32 *hp = type == ioq_idxtype_valid ? ioq->vheadp : ioq->iheadp;
+	__u32 *hp = type == ioq_idx_consume ? ioq->vheadp : ioq->iheadp;
 
 	/* [A1]/[A2]: as the roles' reloads; a query reads both */
 	return ioq_load_pair(ioq, hp, ioq->tailp, headp, tailp);
@@ -328,7 +328,7 @@ static int v6_count(struct ioq *ioq, enum ioq_idx_type type,
 static int count_of(struct ioq *ioq, enum ioq_idx_type type,
 		    __u32 *headp, __u32 *tailp)
 {
-	if (type != ioq_idxtype_valid && type != ioq_idxtype_inuse)
+	if (type != ioq_idx_consume && type != ioq_idx_reap)
 		return -EINVAL;
 	if (ioq_broken(ioq))
 		return -EIO;
@@ -394,21 +394,21 @@ int ioq_iter_init(struct ioq *ioq, struct ioq_iterator *iter,
 {
 	iter->ioq = ioq;
 	iter->update = !!(flags & IOQ_ITER_AUTOUPDATE);
-	iter->flipowner = !(flags & IOQ_ITER_NOFLIPOWNER);
+	iter->flipowner = !(flags & IOQ_ITER_REAP);
 	iter->dualidx = 0;
 	iter->pos = 0;
 	iter->desc = NULL;
 	iter->role = role_of(ioq, type);
 
-	if (type == ioq_idxtype_both) {
+	if (type == ioq_idx_push) {
 		/* walk the valid index; push moves the inuse tail along */
-		type = ioq_idxtype_valid;
+		type = ioq_idx_consume;
 		iter->dualidx = 1;
 	}
 	iter->type = type;
 
 	iter->idx = NULL;	/* v6 has no ioq_ring_idx */
-	if (type != ioq_idxtype_valid && type != ioq_idxtype_inuse)
+	if (type != ioq_idx_consume && type != ioq_idx_reap)
 		return -EINVAL;
 	if (ioq_v5(ioq))
 		iter->idx = ioq_v5_idx(ioq, type);
@@ -427,7 +427,7 @@ static __u32 v6_iter_head(struct ioq_iterator *iter)
 	case ioq_role_reap:
 		return ioq->reap.head;
 	default:
-		return VBUS_READ(*(iter->type == ioq_idxtype_valid ?
+		return VBUS_READ(*(iter->type == ioq_idx_consume ?
 				   ioq->vheadp : ioq->iheadp));
 	}
 }
@@ -659,7 +659,7 @@ int ioq_consume_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
 	if (ioq_broken(ioq))
 		return -EIO;
 	if (ioq_v5(ioq))
-		return ioq_v5_take_begin(ioq, ioq_idxtype_valid, n, pos);
+		return ioq_v5_take_begin(ioq, ioq_idx_consume, n, pos);
 	*pos = ioq->consume.head;
 	return v6_consume_avail(ioq, n);
 }
@@ -674,7 +674,7 @@ int ioq_consume_end(struct ioq *ioq, unsigned int n, int flags)
 	if (ioq_broken(ioq))
 		return -EIO;
 	if (ioq_v5(ioq)) {
-		ret = ioq_v5_take_end(ioq, ioq_idxtype_valid, n, 1);
+		ret = ioq_v5_take_end(ioq, ioq_idx_consume, n, 1);
 		if (ret)	/* [R2], [R4] */
 			return ret;
 	} else {
@@ -693,7 +693,7 @@ int ioq_reap_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
 	if (ioq_broken(ioq))
 		return -EIO;
 	if (ioq_v5(ioq))
-		return ioq_v5_take_begin(ioq, ioq_idxtype_inuse, n, pos);
+		return ioq_v5_take_begin(ioq, ioq_idx_reap, n, pos);
 	*pos = ioq->reap.head;
 	return v6_reap_avail(ioq, n);
 }
@@ -708,7 +708,7 @@ int ioq_reap_end(struct ioq *ioq, unsigned int n, int flags)
 	if (ioq_broken(ioq))
 		return -EIO;
 	if (ioq_v5(ioq)) {
-		ret = ioq_v5_take_end(ioq, ioq_idxtype_inuse, n, 0);
+		ret = ioq_v5_take_end(ioq, ioq_idx_reap, n, 0);
 		if (ret)	/* [R3] */
 			return ret;
 	} else {

@@ -77,8 +77,8 @@ static void v5_hand_over(struct ioq *ioq, __u32 pos)
 /* Pusher: free slots up to @n (inuse bounds valid), first one in *@pos */
 int ioq_v5_post_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
 {
-	struct ioq_ring_idx *valid = &ioq->head_desc->idx[ioq_idxtype_valid];
-	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idxtype_inuse];
+	struct ioq_ring_idx *valid = &ioq->head_desc->idx[ioq_idx_consume];
+	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idx_reap];
 	__u32 tail, itail;
 	unsigned int k;
 	int vn, in;
@@ -100,8 +100,8 @@ int ioq_v5_post_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
 
 static void v5_post_publish(struct ioq *ioq, __u32 tail, unsigned int n)
 {
-	struct ioq_ring_idx *valid = &ioq->head_desc->idx[ioq_idxtype_valid];
-	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idxtype_inuse];
+	struct ioq_ring_idx *valid = &ioq->head_desc->idx[ioq_idx_consume];
+	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idx_reap];
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
@@ -204,7 +204,7 @@ int ioq_v5_iter_owned(struct ioq_iterator *iter)
 int ioq_v5_iter_push(struct ioq_iterator *iter)
 {
 	struct ioq *ioq = iter->ioq;
-	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idxtype_inuse];
+	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idx_reap];
 	__u32 tail;
 	int n;
 

@@ -185,7 +185,7 @@ extern const struct ethtool_ops venet_ethtool_ops;
 static inline bool venet_head_completed(struct ioq *ioq,
 					struct ioq_iterator *iter)
 {
-	return ioq_count(ioq, ioq_idxtype_inuse) > 0 && ioq_iter_owned(iter);
+	return ioq_count(ioq, ioq_idx_reap) > 0 && ioq_iter_owned(iter);
 }
 
 #endif /* VENET_DRV_H */

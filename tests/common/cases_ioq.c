@@ -2,7 +2,7 @@
 /*
  * Cases for core/ioq.c (ring version 5), shared by cmocka (tests/unit) and
  * the kernel selftest (vt_kernel.h). One behaviour per case. The fixture is
- * one formatted ring with a north struct ioq (posts on ioq_idxtype_both,
+ * one formatted ring with a north struct ioq (posts on ioq_idx_push,
  * reaps inuse) and a south struct ioq (consumes valid) over it, as in the
  * usage protocol at the top of core/ioq.c.
  */
@@ -12,8 +12,8 @@
 
 #define N 8	/* default ring size */
 
-#define VALID ioq_idxtype_valid
-#define INUSE ioq_idxtype_inuse
+#define VALID ioq_idx_consume
+#define INUSE ioq_idx_reap
 
 /* ---- format / check ---- */
 
@@ -228,7 +228,7 @@ VT_CASE(queries_on_full_ring)
 VT_CASE(queries_reject_both_and_invalid)
 {
 	struct vt_ring *r = vt_ring_new(N);
-	enum ioq_idx_type bad[] = { ioq_idxtype_both, ioq_idxtype_invalid };
+	enum ioq_idx_type bad[] = { ioq_idx_push, ioq_idx_invalid };
 
 	VT_ASSERT(r);
 	for (int i = 0; i < 2; i++) {
@@ -266,7 +266,7 @@ VT_CASE(push_noflipowner_keeps_owner)
 
 	VT_ASSERT(r);
 	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, VALID,
-				   IOQ_ITER_NOFLIPOWNER), 0);
+				   IOQ_ITER_REAP), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_tail, 0, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_push(&it, 0), 0);
 	VT_ASSERT_EQ(r->head->ring[0].sown, 0);
@@ -429,7 +429,7 @@ VT_CASE(pop_only_when_owned)
 	VT_ASSERT(r);
 	/* published on the index, but north kept the descriptor */
 	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, VALID,
-				   IOQ_ITER_NOFLIPOWNER), 0);
+				   IOQ_ITER_REAP), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_tail, 0, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_push(&it, 0), 0);
 
@@ -462,7 +462,7 @@ VT_CASE(iter_init_rejects_invalid_type)
 	struct ioq_iterator it;
 
 	VT_ASSERT(r);
-	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, ioq_idxtype_invalid, 0),
+	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, ioq_idx_invalid, 0),
 		     -EINVAL);
 }
 
@@ -494,7 +494,7 @@ VT_CASE(iter_owned_stops_at_tail)
 	/* north reaps: slot 0 is its own and in the window, slot 1 is
 	 * north-owned too (never posted) but past the tail */
 	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, INUSE,
-				   IOQ_ITER_NOFLIPOWNER), 0);
+				   IOQ_ITER_REAP), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_head, 0, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_owned(&it), 1);
 	VT_ASSERT_EQ(ioq_iter_pop(&it, 0), 0);
@@ -553,7 +553,7 @@ VT_CASE(seek_set_picks_slot_in_current_lap)
 		VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
 		VT_ASSERT_EQ(vt_reap(r, &c), 0);
 	}
-	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, ioq_idxtype_both, 0), 0);
+	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, ioq_idx_push, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_set, N / 2, 0), 0);
 	VT_ASSERT_EQ(it.pos, N + N / 2);
 	VT_ASSERT(it.desc == &r->head->ring[N / 2]);

@@ -205,17 +205,17 @@ static int dir_bind(struct ioq_ipc *ipc, struct ipc_dir *d, int dir,
 	d->notifier.signal = dir_notify;
 	d->ioq.notifier = &d->notifier;
 	if (locale == ioq_locality_north) {
-		err = ioq_iter_init(&d->ioq, &d->it, ioq_idxtype_both, 0);
+		err = ioq_iter_init(&d->ioq, &d->it, ioq_idx_push, 0);
 		if (!err)
 			err = ioq_iter_seek(&d->it, ioq_seek_tail, 0, 0);
 		if (!err)
 			err = ioq_iter_init(&d->ioq, &d->reap,
-					    ioq_idxtype_inuse,
-					    IOQ_ITER_NOFLIPOWNER);
+					    ioq_idx_reap,
+					    IOQ_ITER_REAP);
 		if (!err)
 			err = ioq_iter_seek(&d->reap, ioq_seek_head, 0, 0);
 	} else {
-		err = ioq_iter_init(&d->ioq, &d->it, ioq_idxtype_valid, 0);
+		err = ioq_iter_init(&d->ioq, &d->it, ioq_idx_consume, 0);
 		if (!err)
 			err = ioq_iter_seek(&d->it, ioq_seek_head, 0, 0);
 	}
@@ -477,7 +477,7 @@ int ioq_ipc_send(struct ioq_ipc *ipc, const void *buf, size_t len, int flags)
 	err = tx_reap(ipc);
 	if (err < 0)
 		return err;
-	err = ioq_full(&ipc->tx.ioq, ioq_idxtype_inuse);
+	err = ioq_full(&ipc->tx.ioq, ioq_idx_reap);
 	if (err)
 		return err < 0 ? err : -EAGAIN;
 	/* a caller may also push through ioq_ipc_ioq(): post at the tail */
