@@ -325,6 +325,14 @@ static inline struct ioq *ioq_get(struct ioq *ioq)
 
 void ioq_put(struct ioq *ioq);
 
+/*
+ * Ignored flags: the @flags of ioq_notify_enable(), ioq_notify_disable(),
+ * ioq_signal(), ioq_iter_seek(), ioq_iter_push() and ioq_iter_pop() (and
+ * of shm_signal_enable/disable/inject) is reserved: pass 0. libioq 1
+ * ignores it, whatever its value; the parameter is removed at libioq.so.2
+ * (docs/libioq.md, "The next SONAME"). ioq_iter_init() and the bulk
+ * *_end() and *_burst() calls do read theirs.
+ */
 static inline int ioq_notify_enable(struct ioq *ioq, int flags)
 {
 	(void)flags;
@@ -360,6 +368,7 @@ int ioq_iter_init(struct ioq *ioq, struct ioq_iterator *iter,
  * Move the iterator: to the index's tail or head, to the next position, or
  * (ioq_seek_set) to slot @offset (0 .. count-1) of the window that starts
  * at the head. Returns 0 or -EINVAL (bad type, @offset out of range).
+ * @flags: ignored, pass 0 (see "Ignored flags" above).
  */
 int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 		  long offset, int flags);
@@ -369,7 +378,8 @@ int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
  * Publishes the descriptor to the peer (v5: flips sown unless
  * IOQ_ITER_REAP), advances the tail, moves the iterator to the next
  * slot and signals the peer with IOQ_ITER_AUTOUPDATE. v6: only the pusher
- * role (north on ioq_idx_push) pushes; others get -EINVAL.
+ * role (north on ioq_idx_push) pushes; others get -EINVAL. Signalling
+ * follows ioq_iter_init()'s IOQ_ITER_AUTOUPDATE; @flags: ignored, pass 0.
  */
 int ioq_iter_push(struct ioq_iterator *iter, int flags);
 /*
@@ -377,6 +387,7 @@ int ioq_iter_push(struct ioq_iterator *iter, int flags);
  * head and only when we own it (-EINVAL: v6's reaper also when the head
  * was posted but not consumed yet). v6: only the consumer (south on
  * ioq_idx_consume) and the reaper (north on ioq_idx_reap) pop.
+ * @flags: ignored, pass 0.
  */
 int ioq_iter_pop(struct ioq_iterator *iter, int flags);
 
