@@ -74,7 +74,7 @@ struct venet_rx_stats {
 	u64_stats_t csum_partial;	/* RXSG: CHECKSUM_PARTIAL frames */
 	u64_stats_t csum_valid;		/* RXSG: CHECKSUM_UNNECESSARY frames */
 	u64_stats_t polls;		/* NAPI poll runs */
-	u64_stats_t refill_kicks;	/* rx re-posts that called ioq_signal */
+	u64_stats_t refill_doorbells; /* rx re-posts that called ioq_signal */
 };
 
 /* Written only under txlock. */
@@ -89,7 +89,7 @@ struct venet_tx_stats {
 	u64_stats_t busy;		/* NETDEV_TX_BUSY returned */
 	u64_stats_t completed;
 	u64_stats_t timeouts;
-	u64_stats_t kicks;		/* xmits that called ioq_signal */
+	u64_stats_t doorbells;	/* xmits that called ioq_signal */
 	u64_stats_t irq_waits;		/* tx_complete_irq=0: tx unmasked */
 };
 

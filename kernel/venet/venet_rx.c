@@ -217,7 +217,7 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 
 	/* a host that ran out of buffers waits for this */
 	if (posted) {
-		venet_rx_count(priv, &priv->rx_stats.refill_kicks);
+		venet_rx_count(priv, &priv->rx_stats.refill_doorbells);
 		ioq_signal(ioq, 0);
 	}
 

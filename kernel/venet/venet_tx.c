@@ -504,7 +504,7 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	struct venet_tx_slot *slot;
 	struct ioq_iterator iter;
 	enum venet_tx_verdict v;
-	bool kick;
+	bool doorbell;
 
 	spin_lock_bh(&priv->txlock);
 	/* what the host completed meanwhile: no interrupt needed for it */
@@ -535,10 +535,10 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	}
 
 	/* batch the doorbell while the stack has more for us */
-	kick = !netdev_xmit_more() || netif_queue_stopped(dev);
-	if (kick) {
+	doorbell = !netdev_xmit_more() || netif_queue_stopped(dev);
+	if (doorbell) {
 		u64_stats_update_begin(&priv->tx_stats.syncp);
-		u64_stats_inc(&priv->tx_stats.kicks);
+		u64_stats_inc(&priv->tx_stats.doorbells);
 		u64_stats_update_end(&priv->tx_stats.syncp);
 		/*
 		 * The burst's end: nobody may come to reap it but the timer.
@@ -551,7 +551,7 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	}
 	spin_unlock_bh(&priv->txlock);
 
-	if (kick)
+	if (doorbell)
 		ioq_signal(ioq, 0);
 
 	return NETDEV_TX_OK;
