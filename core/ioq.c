@@ -674,8 +674,9 @@ int ioq_consume_end(struct ioq *ioq, unsigned int n, int flags)
 	if (ioq_broken(ioq))
 		return -EIO;
 	if (ioq_v5(ioq)) {
+		/* [R2], [R4] */
 		ret = ioq_v5_take_end(ioq, ioq_idx_consume, n, 1);
-		if (ret)	/* [R2], [R4] */
+		if (ret)
 			return ret;
 	} else {
 		if (n > ioq->consume.tail - ioq->consume.head)
@@ -708,8 +709,9 @@ int ioq_reap_end(struct ioq *ioq, unsigned int n, int flags)
 	if (ioq_broken(ioq))
 		return -EIO;
 	if (ioq_v5(ioq)) {
+		/* [R3] */
 		ret = ioq_v5_take_end(ioq, ioq_idx_reap, n, 0);
-		if (ret)	/* [R3] */
+		if (ret)
 			return ret;
 	} else {
 		if (n > ioq->reap.done - ioq->reap.head)

@@ -171,7 +171,7 @@ static int vtest_reap_one(struct vtest *vt, struct ioq_iterator *reap,
 				 "error: msg %llu: %d (cookie %llu len %llu)",
 				 seq, ret, cookie, len);
 
-	/* NOFLIPOWNER: the slot stays ours, only inuse.head moves */
+	/* IOQ_ITER_REAP: the slot stays ours, only inuse.head moves */
 	pop = ioq_iter_pop(reap, 0);
 	if (pop && !ret) {
 		vtest_set_result(vt, "error: reap msg %llu: %d", seq, pop);

@@ -225,7 +225,7 @@ VT_CASE(queries_on_full_ring)
 	}
 }
 
-VT_CASE(queries_reject_both_and_invalid)
+VT_CASE(queries_reject_push_and_invalid)
 {
 	struct vt_ring *r = vt_ring_new(N);
 	enum ioq_idx_type bad[] = { ioq_idx_push, ioq_idx_invalid };
@@ -259,7 +259,7 @@ VT_CASE(push_publishes_and_advances)
 	VT_ASSERT(it.desc == &r->head->ring[1]);
 }
 
-VT_CASE(push_noflipowner_keeps_owner)
+VT_CASE(push_reap_flag_keeps_owner)
 {
 	struct vt_ring *r = vt_ring_new(N);
 	struct ioq_iterator it;
@@ -329,7 +329,7 @@ VT_CASE(push_single_index_on_full_is_enospc)
 	VT_ASSERT_EQ(vt_idx(r, VALID)->tail, N);
 }
 
-VT_CASE(push_both_on_unreaped_ring_is_enospc)
+VT_CASE(push_role_on_unreaped_ring_is_enospc)
 {
 	struct vt_ring *r = vt_ring_new(N);
 	__u64 c = 0;
@@ -346,7 +346,7 @@ VT_CASE(push_both_on_unreaped_ring_is_enospc)
 	VT_ASSERT_EQ(vt_post(r, N, 0), 0);
 }
 
-VT_CASE(push_both_keeps_tails_in_step)
+VT_CASE(push_role_keeps_tails_in_step)
 {
 	struct vt_ring *r = vt_ring_new(N);
 	__u64 c = 0;
@@ -361,7 +361,7 @@ VT_CASE(push_both_keeps_tails_in_step)
 	VT_ASSERT_EQ(vt_idx(r, VALID)->tail, 3 * N);
 }
 
-VT_CASE(push_both_desynchronised_tails_fault)
+VT_CASE(push_role_desynchronised_tails_fault)
 {
 	struct vt_ring *r = vt_ring_new(N);
 
@@ -391,7 +391,7 @@ VT_CASE(pop_hands_back_and_advances)
 	VT_ASSERT_EQ(vt_idx(r, INUSE)->head, 0);
 }
 
-VT_CASE(pop_noflipowner_keeps_owner)
+VT_CASE(pop_reap_flag_keeps_owner)
 {
 	struct vt_ring *r = vt_ring_new(N);
 	__u64 c = 0;
@@ -831,18 +831,18 @@ VT_SUITE(ioq,
 	VT_ENTRY(queries_on_partial_ring),
 	VT_ENTRY(queries_one_from_empty_and_full),
 	VT_ENTRY(queries_on_full_ring),
-	VT_ENTRY(queries_reject_both_and_invalid),
+	VT_ENTRY(queries_reject_push_and_invalid),
 	VT_ENTRY(push_publishes_and_advances),
-	VT_ENTRY(push_noflipowner_keeps_owner),
+	VT_ENTRY(push_reap_flag_keeps_owner),
 	VT_ENTRY(push_only_at_tail),
 	VT_ENTRY(push_only_when_owned),
 	VT_ENTRY(push_on_full_is_enospc),
 	VT_ENTRY(push_single_index_on_full_is_enospc),
-	VT_ENTRY(push_both_on_unreaped_ring_is_enospc),
-	VT_ENTRY(push_both_keeps_tails_in_step),
-	VT_ENTRY(push_both_desynchronised_tails_fault),
+	VT_ENTRY(push_role_on_unreaped_ring_is_enospc),
+	VT_ENTRY(push_role_keeps_tails_in_step),
+	VT_ENTRY(push_role_desynchronised_tails_fault),
 	VT_ENTRY(pop_hands_back_and_advances),
-	VT_ENTRY(pop_noflipowner_keeps_owner),
+	VT_ENTRY(pop_reap_flag_keeps_owner),
 	VT_ENTRY(pop_only_at_head),
 	VT_ENTRY(pop_only_when_owned),
 	VT_ENTRY(pop_on_empty_is_enoent),
