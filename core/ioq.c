@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * IOQ: portable core, compiled into the kernel modules and libioq.
+ * This file is ring version 6 and what both versions share (format,
+ * check, init, queries, the public entry points); the v5-only code is in
+ * core/ioq_v5.c, reached through the ioq_v5() dispatch (core/ioq_impl.h).
  *
  * How the two sides use a ring (the three roles; docs/ring.md):
  *
- *   north posts     push on ioq_idxtype_both: valid and inuse grow at
+ *   north pushes    push on ioq_idx_push: valid and inuse grow at
  *                   the tail together
- *   south consumes  iterate valid from its head; pop advances valid's
- *                   head and hands the descriptor back
- *   north reaps     iterate inuse from its head over the descriptors
- *                   south handed back; pop with IOQ_ITER_NOFLIPOWNER
+ *   south consumes  iterate ioq_idx_consume (valid) from its head; pop
+ *                   advances valid's head and hands the descriptor back
+ *   north reaps     iterate ioq_idx_reap (inuse) from its head over the
+ *                   descriptors south handed back; pop (IOQ_ITER_REAP)
  *                   advances inuse's head, and the slot can be posted again
  *
  * Each shared counter has one writer: valid.tail, inuse.tail, inuse.head
@@ -43,12 +46,15 @@
  *        room").  Pairs with [A4].
  *   [A4] v5 only: acquire load of sown in ioq_iter_owned() and the bulk
  *        begin calls, before reading the body.
+ *   (The v5 sites of [R1]..[A3] and all of [R4]/[A4] are in
+ *   core/ioq_v5.c.)
  * Notification: the index stores come before shm_signal_inject()'s dirty=1
  * (its write barrier, [B0] in core/shm_signal.c), and a woken side reads
  * the indexes after its dirty=0 ([B4]).
  */
 #include <vbus/platform.h>
 #include <vbus/ioq.h>
+#include "ioq_impl.h"
 
 static inline int ver_known(__u32 ver)
 {
@@ -169,10 +175,10 @@ int ioq_init_ver(struct ioq *ioq, const struct ioq_ops *ops,
 	ioq->count = count;
 	ioq->mask = count - 1;
 	ioq->signal = signal;
-	if (ver == IOQ_RING_VER_V6)
-		v6_bind(ioq);
+	if (ioq_v5(ioq))
+		ioq_v5_bind(ioq);
 	else
-		ioq->ring = &head->ring[0];
+		v6_bind(ioq);
 
 	ioq->shm_notifier.signal = ioq_shm_signal;
 	signal->notifier = &ioq->shm_notifier;
@@ -202,28 +208,6 @@ void ioq_put(struct ioq *ioq)
 }
 VBUS_EXPORT(ioq_put);
 
-static int faulted(struct ioq *ioq, const char *msg)
-{
-	SHM_SIGNAL_FAULT(ioq->signal, msg);
-	return -EIO;
-}
-
-/*
- * The one "faulted" check of the ring level, at every data-path entry
- * (virtio_ring's BAD_RING/broken): once a counter failed its check the
- * channel is dead for good, even where a cached counter would still let
- * a call through. The flag is this side's private memory.
- */
-static inline int broken(const struct ioq *ioq)
-{
-	return shm_signal_faulted(ioq->signal);
-}
-
-static inline unsigned int min_u(unsigned int a, unsigned int b)
-{
-	return a < b ? a : b;
-}
-
 /* ---- v6: the three roles' verbs ---- */
 
 /*
@@ -241,9 +225,9 @@ static int v6_post_room(struct ioq *ioq, unsigned int n)
 	head = VBUS_LOAD_ACQUIRE(*ioq->iheadp);
 	used = ioq->push.tail - head;
 	if (used > ioq->count)
-		return faulted(ioq, "ioq: inuse head out of range");
+		return ioq_faulted(ioq, "ioq: inuse head out of range");
 	ioq->push.head = head;
-	return (int)min_u(ioq->count - used, n);
+	return (int)ioq_min_u(ioq->count - used, n);
 }
 
 static void v6_post_publish(struct ioq *ioq, unsigned int n)
@@ -265,9 +249,9 @@ static int v6_consume_avail(struct ioq *ioq, unsigned int n)
 	tail = VBUS_LOAD_ACQUIRE(*ioq->tailp);
 	avail = tail - ioq->consume.head;
 	if (avail > ioq->count)
-		return faulted(ioq, "ioq: tail out of range");
+		return ioq_faulted(ioq, "ioq: tail out of range");
 	ioq->consume.tail = tail;
-	return (int)min_u(avail, n);
+	return (int)ioq_min_u(avail, n);
 }
 
 static void v6_consume_publish(struct ioq *ioq, unsigned int n)
@@ -300,9 +284,9 @@ static int v6_reap_avail(struct ioq *ioq, unsigned int n)
 	posted = VBUS_READ(*ioq->tailp) - ioq->reap.head;
 	avail = done - ioq->reap.head;
 	if (posted > ioq->count || avail > posted)
-		return faulted(ioq, "ioq: valid head out of range");
+		return ioq_faulted(ioq, "ioq: valid head out of range");
 	ioq->reap.done = done;
-	return (int)min_u(avail, n);
+	return (int)ioq_min_u(avail, n);
 }
 
 static void v6_reap_publish(struct ioq *ioq, unsigned int n)
@@ -318,11 +302,11 @@ static enum ioq_role role_of(struct ioq *ioq, enum ioq_idx_type type)
 	int north = ioq->locale == ioq_locality_north;
 
 	switch (type) {
-	case ioq_idxtype_both:
+	case ioq_idx_push:
 		return north ? ioq_role_push : ioq_role_none;
-	case ioq_idxtype_valid:
+	case ioq_idx_consume:
 		return north ? ioq_role_none : ioq_role_consume;
-	case ioq_idxtype_inuse:
+	case ioq_idx_reap:
 		return north ? ioq_role_reap : ioq_role_none;
 	default:
 		return ioq_role_none;
@@ -333,163 +317,10 @@ static enum ioq_role role_of(struct ioq *ioq, enum ioq_idx_type type)
 static int v6_count(struct ioq *ioq, enum ioq_idx_type type,
 		    __u32 *headp, __u32 *tailp)
 {
-	__u32 *hp = type == ioq_idxtype_valid ? ioq->vheadp : ioq->iheadp;
-	int tries = 3;
-	__u32 head, tail;
+	__u32 *hp = type == ioq_idx_consume ? ioq->vheadp : ioq->iheadp;
 
-	do {
-		/* [A1]/[A2]: as the roles' reloads; a query reads both */
-		head = VBUS_LOAD_ACQUIRE(*hp);
-		tail = VBUS_LOAD_ACQUIRE(*ioq->tailp);
-		if (tail - head <= ioq->count)
-			break;
-	} while (--tries);
-	if (!tries)
-		return faulted(ioq, "ioq: index out of range");
-	if (headp)
-		*headp = head;
-	if (tailp)
-		*tailp = tail;
-	return (int)(tail - head);
-}
-
-/* ---- v5: every call reads the shared counters ---- */
-
-static struct ioq_ring_idx *idxtype_to_idx(struct ioq *ioq,
-					   enum ioq_idx_type type)
-{
-	switch (type) {
-	case ioq_idxtype_valid:
-	case ioq_idxtype_inuse:
-		return &ioq->head_desc->idx[type];
-	default:
-		return NULL;
-	}
-}
-
-/*
- * Descriptors in flight on @idx, or -EIO (and the channel faulted) when the
- * pair cannot be right. A reader that writes neither counter of the index
- * (a dump tool, a test observer) can catch head and tail at different
- * moments and see more than count in flight for an instant: re-read a
- * bounded number of times before calling it corruption.
- */
-static int idx_count(struct ioq *ioq, struct ioq_ring_idx *idx,
-		     __u32 *headp, __u32 *tailp)
-{
-	int tries = 3;
-	__u32 head, tail;
-
-	do {
-		/*
-		 * [A1] (tail) / [A2], [A3] (heads): the descriptors counted
-		 * here are read or rewritten after the index. Pairs with
-		 * [R1] in push and [R2]/[R3] in pop.
-		 */
-		head = VBUS_LOAD_ACQUIRE(idx->head);
-		tail = VBUS_LOAD_ACQUIRE(idx->tail);
-		if (tail - head <= ioq->count)
-			break;
-	} while (--tries);
-
-	if (!tries)
-		return faulted(ioq, "ioq: index out of range");
-	if (headp)
-		*headp = head;
-	if (tailp)
-		*tailp = tail;
-	return (int)(tail - head);
-}
-
-/* v5: is the descriptor at @pos ours? */
-static int v5_owned_at(struct ioq *ioq, __u32 pos)
-{
-	/*
-	 * [A4] sown before the body the caller reads next. Pairs with [R4]
-	 * in the peer's hand_over().
-	 */
-	return VBUS_LOAD_ACQUIRE(ioq->ring[pos & ioq->mask].sown) ==
-	       (__u8)ioq->locale;
-}
-
-/* v5: flip the descriptor at @pos to the peer. */
-static void v5_hand_over(struct ioq *ioq, __u32 pos)
-{
-	/*
-	 * [R4] the caller's descriptor body (and, on pop, its reads of it)
-	 * before the flip. Pairs with [A4].
-	 */
-	VBUS_STORE_RELEASE(ioq->ring[pos & ioq->mask].sown,
-			   (__u8)!ioq->locale);
-}
-
-/* v5 pusher: free slots up to @n (inuse bounds valid), first one in *@pos */
-static int v5_post_room(struct ioq *ioq, unsigned int n, __u32 *pos)
-{
-	struct ioq_ring_idx *valid = &ioq->head_desc->idx[ioq_idxtype_valid];
-	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idxtype_inuse];
-	__u32 tail, itail;
-	unsigned int k;
-	int vn, in;
-
-	vn = idx_count(ioq, valid, NULL, &tail);
-	if (vn < 0)
-		return vn;
-	in = idx_count(ioq, inuse, NULL, &itail);
-	if (in < 0)
-		return in;
-	if (itail != tail)
-		return faulted(ioq, "ioq: tails not synchronized");
-	n = min_u(n, ioq->count - (unsigned int)in);
-	for (k = 0; k < n && v5_owned_at(ioq, tail + k); k++)
-		;
-	*pos = tail;
-	return (int)k;
-}
-
-static void v5_post_publish(struct ioq *ioq, __u32 tail, unsigned int n)
-{
-	struct ioq_ring_idx *valid = &ioq->head_desc->idx[ioq_idxtype_valid];
-	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idxtype_inuse];
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		v5_hand_over(ioq, tail + i);
-	/* [R1] sown and the bodies before the tails; pairs with [A1] */
-	VBUS_STORE_RELEASE(valid->tail, tail + n);
-	VBUS_STORE_RELEASE(inuse->tail, tail + n);
-}
-
-/* v5 consumer / reaper: contiguous owned descriptors at the head, up to @n */
-static int v5_take_avail(struct ioq *ioq, enum ioq_idx_type type,
-			 unsigned int n, __u32 *pos)
-{
-	__u32 head;
-	unsigned int k;
-	int avail = idx_count(ioq, &ioq->head_desc->idx[type], &head, NULL);
-
-	if (avail < 0)
-		return avail;
-	n = min_u(n, (unsigned int)avail);
-	for (k = 0; k < n && v5_owned_at(ioq, head + k); k++)
-		;
-	*pos = head;
-	return (int)k;
-}
-
-static void v5_take_publish(struct ioq *ioq, enum ioq_idx_type type,
-			    __u32 head, unsigned int n, int flip)
-{
-	unsigned int i;
-
-	/*
-	 * [R2] (valid) / [R3] (inuse): our reads of the bodies before the
-	 * head. Head before sown ([R4]): a reaper that sees sown flipped
-	 * already sees valid's head moved.
-	 */
-	VBUS_STORE_RELEASE(ioq->head_desc->idx[type].head, head + n);
-	for (i = 0; flip && i < n; i++)
-		v5_hand_over(ioq, head + i);
+	/* [A1]/[A2]: as the roles' reloads; a query reads both */
+	return ioq_load_pair(ioq, hp, ioq->tailp, headp, tailp);
 }
 
 /* ---- queries ---- */
@@ -497,16 +328,13 @@ static void v5_take_publish(struct ioq *ioq, enum ioq_idx_type type,
 static int count_of(struct ioq *ioq, enum ioq_idx_type type,
 		    __u32 *headp, __u32 *tailp)
 {
-	struct ioq_ring_idx *idx;
-
-	if (type != ioq_idxtype_valid && type != ioq_idxtype_inuse)
+	if (type != ioq_idx_consume && type != ioq_idx_reap)
 		return -EINVAL;
-	if (broken(ioq))
+	if (ioq_broken(ioq))
 		return -EIO;
-	if (ioq->ver == IOQ_RING_VER_V6)
-		return v6_count(ioq, type, headp, tailp);
-	idx = idxtype_to_idx(ioq, type);
-	return idx_count(ioq, idx, headp, tailp);
+	if (ioq_v5(ioq))
+		return ioq_v5_count(ioq, type, headp, tailp);
+	return v6_count(ioq, type, headp, tailp);
 }
 
 int ioq_count(struct ioq *ioq, enum ioq_idx_type type)
@@ -566,24 +394,24 @@ int ioq_iter_init(struct ioq *ioq, struct ioq_iterator *iter,
 {
 	iter->ioq = ioq;
 	iter->update = !!(flags & IOQ_ITER_AUTOUPDATE);
-	iter->flipowner = !(flags & IOQ_ITER_NOFLIPOWNER);
+	iter->flipowner = !(flags & IOQ_ITER_REAP);
 	iter->dualidx = 0;
 	iter->pos = 0;
 	iter->desc = NULL;
 	iter->role = role_of(ioq, type);
 
-	if (type == ioq_idxtype_both) {
+	if (type == ioq_idx_push) {
 		/* walk the valid index; push moves the inuse tail along */
-		type = ioq_idxtype_valid;
+		type = ioq_idx_consume;
 		iter->dualidx = 1;
 	}
 	iter->type = type;
 
-	iter->idx = idxtype_to_idx(ioq, type);
-	if (!iter->idx)
+	iter->idx = NULL;	/* v6 has no ioq_ring_idx */
+	if (type != ioq_idx_consume && type != ioq_idx_reap)
 		return -EINVAL;
-	if (ioq->ver == IOQ_RING_VER_V6)
-		iter->idx = NULL;	/* v6 has no ioq_ring_idx */
+	if (ioq_v5(ioq))
+		iter->idx = ioq_v5_idx(ioq, type);
 	return 0;
 }
 VBUS_EXPORT(ioq_iter_init);
@@ -599,7 +427,7 @@ static __u32 v6_iter_head(struct ioq_iterator *iter)
 	case ioq_role_reap:
 		return ioq->reap.head;
 	default:
-		return VBUS_READ(*(iter->type == ioq_idxtype_valid ?
+		return VBUS_READ(*(iter->type == ioq_idx_consume ?
 				   ioq->vheadp : ioq->iheadp));
 	}
 }
@@ -613,9 +441,9 @@ static __u32 v6_iter_tail(struct ioq_iterator *iter)
 
 static __u32 iter_head(struct ioq_iterator *iter)
 {
-	if (iter->ioq->ver == IOQ_RING_VER_V6)
-		return v6_iter_head(iter);
-	return VBUS_READ(iter->idx->head);
+	if (ioq_v5(iter->ioq))
+		return ioq_v5_iter_head(iter);
+	return v6_iter_head(iter);
 }
 
 int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
@@ -628,8 +456,8 @@ int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 		iter_setpos(iter, iter->pos + 1);
 		break;
 	case ioq_seek_tail:
-		iter_setpos(iter, iter->ioq->ver == IOQ_RING_VER_V6 ?
-			    v6_iter_tail(iter) : VBUS_READ(iter->idx->tail));
+		iter_setpos(iter, ioq_v5(iter->ioq) ?
+			    ioq_v5_iter_tail(iter) : v6_iter_tail(iter));
 		break;
 	case ioq_seek_head:
 		iter_setpos(iter, iter_head(iter));
@@ -656,22 +484,6 @@ int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 	return 0;
 }
 VBUS_EXPORT(ioq_iter_seek);
-
-static int v5_iter_owned(struct ioq_iterator *iter)
-{
-	__u32 head;
-	int n;
-
-	/*
-	 * Inside the index's window first: past the tail there is nothing
-	 * for us even if the slot's sown happens to match (a reaped slot
-	 * that has not been posted again is north-owned).
-	 */
-	n = idx_count(iter->ioq, iter->idx, &head, NULL);
-	if (n <= 0 || iter->pos - head >= (__u32)n)
-		return 0;
-	return v5_owned_at(iter->ioq, iter->pos);	/* [A4] */
-}
 
 /*
  * v6: inside the role's window, reloading the cached peer counter ([A1]
@@ -704,56 +516,13 @@ static int v6_iter_owned(struct ioq_iterator *iter)
 
 int ioq_iter_owned(struct ioq_iterator *iter)
 {
-	if (!iter->desc || broken(iter->ioq))
+	if (!iter->desc || ioq_broken(iter->ioq))
 		return 0;
-	if (iter->ioq->ver == IOQ_RING_VER_V6)
-		return v6_iter_owned(iter);
-	return v5_iter_owned(iter);
+	if (ioq_v5(iter->ioq))
+		return ioq_v5_iter_owned(iter);
+	return v6_iter_owned(iter);
 }
 VBUS_EXPORT(ioq_iter_owned);
-
-static int v5_iter_push(struct ioq_iterator *iter)
-{
-	struct ioq *ioq = iter->ioq;
-	struct ioq_ring_idx *inuse = &ioq->head_desc->idx[ioq_idxtype_inuse];
-	__u32 tail;
-	int n;
-
-	n = idx_count(ioq, iter->idx, NULL, &tail);
-	if (n < 0)
-		return n;
-
-	if (iter->dualidx) {
-		__u32 itail;
-		int in = idx_count(ioq, inuse, NULL, &itail);
-
-		if (in < 0)
-			return in;
-		if (itail != tail)
-			return faulted(ioq, "ioq: tails not synchronized");
-		if (in == (int)ioq->count)
-			return -ENOSPC;
-	}
-	/*
-	 * Full before the position/ownership checks: on a full ring the slot
-	 * at the tail is still the peer's (or not yet reaped), and the caller
-	 * must hear "try later", not "you misused the iterator".
-	 */
-	if (n == (int)ioq->count)
-		return -ENOSPC;
-	if (!iter->desc || iter->pos != tail)
-		return -EINVAL;
-	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
-		return -EINVAL;
-
-	if (iter->flipowner)
-		v5_hand_over(ioq, tail);	/* [R4] */
-	/* [R1] sown and the body before the tail; pairs with [A1] */
-	VBUS_STORE_RELEASE(iter->idx->tail, tail + 1);
-	if (iter->dualidx)
-		VBUS_STORE_RELEASE(inuse->tail, tail + 1);
-	return 0;
-}
 
 static int v6_iter_push(struct ioq_iterator *iter)
 {
@@ -776,39 +545,18 @@ int ioq_iter_push(struct ioq_iterator *iter, int flags)
 	int ret;
 
 	(void)flags;
-	if (broken(iter->ioq))
+	if (ioq_broken(iter->ioq))
 		return -EIO;
-	if (iter->ioq->ver == IOQ_RING_VER_V6)
-		ret = v6_iter_push(iter);
+	if (ioq_v5(iter->ioq))
+		ret = ioq_v5_iter_push(iter);
 	else
-		ret = v5_iter_push(iter);
+		ret = v6_iter_push(iter);
 	if (ret)
 		return ret;
 	iter_setpos(iter, iter->pos + 1);
 	return iter_signal(iter);
 }
 VBUS_EXPORT(ioq_iter_push);
-
-static int v5_iter_pop(struct ioq_iterator *iter)
-{
-	struct ioq *ioq = iter->ioq;
-	__u32 head;
-	int n;
-
-	n = idx_count(ioq, iter->idx, &head, NULL);
-	if (n < 0)
-		return n;
-	/* empty first, for the same reason as full in push */
-	if (n == 0)
-		return -ENOENT;
-	if (!iter->desc || iter->pos != head)
-		return -EINVAL;
-	if (VBUS_READ(iter->desc->sown) != (__u8)ioq->locale)
-		return -EINVAL;
-	/* [R2]/[R3] then [R4]: head before sown, see v5_take_publish() */
-	v5_take_publish(ioq, iter->type, head, 1, iter->flipowner);
-	return 0;
-}
 
 static int v6_iter_pop(struct ioq_iterator *iter)
 {
@@ -845,12 +593,12 @@ int ioq_iter_pop(struct ioq_iterator *iter, int flags)
 	int ret;
 
 	(void)flags;
-	if (broken(iter->ioq))
+	if (ioq_broken(iter->ioq))
 		return -EIO;
-	if (iter->ioq->ver == IOQ_RING_VER_V6)
-		ret = v6_iter_pop(iter);
+	if (ioq_v5(iter->ioq))
+		ret = ioq_v5_iter_pop(iter);
 	else
-		ret = v5_iter_pop(iter);
+		ret = v6_iter_pop(iter);
 	if (ret)
 		return ret;
 	iter_setpos(iter, iter->pos + 1);
@@ -874,10 +622,10 @@ int ioq_post_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
 {
 	if (!is_north(ioq))
 		return -EINVAL;
-	if (broken(ioq))
+	if (ioq_broken(ioq))
 		return -EIO;
-	if (ioq->ver == IOQ_RING_VER_V5)
-		return v5_post_room(ioq, n, pos);
+	if (ioq_v5(ioq))
+		return ioq_v5_post_begin(ioq, n, pos);
 	*pos = ioq->push.tail;
 	return v6_post_room(ioq, n);
 }
@@ -885,18 +633,16 @@ VBUS_EXPORT(ioq_post_begin);
 
 int ioq_post_end(struct ioq *ioq, unsigned int n, int flags)
 {
-	__u32 tail;
 	int ret;
 
 	if (!is_north(ioq))
 		return -EINVAL;
-	if (broken(ioq))
+	if (ioq_broken(ioq))
 		return -EIO;
-	if (ioq->ver == IOQ_RING_VER_V5) {
-		ret = v5_post_room(ioq, n, &tail);
-		if (ret != (int)n)
-			return ret < 0 ? ret : -EINVAL;
-		v5_post_publish(ioq, tail, n);		/* [R4], [R1] */
+	if (ioq_v5(ioq)) {
+		ret = ioq_v5_post_end(ioq, n);		/* [R4], [R1] */
+		if (ret)
+			return ret;
 	} else {
 		if (n > ioq->count - (ioq->push.tail - ioq->push.head))
 			return -EINVAL;
@@ -910,10 +656,10 @@ int ioq_consume_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
 {
 	if (is_north(ioq))
 		return -EINVAL;
-	if (broken(ioq))
+	if (ioq_broken(ioq))
 		return -EIO;
-	if (ioq->ver == IOQ_RING_VER_V5)
-		return v5_take_avail(ioq, ioq_idxtype_valid, n, pos);
+	if (ioq_v5(ioq))
+		return ioq_v5_take_begin(ioq, ioq_idx_consume, n, pos);
 	*pos = ioq->consume.head;
 	return v6_consume_avail(ioq, n);
 }
@@ -921,18 +667,17 @@ VBUS_EXPORT(ioq_consume_begin);
 
 int ioq_consume_end(struct ioq *ioq, unsigned int n, int flags)
 {
-	__u32 head;
 	int ret;
 
 	if (is_north(ioq))
 		return -EINVAL;
-	if (broken(ioq))
+	if (ioq_broken(ioq))
 		return -EIO;
-	if (ioq->ver == IOQ_RING_VER_V5) {
-		ret = v5_take_avail(ioq, ioq_idxtype_valid, n, &head);
-		if (ret != (int)n)
-			return ret < 0 ? ret : -EINVAL;
-		v5_take_publish(ioq, ioq_idxtype_valid, head, n, 1);
+	if (ioq_v5(ioq)) {
+		/* [R2], [R4] */
+		ret = ioq_v5_take_end(ioq, ioq_idx_consume, n, 1);
+		if (ret)
+			return ret;
 	} else {
 		if (n > ioq->consume.tail - ioq->consume.head)
 			return -EINVAL;
@@ -946,10 +691,10 @@ int ioq_reap_begin(struct ioq *ioq, unsigned int n, __u32 *pos)
 {
 	if (!is_north(ioq))
 		return -EINVAL;
-	if (broken(ioq))
+	if (ioq_broken(ioq))
 		return -EIO;
-	if (ioq->ver == IOQ_RING_VER_V5)
-		return v5_take_avail(ioq, ioq_idxtype_inuse, n, pos);
+	if (ioq_v5(ioq))
+		return ioq_v5_take_begin(ioq, ioq_idx_reap, n, pos);
 	*pos = ioq->reap.head;
 	return v6_reap_avail(ioq, n);
 }
@@ -957,18 +702,17 @@ VBUS_EXPORT(ioq_reap_begin);
 
 int ioq_reap_end(struct ioq *ioq, unsigned int n, int flags)
 {
-	__u32 head;
 	int ret;
 
 	if (!is_north(ioq))
 		return -EINVAL;
-	if (broken(ioq))
+	if (ioq_broken(ioq))
 		return -EIO;
-	if (ioq->ver == IOQ_RING_VER_V5) {
-		ret = v5_take_avail(ioq, ioq_idxtype_inuse, n, &head);
-		if (ret != (int)n)
-			return ret < 0 ? ret : -EINVAL;
-		v5_take_publish(ioq, ioq_idxtype_inuse, head, n, 0);
+	if (ioq_v5(ioq)) {
+		/* [R3] */
+		ret = ioq_v5_take_end(ioq, ioq_idx_reap, n, 0);
+		if (ret)
+			return ret;
 	} else {
 		if (n > ioq->reap.done - ioq->reap.head)
 			return -EINVAL;

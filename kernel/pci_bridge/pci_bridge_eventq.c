@@ -36,7 +36,7 @@ static void eventq_repost(struct vbus_pci_bridge *b, struct ioq_iterator *post)
 	WRITE_ONCE(desc->len, sizeof(struct vbus_pci_event));
 	WRITE_ONCE(desc->valid, 1);
 
-	/* publishes the body: [R4] (sown) then [R1] (tails), core/ioq.c */
+	/* publishes the body: [R4] (sown) then [R1] (tails), core/ioq_v5.c */
 	ret = ioq_iter_push(post, 0);
 	if (ret)
 		dev_err_ratelimited(&b->pdev->dev,
@@ -88,14 +88,14 @@ static void vbus_pci_eventq_tasklet(struct tasklet_struct *t)
 		return;
 	vbus_pci_stat_inc(b, ev_runs);
 
-	ioq_iter_init(ioq, &reap, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER);
+	ioq_iter_init(ioq, &reap, ioq_idx_reap, IOQ_ITER_REAP);
 	ioq_iter_seek(&reap, ioq_seek_head, 0, 0);
-	ioq_iter_init(ioq, &post, ioq_idxtype_both, 0);
+	ioq_iter_init(ioq, &post, ioq_idx_push, 0);
 	ioq_iter_seek(&post, ioq_seek_tail, 0, 0);
 
 	for (;;) {
 		/* nothing handed out: the head slot is not ours to read */
-		ret = ioq_count(ioq, ioq_idxtype_inuse);
+		ret = ioq_count(ioq, ioq_idx_reap);
 		if (ret <= 0)
 			break;
 		/*
@@ -159,7 +159,7 @@ static int eventq_post_all(struct vbus_pci_bridge *b)
 	struct ioq_iterator post;
 	int ret, i;
 
-	ioq_iter_init(&b->eventq, &post, ioq_idxtype_both, 0);
+	ioq_iter_init(&b->eventq, &post, ioq_idx_push, 0);
 	ioq_iter_seek(&post, ioq_seek_tail, 0, 0);
 	for (i = 0; i < VBUS_PCI_EVENTQ_COUNT; i++) {
 		struct ioq_ring_desc *desc = post.desc;

@@ -5,8 +5,8 @@
  * A producer kthread (north, the driver side) and a consumer kthread (south,
  * the host side), bound to different CPUs, share one ring in kmalloc'ed
  * memory and follow the usage protocol of core/ioq.c: north posts on
- * ioq_idxtype_both, south consumes on valid and hands each descriptor back
- * with a completion tag, north reaps on inuse with IOQ_ITER_NOFLIPOWNER.
+ * ioq_idx_push, south consumes on valid and hands each descriptor back
+ * with a completion tag, north reaps on inuse with IOQ_ITER_REAP.
  *
  * Each side has its own shm_signal over the ring's one descriptor. The
  * "boundary crossing" of an inject is an irq_work: a hard interrupt on the
@@ -216,7 +216,7 @@ static void vst_wait(struct vst_side *side, bool (*ready)(struct vst_side *))
 /* The oldest posted descriptor has come back (errors wake us, too). */
 static bool vst_reapable(struct vst_side *n)
 {
-	int c = ioq_count(&n->ioq, ioq_idxtype_inuse);
+	int c = ioq_count(&n->ioq, ioq_idx_reap);
 
 	return c < 0 || (c > 0 && ioq_iter_owned(&n->it));
 }
@@ -229,7 +229,7 @@ static int vst_reap(struct vst_side *n)
 	int done = 0, c, ret;
 
 	for (;;) {
-		c = ioq_count(&n->ioq, ioq_idxtype_inuse);
+		c = ioq_count(&n->ioq, ioq_idx_reap);
 		if (c < 0)
 			return c;
 		if (!c || !ioq_iter_owned(&n->it))
@@ -260,13 +260,13 @@ static int vst_producer(void *arg)
 	int progress, ret;
 
 	/* push signals south on each post (masked south: no crossing) */
-	ret = ioq_iter_init(&n->ioq, &push, ioq_idxtype_both,
+	ret = ioq_iter_init(&n->ioq, &push, ioq_idx_push,
 			    IOQ_ITER_AUTOUPDATE);
 	if (!ret)
 		ret = ioq_iter_seek(&push, ioq_seek_tail, 0, 0);
 	if (!ret)
-		ret = ioq_iter_init(&n->ioq, &n->it, ioq_idxtype_inuse,
-				    IOQ_ITER_NOFLIPOWNER);
+		ret = ioq_iter_init(&n->ioq, &n->it, ioq_idx_reap,
+				    IOQ_ITER_REAP);
 	if (!ret)
 		ret = ioq_iter_seek(&n->it, ioq_seek_head, 0, 0);
 	if (ret) {
@@ -281,7 +281,7 @@ static int vst_producer(void *arg)
 		ret = 0;
 
 		while (st->pushed < msgs && !vst_stopping(st)) {
-			ret = ioq_full(&n->ioq, ioq_idxtype_inuse);
+			ret = ioq_full(&n->ioq, ioq_idx_reap);
 			if (ret < 0)
 				goto out;	/* faulted: already reported */
 			if (ret)
@@ -322,7 +322,7 @@ out:
 
 static bool vst_consumable(struct vst_side *s)
 {
-	return ioq_count(&s->ioq, ioq_idxtype_valid) != 0;
+	return ioq_count(&s->ioq, ioq_idx_consume) != 0;
 }
 
 static int vst_consumer(void *arg)
@@ -474,8 +474,8 @@ static void vst_check_end(struct vst_stress *st)
 	if (st->pushed != msgs || st->consumed != msgs || st->reaped != msgs)
 		vst_stress_fail(st, "counts: pushed %llu consumed %llu reaped %llu of %llu",
 				st->pushed, st->consumed, st->reaped, msgs);
-	v = ioq_count(&st->south.ioq, ioq_idxtype_valid);
-	u = ioq_count(&st->north.ioq, ioq_idxtype_inuse);
+	v = ioq_count(&st->south.ioq, ioq_idx_consume);
+	u = ioq_count(&st->north.ioq, ioq_idx_reap);
 	if (v || u)
 		vst_stress_fail(st, "ring not empty at the end: valid %d inuse %d",
 				v, u);

@@ -357,11 +357,11 @@ static int vbus_blk_post(struct vbus_blk_queue *vq, struct request *rq,
 	if (!vq->ioq)		/* away: the queue is quiesced, try later */
 		return -EAGAIN;
 	/* full first: the descriptor at the tail is then still in flight */
-	ret = ioq_full(vq->ioq, ioq_idxtype_inuse);
+	ret = ioq_full(vq->ioq, ioq_idx_reap);
 	if (ret > 0)
 		return -ENOSPC;
 	if (!ret)
-		ret = ioq_iter_init(vq->ioq, &iter, ioq_idxtype_both, 0);
+		ret = ioq_iter_init(vq->ioq, &iter, ioq_idx_push, 0);
 	if (!ret)
 		ret = ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
 	if (ret) {
@@ -484,10 +484,10 @@ static bool vbus_blk_reap_one(struct vbus_blk_queue *vq,
 
 	/*
 	 * ioq_iter_owned()'s acquire on sown pairs with the release on
-	 * sown in the host's pop (core/ioq.c, "pop"), which comes after
+	 * sown in the host's pop (core/ioq_v5.c, "pop"), which comes after
 	 * its store of req.status: the status load below sees it.
 	 */
-	if (ioq_count(vq->ioq, ioq_idxtype_inuse) <= 0 ||
+	if (ioq_count(vq->ioq, ioq_idx_reap) <= 0 ||
 	    !ioq_iter_owned(iter))
 		return false;
 
@@ -528,8 +528,8 @@ static unsigned int vbus_blk_reap(struct vbus_blk_queue *vq,
 	unsigned int n = 0;
 	int ret;
 
-	ret = ioq_iter_init(vq->ioq, &iter, ioq_idxtype_inuse,
-			    IOQ_ITER_NOFLIPOWNER);
+	ret = ioq_iter_init(vq->ioq, &iter, ioq_idx_reap,
+			    IOQ_ITER_REAP);
 	if (!ret)
 		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
 	if (ret) {

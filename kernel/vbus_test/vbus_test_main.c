@@ -133,7 +133,7 @@ static int vtest_run_call(struct vtest *vt, unsigned long n)
 /* a completion waits at the inuse head: north-owned and handed out */
 static bool vtest_reapable(struct ioq *ioq, struct ioq_iterator *reap)
 {
-	return ioq_count(ioq, ioq_idxtype_inuse) > 0 && ioq_iter_owned(reap);
+	return ioq_count(ioq, ioq_idx_reap) > 0 && ioq_iter_owned(reap);
 }
 
 /*
@@ -171,7 +171,7 @@ static int vtest_reap_one(struct vtest *vt, struct ioq_iterator *reap,
 				 "error: msg %llu: %d (cookie %llu len %llu)",
 				 seq, ret, cookie, len);
 
-	/* NOFLIPOWNER: the slot stays ours, only inuse.head moves */
+	/* IOQ_ITER_REAP: the slot stays ours, only inuse.head moves */
 	pop = ioq_iter_pop(reap, 0);
 	if (pop && !ret) {
 		vtest_set_result(vt, "error: reap msg %llu: %d", seq, pop);
@@ -192,9 +192,9 @@ static int vtest_run_ring(struct vtest *vt, u64 n)
 		vtest_set_result(vt, "error: ring broken by an earlier run");
 		return -EIO;
 	}
-	ioq_iter_init(ioq, &post, ioq_idxtype_both, 0);
+	ioq_iter_init(ioq, &post, ioq_idx_push, 0);
 	ioq_iter_seek(&post, ioq_seek_tail, 0, 0);
-	ioq_iter_init(ioq, &reap, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER);
+	ioq_iter_init(ioq, &reap, ioq_idx_reap, IOQ_ITER_REAP);
 	ioq_iter_seek(&reap, ioq_seek_head, 0, 0);
 
 	t0 = ktime_get_ns();
@@ -203,7 +203,7 @@ static int vtest_run_ring(struct vtest *vt, u64 n)
 
 		/* fill every free slot, one signal per batch */
 		while (!ret && posted < n &&
-		       ioq_remain(ioq, ioq_idxtype_inuse) > 0) {
+		       ioq_remain(ioq, ioq_idx_reap) > 0) {
 			struct ioq_ring_desc *desc = post.desc;
 			u32 slot = post.pos & ioq->mask;
 			u8 *buf = vt->bufs + (size_t)slot * msg_size;

@@ -74,7 +74,7 @@ struct venet_rx_stats {
 	u64_stats_t csum_partial;	/* RXSG: CHECKSUM_PARTIAL frames */
 	u64_stats_t csum_valid;		/* RXSG: CHECKSUM_UNNECESSARY frames */
 	u64_stats_t polls;		/* NAPI poll runs */
-	u64_stats_t refill_kicks;	/* rx re-posts that called ioq_signal */
+	u64_stats_t refill_doorbells; /* rx re-posts that called ioq_signal */
 };
 
 /* Written only under txlock. */
@@ -89,7 +89,7 @@ struct venet_tx_stats {
 	u64_stats_t busy;		/* NETDEV_TX_BUSY returned */
 	u64_stats_t completed;
 	u64_stats_t timeouts;
-	u64_stats_t kicks;		/* xmits that called ioq_signal */
+	u64_stats_t doorbells;	/* xmits that called ioq_signal */
 	u64_stats_t irq_waits;		/* tx_complete_irq=0: tx unmasked */
 };
 
@@ -185,7 +185,7 @@ extern const struct ethtool_ops venet_ethtool_ops;
 static inline bool venet_head_completed(struct ioq *ioq,
 					struct ioq_iterator *iter)
 {
-	return ioq_count(ioq, ioq_idxtype_inuse) > 0 && ioq_iter_owned(iter);
+	return ioq_count(ioq, ioq_idx_reap) > 0 && ioq_iter_owned(iter);
 }
 
 #endif /* VENET_DRV_H */

@@ -180,7 +180,7 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 	if (venet_faulted(priv))
 		return -EIO;
 
-	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_both, 0);
+	ret = ioq_iter_init(ioq, &iter, ioq_idx_push, 0);
 	if (!ret)
 		ret = ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
 	if (ret) {
@@ -191,7 +191,7 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 	for (;;) {
 		struct venet_rx_slot *slot;
 
-		ret = ioq_full(ioq, ioq_idxtype_inuse);
+		ret = ioq_full(ioq, ioq_idx_reap);
 		if (ret) {
 			if (ret < 0)
 				venet_fault(priv, "rx ring index");
@@ -217,7 +217,7 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 
 	/* a host that ran out of buffers waits for this */
 	if (posted) {
-		venet_rx_count(priv, &priv->rx_stats.refill_kicks);
+		venet_rx_count(priv, &priv->rx_stats.refill_doorbells);
 		ioq_signal(ioq, 0);
 	}
 
@@ -456,8 +456,8 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 	int done = 0;
 	int ret;
 
-	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_inuse,
-			    IOQ_ITER_NOFLIPOWNER);
+	ret = ioq_iter_init(ioq, &iter, ioq_idx_reap,
+			    IOQ_ITER_REAP);
 	if (!ret)
 		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
 	if (ret) {
@@ -541,8 +541,8 @@ bool venet_rx_pending(struct venet_priv *priv)
 
 	if (venet_faulted(priv))
 		return false;
-	if (ioq_iter_init(priv->rxq, &iter, ioq_idxtype_inuse,
-			  IOQ_ITER_NOFLIPOWNER) ||
+	if (ioq_iter_init(priv->rxq, &iter, ioq_idx_reap,
+			  IOQ_ITER_REAP) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
 		return false;
 	return venet_head_completed(priv->rxq, &iter);

@@ -242,8 +242,8 @@ static bool __venet_tx_pending(struct venet_priv *priv)
 
 	if (venet_faulted(priv))
 		return false;
-	if (ioq_iter_init(priv->txq, &iter, ioq_idxtype_inuse,
-			  IOQ_ITER_NOFLIPOWNER) ||
+	if (ioq_iter_init(priv->txq, &iter, ioq_idx_reap,
+			  IOQ_ITER_REAP) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
 		return false;
 	return venet_head_completed(priv->txq, &iter);
@@ -296,7 +296,7 @@ bool venet_tx_wants_signal(struct venet_priv *priv)
 
 	spin_lock_bh(&priv->txlock);
 	ret = netif_queue_stopped(priv->dev) ||
-	      ioq_count(priv->txq, ioq_idxtype_inuse) != 0;
+	      ioq_count(priv->txq, ioq_idx_reap) != 0;
 	if (ret)
 		venet_tx_count_irq_wait(priv);
 	spin_unlock_bh(&priv->txlock);
@@ -337,7 +337,7 @@ static enum venet_tx_verdict venet_tx_room(struct venet_priv *priv,
 	/* detached: no tx ring (a qdisc bypass can still get here) */
 	if (venet_faulted(priv) || READ_ONCE(priv->detached))
 		return VENET_TX_DROP;
-	ret = ioq_full(priv->txq, ioq_idxtype_inuse);
+	ret = ioq_full(priv->txq, ioq_idx_reap);
 	if (ret < 0) {
 		venet_fault(priv, "tx ring index");
 		return VENET_TX_DROP;
@@ -363,7 +363,7 @@ static bool venet_tx_tail(struct venet_priv *priv, struct ioq_iterator *iter,
 {
 	int ret;
 
-	ret = ioq_iter_init(priv->txq, iter, ioq_idxtype_both, 0);
+	ret = ioq_iter_init(priv->txq, iter, ioq_idx_push, 0);
 	if (!ret)
 		ret = ioq_iter_seek(iter, ioq_seek_tail, 0, 0);
 	if (ret) {
@@ -448,8 +448,8 @@ static unsigned int __venet_tx_reap(struct venet_priv *priv)
 	if (venet_faulted(priv))
 		return 0;
 
-	ret = ioq_iter_init(ioq, &iter, ioq_idxtype_inuse,
-			    IOQ_ITER_NOFLIPOWNER);
+	ret = ioq_iter_init(ioq, &iter, ioq_idx_reap,
+			    IOQ_ITER_REAP);
 	if (!ret)
 		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
 	if (ret) {
@@ -492,7 +492,7 @@ void venet_tx_reap(struct venet_priv *priv)
 	__venet_tx_reap(priv);
 	if (netif_queue_stopped(priv->dev) && netif_running(priv->dev) &&
 	    !venet_faulted(priv) &&
-	    ioq_full(priv->txq, ioq_idxtype_inuse) == 0)
+	    ioq_full(priv->txq, ioq_idx_reap) == 0)
 		netif_wake_queue(priv->dev);
 	spin_unlock_bh(&priv->txlock);
 }
@@ -504,7 +504,7 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	struct venet_tx_slot *slot;
 	struct ioq_iterator iter;
 	enum venet_tx_verdict v;
-	bool kick;
+	bool doorbell;
 
 	spin_lock_bh(&priv->txlock);
 	/* what the host completed meanwhile: no interrupt needed for it */
@@ -528,17 +528,17 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		return NETDEV_TX_OK;
 	}
 
-	if (ioq_full(ioq, ioq_idxtype_inuse)) {
+	if (ioq_full(ioq, ioq_idx_reap)) {
 		netif_stop_queue(dev);
 		netif_trans_update(dev);
 		venet_tx_wait_room(priv);
 	}
 
 	/* batch the doorbell while the stack has more for us */
-	kick = !netdev_xmit_more() || netif_queue_stopped(dev);
-	if (kick) {
+	doorbell = !netdev_xmit_more() || netif_queue_stopped(dev);
+	if (doorbell) {
 		u64_stats_update_begin(&priv->tx_stats.syncp);
-		u64_stats_inc(&priv->tx_stats.kicks);
+		u64_stats_inc(&priv->tx_stats.doorbells);
 		u64_stats_update_end(&priv->tx_stats.syncp);
 		/*
 		 * The burst's end: nobody may come to reap it but the timer.
@@ -551,7 +551,7 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 	}
 	spin_unlock_bh(&priv->txlock);
 
-	if (kick)
+	if (doorbell)
 		ioq_signal(ioq, 0);
 
 	return NETDEV_TX_OK;
@@ -560,7 +560,7 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 void venet_tx_timeout(struct net_device *dev, unsigned int txqueue)
 {
 	struct venet_priv *priv = netdev_priv(dev);
-	int inflight = ioq_count(priv->txq, ioq_idxtype_inuse);
+	int inflight = ioq_count(priv->txq, ioq_idx_reap);
 
 	netdev_warn(dev, "tx timeout on queue %u: %d descriptors in flight\n",
 		    txqueue, inflight);

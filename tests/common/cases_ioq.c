@@ -2,7 +2,7 @@
 /*
  * Cases for core/ioq.c (ring version 5), shared by cmocka (tests/unit) and
  * the kernel selftest (vt_kernel.h). One behaviour per case. The fixture is
- * one formatted ring with a north struct ioq (posts on ioq_idxtype_both,
+ * one formatted ring with a north struct ioq (posts on ioq_idx_push,
  * reaps inuse) and a south struct ioq (consumes valid) over it, as in the
  * usage protocol at the top of core/ioq.c.
  */
@@ -12,8 +12,8 @@
 
 #define N 8	/* default ring size */
 
-#define VALID ioq_idxtype_valid
-#define INUSE ioq_idxtype_inuse
+#define VALID ioq_idx_consume
+#define INUSE ioq_idx_reap
 
 /* ---- format / check ---- */
 
@@ -225,10 +225,10 @@ VT_CASE(queries_on_full_ring)
 	}
 }
 
-VT_CASE(queries_reject_both_and_invalid)
+VT_CASE(queries_reject_push_and_invalid)
 {
 	struct vt_ring *r = vt_ring_new(N);
-	enum ioq_idx_type bad[] = { ioq_idxtype_both, ioq_idxtype_invalid };
+	enum ioq_idx_type bad[] = { ioq_idx_push, ioq_idx_invalid };
 
 	VT_ASSERT(r);
 	for (int i = 0; i < 2; i++) {
@@ -259,14 +259,14 @@ VT_CASE(push_publishes_and_advances)
 	VT_ASSERT(it.desc == &r->head->ring[1]);
 }
 
-VT_CASE(push_noflipowner_keeps_owner)
+VT_CASE(push_reap_flag_keeps_owner)
 {
 	struct vt_ring *r = vt_ring_new(N);
 	struct ioq_iterator it;
 
 	VT_ASSERT(r);
 	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, VALID,
-				   IOQ_ITER_NOFLIPOWNER), 0);
+				   IOQ_ITER_REAP), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_tail, 0, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_push(&it, 0), 0);
 	VT_ASSERT_EQ(r->head->ring[0].sown, 0);
@@ -329,7 +329,7 @@ VT_CASE(push_single_index_on_full_is_enospc)
 	VT_ASSERT_EQ(vt_idx(r, VALID)->tail, N);
 }
 
-VT_CASE(push_both_on_unreaped_ring_is_enospc)
+VT_CASE(push_role_on_unreaped_ring_is_enospc)
 {
 	struct vt_ring *r = vt_ring_new(N);
 	__u64 c = 0;
@@ -346,7 +346,7 @@ VT_CASE(push_both_on_unreaped_ring_is_enospc)
 	VT_ASSERT_EQ(vt_post(r, N, 0), 0);
 }
 
-VT_CASE(push_both_keeps_tails_in_step)
+VT_CASE(push_role_keeps_tails_in_step)
 {
 	struct vt_ring *r = vt_ring_new(N);
 	__u64 c = 0;
@@ -361,7 +361,7 @@ VT_CASE(push_both_keeps_tails_in_step)
 	VT_ASSERT_EQ(vt_idx(r, VALID)->tail, 3 * N);
 }
 
-VT_CASE(push_both_desynchronised_tails_fault)
+VT_CASE(push_role_desynchronised_tails_fault)
 {
 	struct vt_ring *r = vt_ring_new(N);
 
@@ -391,7 +391,7 @@ VT_CASE(pop_hands_back_and_advances)
 	VT_ASSERT_EQ(vt_idx(r, INUSE)->head, 0);
 }
 
-VT_CASE(pop_noflipowner_keeps_owner)
+VT_CASE(pop_reap_flag_keeps_owner)
 {
 	struct vt_ring *r = vt_ring_new(N);
 	__u64 c = 0;
@@ -429,7 +429,7 @@ VT_CASE(pop_only_when_owned)
 	VT_ASSERT(r);
 	/* published on the index, but north kept the descriptor */
 	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, VALID,
-				   IOQ_ITER_NOFLIPOWNER), 0);
+				   IOQ_ITER_REAP), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_tail, 0, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_push(&it, 0), 0);
 
@@ -462,7 +462,7 @@ VT_CASE(iter_init_rejects_invalid_type)
 	struct ioq_iterator it;
 
 	VT_ASSERT(r);
-	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, ioq_idxtype_invalid, 0),
+	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, ioq_idx_invalid, 0),
 		     -EINVAL);
 }
 
@@ -494,7 +494,7 @@ VT_CASE(iter_owned_stops_at_tail)
 	/* north reaps: slot 0 is its own and in the window, slot 1 is
 	 * north-owned too (never posted) but past the tail */
 	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, INUSE,
-				   IOQ_ITER_NOFLIPOWNER), 0);
+				   IOQ_ITER_REAP), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_head, 0, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_owned(&it), 1);
 	VT_ASSERT_EQ(ioq_iter_pop(&it, 0), 0);
@@ -553,7 +553,7 @@ VT_CASE(seek_set_picks_slot_in_current_lap)
 		VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
 		VT_ASSERT_EQ(vt_reap(r, &c), 0);
 	}
-	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, ioq_idxtype_both, 0), 0);
+	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &it, ioq_idx_push, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_set, N / 2, 0), 0);
 	VT_ASSERT_EQ(it.pos, N + N / 2);
 	VT_ASSERT(it.desc == &r->head->ring[N / 2]);
@@ -831,18 +831,18 @@ VT_SUITE(ioq,
 	VT_ENTRY(queries_on_partial_ring),
 	VT_ENTRY(queries_one_from_empty_and_full),
 	VT_ENTRY(queries_on_full_ring),
-	VT_ENTRY(queries_reject_both_and_invalid),
+	VT_ENTRY(queries_reject_push_and_invalid),
 	VT_ENTRY(push_publishes_and_advances),
-	VT_ENTRY(push_noflipowner_keeps_owner),
+	VT_ENTRY(push_reap_flag_keeps_owner),
 	VT_ENTRY(push_only_at_tail),
 	VT_ENTRY(push_only_when_owned),
 	VT_ENTRY(push_on_full_is_enospc),
 	VT_ENTRY(push_single_index_on_full_is_enospc),
-	VT_ENTRY(push_both_on_unreaped_ring_is_enospc),
-	VT_ENTRY(push_both_keeps_tails_in_step),
-	VT_ENTRY(push_both_desynchronised_tails_fault),
+	VT_ENTRY(push_role_on_unreaped_ring_is_enospc),
+	VT_ENTRY(push_role_keeps_tails_in_step),
+	VT_ENTRY(push_role_desynchronised_tails_fault),
 	VT_ENTRY(pop_hands_back_and_advances),
-	VT_ENTRY(pop_noflipowner_keeps_owner),
+	VT_ENTRY(pop_reap_flag_keeps_owner),
 	VT_ENTRY(pop_only_at_head),
 	VT_ENTRY(pop_only_when_owned),
 	VT_ENTRY(pop_on_empty_is_enoent),

@@ -122,10 +122,10 @@ VT_CASE(v6_post_consume_reap_in_order_across_laps)
 	VT_ASSERT(r);
 	for (i = 0; i < 3 * N; i++) {
 		VT_ASSERT_EQ(vt_post(r, i, 0), 0);
-		VT_ASSERT_EQ(ioq_count(&r->south.q, ioq_idxtype_valid), 1);
+		VT_ASSERT_EQ(ioq_count(&r->south.q, ioq_idx_consume), 1);
 		VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
 		VT_ASSERT_EQ(c, i);
-		VT_ASSERT_EQ(ioq_count(&r->north.q, ioq_idxtype_inuse), 1);
+		VT_ASSERT_EQ(ioq_count(&r->north.q, ioq_idx_reap), 1);
 		VT_ASSERT_EQ(vt_reap(r, &c), 0);
 		VT_ASSERT_EQ(c, i);
 	}
@@ -189,10 +189,10 @@ VT_CASE(v6_owned_follows_the_windows)
 	__u64 c;
 
 	VT_ASSERT(r);
-	VT_ASSERT_EQ(ioq_iter_init(&r->south.q, &s, ioq_idxtype_valid, 0), 0);
+	VT_ASSERT_EQ(ioq_iter_init(&r->south.q, &s, ioq_idx_consume, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&s, ioq_seek_head, 0, 0), 0);
-	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &n, ioq_idxtype_inuse,
-				   IOQ_ITER_NOFLIPOWNER), 0);
+	VT_ASSERT_EQ(ioq_iter_init(&r->north.q, &n, ioq_idx_reap,
+				   IOQ_ITER_REAP), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&n, ioq_seek_head, 0, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_owned(&s), 0);
 	VT_ASSERT_EQ(ioq_iter_owned(&n), 0);
@@ -215,7 +215,7 @@ VT_CASE(v6_roles_are_enforced)
 
 	VT_ASSERT(r);
 	/* south does not push, north does not consume */
-	VT_ASSERT_EQ(ioq_iter_init(&r->south.q, &it, ioq_idxtype_both, 0), 0);
+	VT_ASSERT_EQ(ioq_iter_init(&r->south.q, &it, ioq_idx_push, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_tail, 0, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_push(&it, 0), -EINVAL);
 	VT_ASSERT_EQ(ioq_post_begin(&r->south.q, 1, &pos), -EINVAL);
@@ -318,9 +318,9 @@ VT_CASE(v6_fault_stops_every_call)
 	VT_ASSERT_EQ(ioq_post_end(&r->north.q, 0, 0), -EIO);
 	VT_ASSERT_EQ(ioq_reap_begin(&r->north.q, 1, &pos), -EIO);
 	VT_ASSERT_EQ(ioq_reap_end(&r->north.q, 0, 0), -EIO);
-	VT_ASSERT_EQ(ioq_count(&r->south.q, ioq_idxtype_valid), -EIO);
+	VT_ASSERT_EQ(ioq_count(&r->south.q, ioq_idx_consume), -EIO);
 	VT_ASSERT_EQ(vt_post(r, 9, 0), -EIO);
-	VT_ASSERT_EQ(ioq_iter_init(&r->south.q, &it, ioq_idxtype_valid, 0), 0);
+	VT_ASSERT_EQ(ioq_iter_init(&r->south.q, &it, ioq_idx_consume, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_seek(&it, ioq_seek_head, 0, 0), 0);
 	VT_ASSERT_EQ(ioq_iter_owned(&it), 0);
 	VT_ASSERT_EQ(ioq_iter_pop(&it, 0), -EIO);
@@ -417,15 +417,15 @@ VT_CASE(bulk_on_v5_flips_ownership)
 	VT_ASSERT_EQ(bulk_post(r, 7, 3), 3);
 	for (i = 0; i < 3; i++)
 		VT_ASSERT_EQ(r->head->ring[i].sown, 1);
-	VT_ASSERT_EQ(vt_idx(r, ioq_idxtype_valid)->tail, 3);
-	VT_ASSERT_EQ(vt_idx(r, ioq_idxtype_inuse)->tail, 3);
+	VT_ASSERT_EQ(vt_idx(r, ioq_idx_consume)->tail, 3);
+	VT_ASSERT_EQ(vt_idx(r, ioq_idx_reap)->tail, 3);
 	VT_ASSERT(burst_in_order(ioq_consume_burst, &r->south.q, 7, &got));
 	VT_ASSERT_EQ(got, 3);
 	for (i = 0; i < 3; i++)
 		VT_ASSERT_EQ(r->head->ring[i].sown, 0);
 	VT_ASSERT(burst_in_order(ioq_reap_burst, &r->north.q, 7, &got));
 	VT_ASSERT_EQ(got, 3);
-	VT_ASSERT_EQ(vt_idx(r, ioq_idxtype_inuse)->head, 3);
+	VT_ASSERT_EQ(vt_idx(r, ioq_idx_reap)->head, 3);
 	VT_ASSERT_EQ(bulk_post(r, 0, N), N);
 	VT_ASSERT_EQ(bulk_post(r, 0, 1), -ENOSPC);
 }
@@ -451,8 +451,8 @@ VT_CASE(interop_v5_north_v6_capable_south)
 		r->head->ring[i].cookie = 50 + i;
 		r->head->ring[i].sown = 1;
 	}
-	r->head->idx[ioq_idxtype_valid].tail = 3;
-	r->head->idx[ioq_idxtype_inuse].tail = 3;
+	r->head->idx[ioq_idx_consume].tail = 3;
+	r->head->idx[ioq_idx_reap].tail = 3;
 	n = ioq_ring_check_ver(r->head, IOQ_RING_SIZE(5, N), N, &ver);
 	VT_ASSERT_EQ(n, N);
 	VT_ASSERT_EQ(ver, 5);
@@ -463,7 +463,7 @@ VT_CASE(interop_v5_north_v6_capable_south)
 	c = ioq_desc(&q, pos + 2)->cookie;
 	VT_ASSERT_EQ(c, 52);
 	VT_ASSERT_EQ(ioq_consume_end(&q, 3, 0), 0);
-	VT_ASSERT_EQ(r->head->idx[ioq_idxtype_valid].head, 3);
+	VT_ASSERT_EQ(r->head->idx[ioq_idx_consume].head, 3);
 	for (i = 0; i < 3; i++)
 		VT_ASSERT_EQ(r->head->ring[i].sown, 0);
 	r->south.side.sig.notifier = &r->south.q.shm_notifier;
@@ -487,7 +487,7 @@ VT_CASE(interop_v6_capable_code_asked_for_v5)
 		VT_ASSERT_EQ(c, i);
 		VT_ASSERT_EQ(vt_reap(r, &c), 0);
 	}
-	VT_ASSERT_EQ(vt_idx(r, ioq_idxtype_valid)->head, 2 * N);
+	VT_ASSERT_EQ(vt_idx(r, ioq_idx_consume)->head, 2 * N);
 	/* nothing was written where v6 keeps its counters */
 	VT_ASSERT_EQ(h6(r)->tail, 0);
 	VT_ASSERT_EQ(h6(r)->valid_head, 0);

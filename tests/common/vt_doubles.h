@@ -240,9 +240,9 @@ static inline struct ioq_ring_idx *vt_idx(struct vt_ring *r,
 
 /*
  * The usage protocol of core/ioq.c, one descriptor at a time.
- * vt_post:    north pushes @cookie on ioq_idxtype_both at the tail
+ * vt_post:    north pushes @cookie on ioq_idx_push at the tail
  * vt_consume: south pops the head of valid (handing it back north)
- * vt_reap:    north pops the head of inuse with IOQ_ITER_NOFLIPOWNER
+ * vt_reap:    north pops the head of inuse with IOQ_ITER_REAP
  * Each returns what the push/pop returned.
  */
 static inline int vt_post(struct vt_ring *r, __u64 cookie, int flags)
@@ -250,7 +250,7 @@ static inline int vt_post(struct vt_ring *r, __u64 cookie, int flags)
 	struct ioq_iterator it;
 	int err;
 
-	err = ioq_iter_init(&r->north.q, &it, ioq_idxtype_both, flags);
+	err = ioq_iter_init(&r->north.q, &it, ioq_idx_push, flags);
 	if (!err)
 		err = ioq_iter_seek(&it, ioq_seek_tail, 0, 0);
 	if (err)
@@ -259,7 +259,7 @@ static inline int vt_post(struct vt_ring *r, __u64 cookie, int flags)
 	 * Room on inuse means the tail slot is reaped and ours; otherwise it
 	 * still holds a completion (or the peer's descriptor): leave it be.
 	 */
-	if (ioq_remain(&r->north.q, ioq_idxtype_inuse) > 0)
+	if (ioq_remain(&r->north.q, ioq_idx_reap) > 0)
 		it.desc->cookie = cookie;
 	return ioq_iter_push(&it, 0);
 }
@@ -269,7 +269,7 @@ static inline int vt_consume(struct vt_ring *r, __u64 *cookie, int flags)
 	struct ioq_iterator it;
 	int err;
 
-	err = ioq_iter_init(&r->south.q, &it, ioq_idxtype_valid, flags);
+	err = ioq_iter_init(&r->south.q, &it, ioq_idx_consume, flags);
 	if (!err)
 		err = ioq_iter_seek(&it, ioq_seek_head, 0, 0);
 	if (err)
@@ -284,8 +284,8 @@ static inline int vt_reap(struct vt_ring *r, __u64 *cookie)
 	struct ioq_iterator it;
 	int err;
 
-	err = ioq_iter_init(&r->north.q, &it, ioq_idxtype_inuse,
-			    IOQ_ITER_NOFLIPOWNER);
+	err = ioq_iter_init(&r->north.q, &it, ioq_idx_reap,
+			    IOQ_ITER_REAP);
 	if (!err)
 		err = ioq_iter_seek(&it, ioq_seek_head, 0, 0);
 	if (err)

@@ -96,7 +96,7 @@ static uint32_t *ring_tail(struct ioq_ring_head *h, unsigned int k)
 {
 	return rings[k].ver == IOQ_RING_VER_V6 ?
 	       &((struct ioq_ring_head_v6 *)h)->tail :
-	       &h->idx[ioq_idxtype_valid].tail;
+	       &h->idx[ioq_idx_consume].tail;
 }
 
 static uint32_t *ring_head(struct ioq_ring_head *h, unsigned int k,
@@ -106,7 +106,7 @@ static uint32_t *ring_head(struct ioq_ring_head *h, unsigned int k,
 
 	if (rings[k].ver != IOQ_RING_VER_V6)
 		return &h->idx[t].head;
-	return t == ioq_idxtype_valid ? &h6->valid_head : &h6->inuse_head;
+	return t == ioq_idx_consume ? &h6->valid_head : &h6->inuse_head;
 }
 
 static struct ioq_ring_desc *ring_desc(struct ioq_ring_head *h,
@@ -280,7 +280,7 @@ static void op_post(struct in *in)
 	d->sown = (how & 8) ? u8(in) : 1;
 	*ring_tail(h, k) = tail + 1;
 	if (rings[k].ver == IOQ_RING_VER_V5)
-		h->idx[ioq_idxtype_inuse].tail = tail + 1;
+		h->idx[ioq_idx_reap].tail = tail + 1;
 	if (!(how & 16))
 		h->signal.irq[shm_locality_south].dirty = 1;
 }
@@ -299,11 +299,11 @@ static void op_reap(struct in *in)
 		return;
 	/* v5: handed back = sown north; v6: behind valid's head */
 	while (n++ < rings[k].count &&
-	       *ring_head(h, k, ioq_idxtype_inuse) !=
-	       *ring_head(h, k, ioq_idxtype_valid) &&
+	       *ring_head(h, k, ioq_idx_reap) !=
+	       *ring_head(h, k, ioq_idx_consume) &&
 	       (rings[k].ver == IOQ_RING_VER_V6 ||
-		!ring_desc(h, k, *ring_head(h, k, ioq_idxtype_inuse))->sown))
-		(*ring_head(h, k, ioq_idxtype_inuse))++;
+		!ring_desc(h, k, *ring_head(h, k, ioq_idx_reap))->sown))
+		(*ring_head(h, k, ioq_idx_reap))++;
 	h->signal.irq[shm_locality_north].pending = 0;
 }
 
@@ -516,15 +516,15 @@ static void blk_post(struct in *in, uint8_t sub)
 	h = ptr(rings[k].gpa, IOQ_HEAD_DESC_SIZE(rings[k].count));
 	if (!h)
 		return;
-	tail = h->idx[ioq_idxtype_valid].tail;
+	tail = h->idx[ioq_idx_consume].tail;
 	d = &h->ring[tail & (rings[k].count - 1)];
 	d->cookie = tail;
 	d->ptr = at;
 	d->len = (sub & 32) ? u64(in) : VBUS_BLK_REQ_SIZE(r.nr_segs);
 	d->valid = 1;
 	d->sown = 1;
-	h->idx[ioq_idxtype_valid].tail = tail + 1;
-	h->idx[ioq_idxtype_inuse].tail = tail + 1;
+	h->idx[ioq_idx_consume].tail = tail + 1;
+	h->idx[ioq_idx_reap].tail = tail + 1;
 	h->signal.irq[shm_locality_south].dirty = 1;
 }
 

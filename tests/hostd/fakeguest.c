@@ -212,7 +212,7 @@ int fg_busreg(struct fg *f, __u32 count, __u32 posted)
 	if (ioq_init(&f->evq, NULL, ioq_locality_north, head, &f->evq_sig, count))
 		die("ioq_init");
 	f->evq_live = true;
-	if (ioq_iter_init(&f->evq, &it, ioq_idxtype_both, 0) ||
+	if (ioq_iter_init(&f->evq, &it, ioq_idx_push, 0) ||
 	    ioq_iter_seek(&it, ioq_seek_tail, 0, 0))
 		die("iter");
 	for (i = 0; i < posted; i++) {
@@ -241,9 +241,9 @@ unsigned int fg_events(struct fg *f, struct vbus_pci_event *out,
 
 	if (!f->evq_live)
 		return 0;
-	if (ioq_iter_init(&f->evq, &it, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER) ||
+	if (ioq_iter_init(&f->evq, &it, ioq_idx_reap, IOQ_ITER_REAP) ||
 	    ioq_iter_seek(&it, ioq_seek_head, 0, 0) ||
-	    ioq_iter_init(&f->evq, &post, ioq_idxtype_both, 0))
+	    ioq_iter_init(&f->evq, &post, ioq_idx_push, 0))
 		die("iter");
 	while (n < max && ioq_iter_owned(&it)) {
 		__u64 ptr = it.desc->ptr, cookie = it.desc->cookie;
@@ -349,7 +349,7 @@ int fg_ring_post(struct fg_ring *r, __u64 gpa, __u64 len, bool sig)
 {
 	struct ioq_iterator it;
 
-	if (ioq_iter_init(&r->ioq, &it, ioq_idxtype_both,
+	if (ioq_iter_init(&r->ioq, &it, ioq_idx_push,
 			  sig ? IOQ_ITER_AUTOUPDATE : 0) ||
 	    ioq_iter_seek(&it, ioq_seek_tail, 0, 0))
 		return -EINVAL;
@@ -364,7 +364,7 @@ unsigned int fg_ring_reap(struct fg_ring *r)
 	struct ioq_iterator it;
 	unsigned int n = 0;
 
-	if (ioq_iter_init(&r->ioq, &it, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER) ||
+	if (ioq_iter_init(&r->ioq, &it, ioq_idx_reap, IOQ_ITER_REAP) ||
 	    ioq_iter_seek(&it, ioq_seek_head, 0, 0))
 		return 0;
 	while (ioq_iter_owned(&it)) {

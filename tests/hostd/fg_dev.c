@@ -156,10 +156,10 @@ int fgd_post(struct fg_ring *r, __u64 ptr, __u64 len, __u64 cookie)
 {
 	struct ioq_iterator iter;
 
-	ioq_iter_init(&r->ioq, &iter, ioq_idxtype_both, IOQ_ITER_AUTOUPDATE);
+	ioq_iter_init(&r->ioq, &iter, ioq_idx_push, IOQ_ITER_AUTOUPDATE);
 	ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
 	if (VBUS_READ(iter.desc->sown) != ioq_locality_north ||
-	    ioq_full(&r->ioq, ioq_idxtype_inuse))
+	    ioq_full(&r->ioq, ioq_idx_reap))
 		return -ENOSPC;
 	iter.desc->cookie = cookie;
 	iter.desc->ptr = ptr;
@@ -172,7 +172,7 @@ int fgd_reap(struct fg_ring *r, __u64 *len, __u64 *cookie)
 {
 	struct ioq_iterator iter;
 
-	ioq_iter_init(&r->ioq, &iter, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER);
+	ioq_iter_init(&r->ioq, &iter, ioq_idx_reap, IOQ_ITER_REAP);
 	ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
 	if (!ioq_iter_owned(&iter))
 		return 0;

@@ -620,7 +620,7 @@ static void test_ring_corrupt_indexes(void **state)
 	assert_true(fg_ring_open(f, &r, h, VBUS_TEST_SHM_RING, 8, 9) > 0);
 	head = fg_ptr(f, r.gpa, IOQ_HEAD_DESC_SIZE(8));
 	/* more in flight than the ring holds */
-	head->idx[ioq_idxtype_valid].tail = head->idx[ioq_idxtype_valid].head + 5000;
+	head->idx[ioq_idx_consume].tail = head->idx[ioq_idx_consume].head + 5000;
 	/* a real signal: dirty=1, then the doorbell (a bare doorbell with
 	 * nothing dirty runs no notifier, by the shm-signal protocol) */
 	ioq_signal(&r.ioq, 0);
@@ -745,7 +745,7 @@ static void test_eventq_not_serviced(void **state)
 	{
 		struct ioq_iterator it;
 
-		assert_int_equal(ioq_iter_init(&f->evq, &it, ioq_idxtype_both, 0), 0);
+		assert_int_equal(ioq_iter_init(&f->evq, &it, ioq_idx_push, 0), 0);
 		assert_int_equal(ioq_iter_seek(&it, ioq_seek_tail, 0, 0), 0);
 		for (i = 0; i < 64; i++) {
 			it.desc->ptr = f->evq_data + i * sizeof(struct vbus_pci_event);
@@ -852,7 +852,7 @@ static void test_eventq_shmsignal_coalesces(void **state)
 	{
 		struct ioq_iterator it;
 
-		ioq_iter_init(&f->evq, &it, ioq_idxtype_both, 0);
+		ioq_iter_init(&f->evq, &it, ioq_idx_push, 0);
 		ioq_iter_seek(&it, ioq_seek_tail, 0, 0);
 		for (i = 0; i < 64; i++) {
 			it.desc->ptr = f->evq_data + i * sizeof(struct vbus_pci_event);
@@ -891,7 +891,7 @@ static void test_eventq_bad_descriptor_faults_bus(void **state)
 		{
 			struct ioq_iterator it;
 
-			ioq_iter_init(&f->evq, &it, ioq_idxtype_both, 0);
+			ioq_iter_init(&f->evq, &it, ioq_idx_push, 0);
 			ioq_iter_seek(&it, ioq_seek_tail, 0, 0);
 			it.desc->ptr = k == 0 ? FG_LOW - 8 : k == 1 ? f->evq_data : 1ull << 45;
 			it.desc->len = k == 1 ? 100 : 144;	/* k==1: too short */
@@ -925,7 +925,7 @@ static void test_eventq_corrupt_index_faults_bus(void **state)
 
 	(void)state;
 	head = fg_ptr(f, f->evq_gpa, IOQ_HEAD_DESC_SIZE(64));
-	head->idx[ioq_idxtype_valid].tail += 1000;
+	head->idx[ioq_idx_consume].tail += 1000;
 	assert_int_equal(add_dev(f, "type=vbus-test,id=2"), 0);
 	assert_true(hostd_bus_faulted(&f->g.bus));
 	down(f);

@@ -258,7 +258,7 @@ static int post_garbage(struct peer_link *peer)
 	if (!ipc)
 		return -EINVAL;
 	q = ioq_ipc_ioq(ipc, 1);
-	err = ioq_iter_init(q, &it, ioq_idxtype_both, 0);
+	err = ioq_iter_init(q, &it, ioq_idx_push, 0);
 	if (!err)
 		err = ioq_iter_seek(&it, ioq_seek_tail, 0, 0);
 	if (err)

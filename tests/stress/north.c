@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The producer (north): posts batches on ioq_idxtype_both and signals once
- * per batch, reaps completions on the inuse index (IOQ_ITER_NOFLIPOWNER),
+ * The producer (north): posts batches on ioq_idx_push and signals once
+ * per batch, reaps completions on the inuse index (IOQ_ITER_REAP),
  * and sleeps only when it can neither post (ring full, or all posted) nor
  * reap. Notifications from south stay masked except while it sleeps, so a
  * consumer popping at full speed costs the producer nothing.
@@ -59,7 +59,7 @@ static int post_bulk(struct north *n, unsigned long k)
 static int post(struct north *n)
 {
 	const struct stress_cfg *cfg = n->cfg;
-	int room = ioq_remain(n->q, ioq_idxtype_inuse), i, rc;
+	int room = ioq_remain(n->q, ioq_idx_reap), i, rc;
 	unsigned long k;
 
 	if (room < 0) {
@@ -182,12 +182,12 @@ int stress_north(const struct stress_cfg *cfg, struct ioq_channel *ch,
 		goto out;
 	}
 	ioq_channel_set_notifier(ch, stress_count_notifier, n.res);
-	rc = ioq_iter_init(n.q, &n.post, ioq_idxtype_both, 0);
+	rc = ioq_iter_init(n.q, &n.post, ioq_idx_push, 0);
 	if (!rc)
 		rc = ioq_iter_seek(&n.post, ioq_seek_tail, 0, 0);
 	if (!rc)
-		rc = ioq_iter_init(n.q, &n.reap, ioq_idxtype_inuse,
-				   IOQ_ITER_NOFLIPOWNER);
+		rc = ioq_iter_init(n.q, &n.reap, ioq_idx_reap,
+				   IOQ_ITER_REAP);
 	if (!rc)
 		rc = ioq_iter_seek(&n.reap, ioq_seek_head, 0, 0);
 	if (rc) {
@@ -214,11 +214,11 @@ int stress_north(const struct stress_cfg *cfg, struct ioq_channel *ch,
 		}
 		ioq_notify_disable(n.q, 0);
 	}
-	if (ioq_count(n.q, ioq_idxtype_valid) != 0 ||
-	    ioq_count(n.q, ioq_idxtype_inuse) != 0)
+	if (ioq_count(n.q, ioq_idx_consume) != 0 ||
+	    ioq_count(n.q, ioq_idx_reap) != 0)
 		stress_fail(n.res, "end: ring not empty (valid %d, inuse %d)",
-			    ioq_count(n.q, ioq_idxtype_valid),
-			    ioq_count(n.q, ioq_idxtype_inuse));
+			    ioq_count(n.q, ioq_idx_consume),
+			    ioq_count(n.q, ioq_idx_reap));
 	rc = 0;
 out:
 	n.res->msgs = n.reaped;

@@ -175,7 +175,7 @@ static int drain(struct south *s)
 
 	if (s->cfg->bulk)
 		return drain_bulk(s);
-	n = ioq_count(s->q, ioq_idxtype_valid);
+	n = ioq_count(s->q, ioq_idx_consume);
 
 	if (n < 0) {
 		stress_fail(s->res, "ioq_count(valid): %d", n);
@@ -222,7 +222,7 @@ static int has_work(void *arg)
 	/* bulk: consume_begin reloads the cached tail when it says empty */
 	if (s->cfg->bulk)
 		return ioq_consume_begin(s->q, 1, &pos) != 0;
-	return ioq_count(s->q, ioq_idxtype_valid) != 0;
+	return ioq_count(s->q, ioq_idx_consume) != 0;
 }
 
 int stress_south(const struct stress_cfg *cfg, struct ioq_channel *ch,
@@ -233,7 +233,7 @@ int stress_south(const struct stress_cfg *cfg, struct ioq_channel *ch,
 
 	s.q = ioq_channel_ioq(ch);
 	ioq_channel_set_notifier(ch, stress_count_notifier, s.res);
-	rc = ioq_iter_init(s.q, &s.it, ioq_idxtype_valid, 0);
+	rc = ioq_iter_init(s.q, &s.it, ioq_idx_consume, 0);
 	if (!rc)
 		rc = ioq_iter_seek(&s.it, ioq_seek_head, 0, 0);
 	if (rc)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * libioq channels (userspace/lib/channel*.c): regions, eventfd doorbells,
- * attach validation, fd passing, and the post/consume/reap protocol run
+ * attach validation, fd passing, and the push/consume/reap protocol run
  * end to end between two threads and between two processes. A lost
  * wakeup shows up as a side that waits WAIT_LIMIT_MS without progress.
  */
@@ -25,6 +25,18 @@
 #include <unistd.h>
 #include <vbus/ioq_channel.h>
 
+/*
+ * libioq 1's deprecated names (docs/libioq.md, "The next SONAME") keep
+ * compiling with the values of the role names until libioq.so.2; the rest
+ * of the tree uses only the role names.
+ */
+_Static_assert(ioq_idxtype_valid == ioq_idx_consume &&
+	       ioq_idxtype_inuse == ioq_idx_reap &&
+	       ioq_idxtype_both == ioq_idx_push &&
+	       ioq_idxtype_invalid == ioq_idx_invalid &&
+	       IOQ_ITER_NOFLIPOWNER == IOQ_ITER_REAP,
+	       "deprecated ring names");
+
 /* long: a peer whose vCPU a loaded CI machine steals for seconds is no hang */
 #define WAIT_LIMIT_MS 20000
 
@@ -44,12 +56,12 @@ static int post(struct ioq_channel *ch, __u64 cookie, int flags)
 	struct ioq_iterator it;
 	int err;
 
-	err = ioq_iter_init(ioq_channel_ioq(ch), &it, ioq_idxtype_both, flags);
+	err = ioq_iter_init(ioq_channel_ioq(ch), &it, ioq_idx_push, flags);
 	if (!err)
 		err = ioq_iter_seek(&it, ioq_seek_tail, 0, 0);
 	if (err)
 		return err;
-	if (ioq_remain(ioq_channel_ioq(ch), ioq_idxtype_inuse) > 0)
+	if (ioq_remain(ioq_channel_ioq(ch), ioq_idx_reap) > 0)
 		it.desc->cookie = cookie;
 	return ioq_iter_push(&it, 0);
 }
@@ -60,14 +72,14 @@ static int consume(struct ioq_channel *ch, __u64 *cookie, int flags)
 	struct ioq_iterator it;
 	int err;
 
-	err = ioq_iter_init(ioq_channel_ioq(ch), &it, ioq_idxtype_valid,
+	err = ioq_iter_init(ioq_channel_ioq(ch), &it, ioq_idx_consume,
 			    flags);
 	if (!err)
 		err = ioq_iter_seek(&it, ioq_seek_head, 0, 0);
 	if (err)
 		return err;
 	/* counted first: once the index says so, the slot must be ours */
-	err = ioq_count(ioq_channel_ioq(ch), ioq_idxtype_valid);
+	err = ioq_count(ioq_channel_ioq(ch), ioq_idx_consume);
 	if (err <= 0)
 		return err ? err : -ENOENT;
 	if (!ioq_iter_owned(&it))
@@ -83,8 +95,8 @@ static int reap(struct ioq_channel *ch, __u64 *cookie, __u64 *len)
 	struct ioq_iterator it;
 	int err;
 
-	err = ioq_iter_init(ioq_channel_ioq(ch), &it, ioq_idxtype_inuse,
-			    IOQ_ITER_NOFLIPOWNER);
+	err = ioq_iter_init(ioq_channel_ioq(ch), &it, ioq_idx_reap,
+			    IOQ_ITER_REAP);
 	if (!err)
 		err = ioq_iter_seek(&it, ioq_seek_head, 0, 0);
 	if (err)
@@ -124,16 +136,16 @@ static int wait_for(struct ioq_channel *ch, int (*ready)(struct ioq_channel *),
 
 static int has_valid(struct ioq_channel *ch)
 {
-	return ioq_count(ioq_channel_ioq(ch), ioq_idxtype_valid) > 0;
+	return ioq_count(ioq_channel_ioq(ch), ioq_idx_consume) > 0;
 }
 
 static int has_completion(struct ioq_channel *ch)
 {
 	struct ioq_iterator it;
 
-	return !ioq_iter_init(ioq_channel_ioq(ch), &it, ioq_idxtype_inuse, 0) &&
+	return !ioq_iter_init(ioq_channel_ioq(ch), &it, ioq_idx_reap, 0) &&
 	       !ioq_iter_seek(&it, ioq_seek_head, 0, 0) &&
-	       ioq_count(ioq_channel_ioq(ch), ioq_idxtype_inuse) > 0 &&
+	       ioq_count(ioq_channel_ioq(ch), ioq_idx_reap) > 0 &&
 	       ioq_iter_owned(&it);
 }
 
@@ -182,7 +194,7 @@ static int run_north(struct ioq_channel *ch, __u64 msgs)
 		if (rc != -ENOENT)
 			return rc;
 		while (posted < msgs &&
-		       !ioq_full(ioq_channel_ioq(ch), ioq_idxtype_inuse)) {
+		       !ioq_full(ioq_channel_ioq(ch), ioq_idx_reap)) {
 			rc = post(ch, posted, IOQ_ITER_AUTOUPDATE);
 			if (rc)
 				return rc;

@@ -223,9 +223,9 @@ fail_nofile:
 }
 
 /*
- * A kick fd that is not an eventfd (a peer's mistake or malice) would make
- * poll() spin or writes block; refuse it. Without /proc we cannot tell and
- * accept it.
+ * A doorbell fd that is not an eventfd (a peer's mistake or malice) would
+ * make poll() spin or writes block; refuse it. Without /proc we cannot tell
+ * and accept it.
  */
 static int check_eventfd(int fd)
 {

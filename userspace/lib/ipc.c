@@ -12,7 +12,7 @@
  * message is read: a bad one faults the endpoint (-EIO from then on).
  *
  * Signals. Both rings' shm-signals share one doorbell per direction (the
- * DATA vector): every inject writes 8 bytes to kick_fd; a readable
+ * DATA vector): every inject rings it (8 bytes to doorbell_fd); a readable
  * wait_fd runs the wakeup of both of this end's signals, each of which
  * looks at its ring. The session ends when the header says so (state or
  * session number changed), when the guest driver answers -EPIPE, or when
@@ -49,7 +49,7 @@ struct ipc_dir {
 
 struct ioq_ipc {
 	enum ioq_ipc_role role;
-	int wait_fd, kick_fd;	/* the guest: both the device */
+	int wait_fd, doorbell_fd;	/* the guest: both the device */
 	int ctl_fd;		/* the host: the service socket; else -1 */
 	int poll_fd;		/* with ctl_fd: epoll of wait_fd + ctl_fd */
 	int shm_fd;		/* the host: the region; else -1 */
@@ -70,13 +70,13 @@ struct ioq_ipc {
 
 /* ---- the doorbell ---------------------------------------------------------- */
 
-static int kick_peer(struct ioq_ipc *ipc)
+static int ring_doorbell(struct ioq_ipc *ipc)
 {
 	uint64_t one = 1;
 	ssize_t n;
 
 	do {
-		n = write(ipc->kick_fd, &one, sizeof(one));
+		n = write(ipc->doorbell_fd, &one, sizeof(one));
 	} while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof(one))
 		return 0;
@@ -92,8 +92,8 @@ static int tx_inject(struct shm_signal *s)
 {
 	struct ioq_ipc *ipc = ipc_of(s, tx.signal);
 
-	ipc->st.kicks++;
-	return kick_peer(ipc);
+	ipc->st.kicks++;	/* the public name of the doorbell count */
+	return ring_doorbell(ipc);
 }
 
 static int rx_inject(struct shm_signal *s)
@@ -101,7 +101,7 @@ static int rx_inject(struct shm_signal *s)
 	struct ioq_ipc *ipc = ipc_of(s, rx.signal);
 
 	ipc->st.kicks++;
-	return kick_peer(ipc);
+	return ring_doorbell(ipc);
 }
 
 static const struct shm_signal_ops tx_ops = { .inject = tx_inject };
@@ -127,7 +127,7 @@ static struct ioq_ipc *ipc_alloc(enum ioq_ipc_role role)
 	if (!ipc)
 		return NULL;
 	ipc->role = role;
-	ipc->wait_fd = ipc->kick_fd = ipc->ctl_fd = ipc->shm_fd = -1;
+	ipc->wait_fd = ipc->doorbell_fd = ipc->ctl_fd = ipc->shm_fd = -1;
 	ipc->poll_fd = -1;
 	return ipc;
 }
@@ -143,8 +143,8 @@ static void ipc_free(struct ioq_ipc *ipc)
 {
 	if (ipc->map)
 		munmap(ipc->map, ipc->map_len);
-	if (ipc->kick_fd != ipc->wait_fd)
-		close_fd(&ipc->kick_fd);
+	if (ipc->doorbell_fd != ipc->wait_fd)
+		close_fd(&ipc->doorbell_fd);
 	close_fd(&ipc->wait_fd);
 	close_fd(&ipc->ctl_fd);
 	close_fd(&ipc->poll_fd);
@@ -205,17 +205,17 @@ static int dir_bind(struct ioq_ipc *ipc, struct ipc_dir *d, int dir,
 	d->notifier.signal = dir_notify;
 	d->ioq.notifier = &d->notifier;
 	if (locale == ioq_locality_north) {
-		err = ioq_iter_init(&d->ioq, &d->it, ioq_idxtype_both, 0);
+		err = ioq_iter_init(&d->ioq, &d->it, ioq_idx_push, 0);
 		if (!err)
 			err = ioq_iter_seek(&d->it, ioq_seek_tail, 0, 0);
 		if (!err)
 			err = ioq_iter_init(&d->ioq, &d->reap,
-					    ioq_idxtype_inuse,
-					    IOQ_ITER_NOFLIPOWNER);
+					    ioq_idx_reap,
+					    IOQ_ITER_REAP);
 		if (!err)
 			err = ioq_iter_seek(&d->reap, ioq_seek_head, 0, 0);
 	} else {
-		err = ioq_iter_init(&d->ioq, &d->it, ioq_idxtype_valid, 0);
+		err = ioq_iter_init(&d->ioq, &d->it, ioq_idx_consume, 0);
 		if (!err)
 			err = ioq_iter_seek(&d->it, ioq_seek_head, 0, 0);
 	}
@@ -291,10 +291,10 @@ int ioq_ipc_attach_fds(struct ioq_ipc **ipcp, enum ioq_ipc_role role,
 		return -ENOMEM;
 	ipc->shm_fd = fcntl(fds->shm_fd, F_DUPFD_CLOEXEC, 0);
 	ipc->wait_fd = fcntl(fds->wait_fd, F_DUPFD_CLOEXEC, 0);
-	ipc->kick_fd = fcntl(fds->kick_fd, F_DUPFD_CLOEXEC, 0);
+	ipc->doorbell_fd = fcntl(fds->kick_fd, F_DUPFD_CLOEXEC, 0);
 	if (fds->ctl_fd >= 0)
 		ipc->ctl_fd = fcntl(fds->ctl_fd, F_DUPFD_CLOEXEC, 0);
-	if (ipc->shm_fd < 0 || ipc->wait_fd < 0 || ipc->kick_fd < 0 ||
+	if (ipc->shm_fd < 0 || ipc->wait_fd < 0 || ipc->doorbell_fd < 0 ||
 	    (fds->ctl_fd >= 0 && ipc->ctl_fd < 0)) {
 		err = -errno;
 		goto fail;
@@ -341,7 +341,7 @@ int ioq_ipc_attach_dev(struct ioq_ipc **ipcp, const char *path,
 		err = -errno;
 		goto fail;
 	}
-	ipc->kick_fd = ipc->wait_fd;
+	ipc->doorbell_fd = ipc->wait_fd;
 	if (ioctl(ipc->wait_fd, VBUS_IPC_IOC_WAIT_SESSION,
 		  (unsigned long)(timeout_ms < 0 ? 0xffffffffu :
 					(unsigned int)timeout_ms)) < 0 ||
@@ -477,7 +477,7 @@ int ioq_ipc_send(struct ioq_ipc *ipc, const void *buf, size_t len, int flags)
 	err = tx_reap(ipc);
 	if (err < 0)
 		return err;
-	err = ioq_full(&ipc->tx.ioq, ioq_idxtype_inuse);
+	err = ioq_full(&ipc->tx.ioq, ioq_idx_reap);
 	if (err)
 		return err < 0 ? err : -EAGAIN;
 	/* a caller may also push through ioq_ipc_ioq(): post at the tail */

@@ -14,7 +14,7 @@
  * with min..max and the ratios of the medians to rte_ring's.
  *
  * The IOQ loops follow the usage protocol: north posts (post_begin/end or
- * an iterator on ioq_idxtype_both), south consumes (consume_begin/end or
+ * an iterator on ioq_idx_push), south consumes (consume_begin/end or
  * an iterator on valid), and north reaps (inuse) only when the ring says
  * full, as a driver that frees on demand does.
  *
@@ -150,7 +150,7 @@ static int reap_iter(struct ioq *q)
 	struct ioq_iterator it;
 	int err;
 
-	err = ioq_iter_init(q, &it, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER);
+	err = ioq_iter_init(q, &it, ioq_idx_reap, IOQ_ITER_REAP);
 	if (!err)
 		err = ioq_iter_seek(&it, ioq_seek_head, 0, 0);
 	while (!err && ioq_iter_owned(&it))
@@ -166,7 +166,7 @@ static void poll_iter_north(struct bench_side *side)
 	struct ioq_iterator it;
 	int err, room = 0;
 
-	err = ioq_iter_init(q, &it, ioq_idxtype_both, 0);
+	err = ioq_iter_init(q, &it, ioq_idx_push, 0);
 	if (!err)
 		err = ioq_iter_seek(&it, ioq_seek_tail, 0, 0);
 	bench_wait_ready(sh);
@@ -175,7 +175,7 @@ static void poll_iter_north(struct bench_side *side)
 		if (!room) {
 			/* the slot at the tail is ours only with room on inuse */
 			err = reap_iter(q);
-			room = err ? err : ioq_remain(q, ioq_idxtype_inuse);
+			room = err ? err : ioq_remain(q, ioq_idx_reap);
 			if (room < 0) {
 				err = room;
 				break;
@@ -204,7 +204,7 @@ static void poll_iter_south(struct bench_side *side)
 	__u64 sum = 0;
 	int err;
 
-	err = ioq_iter_init(q, &it, ioq_idxtype_valid, 0);
+	err = ioq_iter_init(q, &it, ioq_idx_consume, 0);
 	if (!err)
 		err = ioq_iter_seek(&it, ioq_seek_head, 0, 0);
 	bench_set_ready(sh);

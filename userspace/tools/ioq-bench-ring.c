@@ -73,12 +73,12 @@ static int north_init(struct bench_side *side, struct north *n)
 
 	n->q = ioq_channel_ioq(side->ch);
 	n->posted = n->reaped = 0;
-	rc = ioq_iter_init(n->q, &n->post, ioq_idxtype_both, 0);
+	rc = ioq_iter_init(n->q, &n->post, ioq_idx_push, 0);
 	if (!rc)
 		rc = ioq_iter_seek(&n->post, ioq_seek_tail, 0, 0);
 	if (!rc)
-		rc = ioq_iter_init(n->q, &n->reap, ioq_idxtype_inuse,
-				   IOQ_ITER_NOFLIPOWNER);
+		rc = ioq_iter_init(n->q, &n->reap, ioq_idx_reap,
+				   IOQ_ITER_REAP);
 	if (!rc)
 		rc = ioq_iter_seek(&n->reap, ioq_seek_head, 0, 0);
 	if (rc)
@@ -155,7 +155,7 @@ void bench_tput_north(struct bench_side *side)
 
 		if (r < 0)
 			return;
-		room = ioq_remain(n.q, ioq_idxtype_inuse);
+		room = ioq_remain(n.q, ioq_idx_reap);
 		k = left < sh->batch ? left : sh->batch;
 		/* whole batches only: a partial one would cost extra signals */
 		if (k && room >= (int)k) {
@@ -186,7 +186,7 @@ static int south_init(struct bench_side *side, struct south *s)
 
 	s->q = ioq_channel_ioq(side->ch);
 	s->seen = 0;
-	rc = ioq_iter_init(s->q, &s->it, ioq_idxtype_valid, 0);
+	rc = ioq_iter_init(s->q, &s->it, ioq_idx_consume, 0);
 	if (!rc)
 		rc = ioq_iter_seek(&s->it, ioq_seek_head, 0, 0);
 	if (rc)
@@ -197,7 +197,7 @@ static int south_init(struct bench_side *side, struct south *s)
 /* Consume what is published, check the order, one doorbell per batch. */
 static int drain(struct bench_side *side, struct south *s)
 {
-	int n = ioq_count(s->q, ioq_idxtype_valid), i, rc;
+	int n = ioq_count(s->q, ioq_idx_consume), i, rc;
 
 	for (i = 0; i < n; i++) {
 		if (!ioq_iter_owned(&s->it) ||
@@ -221,7 +221,7 @@ static int drain(struct bench_side *side, struct south *s)
 
 static int has_work(void *s)
 {
-	return ioq_count(((struct south *)s)->q, ioq_idxtype_valid) != 0;
+	return ioq_count(((struct south *)s)->q, ioq_idx_consume) != 0;
 }
 
 void bench_tput_south(struct bench_side *side)
@@ -242,7 +242,7 @@ void bench_tput_south(struct bench_side *side)
 			continue;
 		/* unmask, then re-check: the lost-wakeup-safe order */
 		ioq_notify_enable(s.q, 0);
-		if (ioq_count(s.q, ioq_idxtype_valid) == 0 && wait_slice(side))
+		if (ioq_count(s.q, ioq_idx_consume) == 0 && wait_slice(side))
 			return;
 	}
 	ioq_notify_disable(s.q, 0);
@@ -313,7 +313,7 @@ void bench_ping_south(struct bench_side *side)
 
 		if (r < 0)
 			return;
-		if (!r && ioq_count(s.q, ioq_idxtype_valid) == 0 &&
+		if (!r && ioq_count(s.q, ioq_idx_consume) == 0 &&
 		    wait_slice(side))
 			return;
 	}

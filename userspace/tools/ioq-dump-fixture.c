@@ -56,7 +56,7 @@ static void make_good(const char *name, __u32 ver)
 		die("ioq_channel_attach", -rc);
 
 	q = ioq_channel_ioq(north);
-	ioq_iter_init(q, &it, ioq_idxtype_both, 0);
+	ioq_iter_init(q, &it, ioq_idx_push, 0);
 	ioq_iter_seek(&it, ioq_seek_tail, 0, 0);
 	for (i = 0; i < 40; i++) {
 		it.desc->cookie = (__u64)i;
@@ -66,14 +66,14 @@ static void make_good(const char *name, __u32 ver)
 			die("push", -rc);
 	}
 	q = ioq_channel_ioq(south);
-	ioq_iter_init(q, &it, ioq_idxtype_valid, 0);
+	ioq_iter_init(q, &it, ioq_idx_consume, 0);
 	ioq_iter_seek(&it, ioq_seek_head, 0, 0);
 	for (i = 0; i < 25; i++)
 		if ((rc = ioq_iter_pop(&it, 0)))
 			die("pop", -rc);
 	ioq_notify_enable(q, 0);
 	q = ioq_channel_ioq(north);
-	ioq_iter_init(q, &it, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER);
+	ioq_iter_init(q, &it, ioq_idx_reap, IOQ_ITER_REAP);
 	ioq_iter_seek(&it, ioq_seek_head, 0, 0);
 	for (i = 0; i < 10; i++)
 		if ((rc = ioq_iter_pop(&it, 0)))

@@ -129,10 +129,10 @@ static const char *load_v6(struct dump *d, const void *map)
 			  h->count * sizeof(*d->desc)))
 		return "file shrank while reading it";
 	memset(h->idx, 0, sizeof(h->idx));
-	h->idx[ioq_idxtype_valid].head = v6.valid_head;
-	h->idx[ioq_idxtype_valid].tail = v6.tail;
-	h->idx[ioq_idxtype_inuse].head = v6.inuse_head;
-	h->idx[ioq_idxtype_inuse].tail = v6.tail;
+	h->idx[ioq_idx_consume].head = v6.valid_head;
+	h->idx[ioq_idx_consume].tail = v6.tail;
+	h->idx[ioq_idx_reap].head = v6.inuse_head;
+	h->idx[ioq_idx_reap].tail = v6.tail;
 	return NULL;
 }
 
@@ -214,8 +214,8 @@ out:
  */
 static void analyse(struct dump *d)
 {
-	const struct ioq_ring_idx *valid = &d->head->idx[ioq_idxtype_valid];
-	const struct ioq_ring_idx *inuse = &d->head->idx[ioq_idxtype_inuse];
+	const struct ioq_ring_idx *valid = &d->head->idx[ioq_idx_consume];
+	const struct ioq_ring_idx *inuse = &d->head->idx[ioq_idx_reap];
 	__u32 count = d->head->count, mask = count - 1, i;
 	int consistent = 1;
 

@@ -3,10 +3,11 @@
  * IOQ: a lockless shared-memory descriptor ring with an embedded shm-signal.
  *
  * The ring is an array of descriptors, each with an ownership bit (sown:
- * 1 = owned by the south side, 0 = north) and two indexes over it:
- *   - valid: descriptors that carry something the owner should look at;
- *   - inuse: descriptors handed out and not yet reaped (used with
- *     ioq_idxtype_both by the side that pushes, to reap completions).
+ * 1 = owned by the south side, 0 = north; v5 only) and two indexes over it:
+ *   - valid: descriptors posted and not consumed yet: the consumer's
+ *     window (ioq_idx_consume);
+ *   - inuse: descriptors posted and not reaped yet: the reaper's window
+ *     (ioq_idx_reap); the pusher (ioq_idx_push) grows both at the tail.
  *
  * Wire ABI version 5 (the 2009 series was version 4): head and tail are
  * free-running 32-bit counters, each written by exactly one side (tail by the
@@ -22,10 +23,10 @@
  * line boundary, and no ownership bits (a descriptor belongs to whoever the
  * counters say). See struct ioq_ring_head_v6 and docs/ring.md.
  *
- * Usage protocol (every driver and the host follow it; see core/ioq.c):
- *   north posts with ioq_idxtype_both, south consumes on ioq_idxtype_valid
- *   (pop hands the descriptor back), north reaps on ioq_idxtype_inuse with
- *   IOQ_ITER_NOFLIPOWNER. One writer per shared index.
+ * Usage protocol, the three roles (every driver and the host follow it;
+ * docs/ring.md, core/ioq.c): north pushes with ioq_idx_push, south
+ * consumes on ioq_idx_consume (pop hands the descriptor back), north reaps
+ * on ioq_idx_reap with IOQ_ITER_REAP. One writer per shared index.
  */
 #ifndef VBUS_IOQ_H
 #define VBUS_IOQ_H
@@ -150,12 +151,36 @@ VBUS_STATIC_ASSERT(sizeof(struct ioq_ring_head_v6) == 4 * IOQ_RING_LINE,
 
 /* --- end of wire ABI --- */
 
+/*
+ * What an iterator walks and a query counts, named by the role that walks
+ * it (docs/ring.md, "The three roles"):
+ *   ioq_idx_push     north's pusher: fills at the tail (the iterator walks
+ *                    the consume window; a push grows both windows)
+ *   ioq_idx_consume  south's consumer: [valid head, tail), posted and not
+ *                    consumed yet (v5's "valid" index)
+ *   ioq_idx_reap     north's reaper: [inuse head, tail), posted and not
+ *                    reaped yet; the completions are its first
+ *                    [inuse head, valid head) (v5's "inuse" index)
+ * The queries (ioq_count() ...) take ioq_idx_consume or ioq_idx_reap.
+ * The values are library ABI (compiled into programs) and the first two are
+ * the v5 wire's idx[] numbers.
+ */
 enum ioq_idx_type {
-	ioq_idxtype_valid,
-	ioq_idxtype_inuse,
-	ioq_idxtype_both,
-	ioq_idxtype_invalid,
+	ioq_idx_consume,
+	ioq_idx_reap,
+	ioq_idx_push,
+	ioq_idx_invalid,
+	/*
+	 * deprecated: the 2009 index names, the same values; removed at
+	 * libioq.so.2 (docs/libioq.md, "The next SONAME")
+	 */
+	ioq_idxtype_valid = ioq_idx_consume,
+	ioq_idxtype_inuse = ioq_idx_reap,
+	ioq_idxtype_both = ioq_idx_push,
+	ioq_idxtype_invalid = ioq_idx_invalid,
 };
+VBUS_STATIC_ASSERT(ioq_idx_consume == 0 && ioq_idx_reap == 1 &&
+		   ioq_idx_push == 2 && ioq_idx_invalid == 3, "ioq_idx_type");
 
 enum ioq_seek_type {
 	ioq_seek_tail,
@@ -181,9 +206,9 @@ struct ioq_iterator {
 /* The three roles of the usage protocol (and none: a query-only walk). */
 enum ioq_role {
 	ioq_role_none,
-	ioq_role_push,		/* north on ioq_idxtype_both */
-	ioq_role_consume,	/* south on ioq_idxtype_valid */
-	ioq_role_reap,		/* north on ioq_idxtype_inuse */
+	ioq_role_push,		/* north on ioq_idx_push */
+	ioq_role_consume,	/* south on ioq_idx_consume */
+	ioq_role_reap,		/* north on ioq_idx_reap */
 };
 
 struct ioq_notifier {
@@ -233,8 +258,17 @@ struct ioq {
 	char pad3[64];
 };
 
+/* signal the peer: after each iterator push/pop, once per bulk *_end() */
 #define IOQ_ITER_AUTOUPDATE  (1 << 0)
-#define IOQ_ITER_NOFLIPOWNER (1 << 1)
+/*
+ * ioq_iter_init(): the reaper's iterator (north on ioq_idx_reap). On a v5
+ * ring its pop keeps the slot north's instead of flipping sown back (the
+ * pusher flips it when it posts again); a v6 ring has no sown and ignores
+ * it (the role follows from the locality and the index).
+ */
+#define IOQ_ITER_REAP        (1 << 1)
+/* deprecated: the 2009 name of IOQ_ITER_REAP; removed at libioq.so.2 */
+#define IOQ_ITER_NOFLIPOWNER IOQ_ITER_REAP
 
 /* A ring size every side accepts: a power of two, 1 .. IOQ_RING_MAX_COUNT. */
 static inline int ioq_count_valid(__u32 count)
@@ -291,6 +325,14 @@ static inline struct ioq *ioq_get(struct ioq *ioq)
 
 void ioq_put(struct ioq *ioq);
 
+/*
+ * Ignored flags: the @flags of ioq_notify_enable(), ioq_notify_disable(),
+ * ioq_signal(), ioq_iter_seek(), ioq_iter_push() and ioq_iter_pop() (and
+ * of shm_signal_enable/disable/inject) is reserved: pass 0. libioq 1
+ * ignores it, whatever its value; the parameter is removed at libioq.so.2
+ * (docs/libioq.md, "The next SONAME"). ioq_iter_init() and the bulk
+ * *_end() and *_burst() calls do read theirs.
+ */
 static inline int ioq_notify_enable(struct ioq *ioq, int flags)
 {
 	(void)flags;
@@ -326,6 +368,7 @@ int ioq_iter_init(struct ioq *ioq, struct ioq_iterator *iter,
  * Move the iterator: to the index's tail or head, to the next position, or
  * (ioq_seek_set) to slot @offset (0 .. count-1) of the window that starts
  * at the head. Returns 0 or -EINVAL (bad type, @offset out of range).
+ * @flags: ignored, pass 0 (see "Ignored flags" above).
  */
 int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
 		  long offset, int flags);
@@ -333,23 +376,25 @@ int ioq_iter_seek(struct ioq_iterator *iter, enum ioq_seek_type type,
  * Push: -ENOSPC when the ring is full (checked first: "try later"), else
  * only at the tail and only when we own the descriptor (-EINVAL).
  * Publishes the descriptor to the peer (v5: flips sown unless
- * IOQ_ITER_NOFLIPOWNER), advances the tail, moves the iterator to the next
+ * IOQ_ITER_REAP), advances the tail, moves the iterator to the next
  * slot and signals the peer with IOQ_ITER_AUTOUPDATE. v6: only the pusher
- * role (north on ioq_idxtype_both) pushes; others get -EINVAL.
+ * role (north on ioq_idx_push) pushes; others get -EINVAL. Signalling
+ * follows ioq_iter_init()'s IOQ_ITER_AUTOUPDATE; @flags: ignored, pass 0.
  */
 int ioq_iter_push(struct ioq_iterator *iter, int flags);
 /*
  * Pop: -ENOENT when the index is empty (checked first), else only at the
  * head and only when we own it (-EINVAL: v6's reaper also when the head
- * was posted but not consumed yet). v6: only the consumer (south on valid)
- * and the reaper (north on inuse) pop.
+ * was posted but not consumed yet). v6: only the consumer (south on
+ * ioq_idx_consume) and the reaper (north on ioq_idx_reap) pop.
+ * @flags: ignored, pass 0.
  */
 int ioq_iter_pop(struct ioq_iterator *iter, int flags);
 
 /*
  * True when the descriptor under the iterator is inside its index's window
  * (head <= pos < tail) and owned by this side: "there is one here for me".
- * Consumers loop on it (south on valid, north reaping inuse). Use it, not a
+ * Consumers loop on it (the consumer and the reaper). Use it, not a
  * plain read of desc->sown, before reading the descriptor body: it carries
  * the acquire that pairs with the writer's publication ([A1]/[A2], v5 also
  * [A4]; docs/ring.md). A corrupted index pair faults the channel and reads

@@ -112,6 +112,11 @@ static inline struct shm_signal *shm_signal_get(struct shm_signal *s)
 void shm_signal_put(struct shm_signal *s);
 
 /*
+ * The @flags of shm_signal_enable(), shm_signal_disable() and
+ * shm_signal_inject() is reserved: pass 0. libioq 1 ignores it, whatever
+ * its value; the parameter is removed at libioq.so.2 (docs/libioq.md,
+ * "The next SONAME").
+ *
  * Unmask local notifications. If the peer signalled while we were masked,
  * the notifier runs soon after through the deferred notify (never inline).
  */

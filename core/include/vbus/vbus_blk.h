@@ -13,14 +13,14 @@
  *   DEVSHM id q, 0 <= q < nr_queues: the request ring of queue q, an IOQ
  *          ring of queue_depth descriptors with its embedded signal
  *
- * One request = one descriptor, posted north on ioq_idxtype_both:
+ * One request = one descriptor, posted north on ioq_idx_push:
  *   desc.ptr    guest-physical address of a struct vbus_blk_req (8-aligned)
  *   desc.len    VBUS_BLK_REQ_SIZE(req.nr_segs)
  *   desc.cookie guest-private (the host never reads it)
  * The host reads the request header and its segment list once, checks
  * them, moves the data between the backing store and the segments, writes
  * req.status, then pops (hands the descriptor back). The guest reaps
- * inuse with IOQ_ITER_NOFLIPOWNER and reads req.status only after the
+ * inuse with IOQ_ITER_REAP and reads req.status only after the
  * reap says the descriptor is its own again.
  */
 #ifndef VBUS_VBUS_BLK_H

@@ -234,9 +234,12 @@ int hostd_fd_add(struct hostd_dev *dev, int fd, __u32 events, hostd_fd_cb cb,
 int hostd_fd_mod(struct hostd_dev *dev, int fd, __u32 events);
 void hostd_fd_del(struct hostd_dev *dev, int fd);
 
-/* eventfd helpers: a non-blocking eventfd (or -errno); +1; read it empty */
+/*
+ * eventfd helpers: a non-blocking eventfd (or -errno); add 1 (a doorbell to
+ * the peer or a self-wakeup: the caller's fd says which); read it empty
+ */
 int hostd_eventfd_new(void);
-void hostd_eventfd_kick(int fd);
+void hostd_eventfd_write(int fd);
 bool hostd_eventfd_drain(int fd);	/* true if it had a count */
 
 /* CLOCK_MONOTONIC in nanoseconds (timeouts, poll windows, latencies) */

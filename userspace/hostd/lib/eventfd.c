@@ -15,7 +15,7 @@ int hostd_eventfd_new(void)
 	return fd < 0 ? -errno : fd;
 }
 
-void hostd_eventfd_kick(int fd)
+void hostd_eventfd_write(int fd)
 {
 	__u64 one = 1;
 

@@ -181,7 +181,7 @@ static int deliver_one(struct hostd_evq *q, const struct vbus_pci_event *ev)
 	__u64 ptr, len;
 	void *dst;
 
-	if (ioq_iter_init(&q->ioq, &it, ioq_idxtype_valid, 0) ||
+	if (ioq_iter_init(&q->ioq, &it, ioq_idx_consume, 0) ||
 	    ioq_iter_seek(&it, ioq_seek_head, 0, 0))
 		return -EIO;
 	if (!ioq_iter_owned(&it))

@@ -106,7 +106,7 @@ static void bar2_destroy(struct hostd_ivshmem *iv)
 void hostd_ivshmem_irq(struct hostd_ivshmem *iv, unsigned int vector)
 {
 	if (vector < VBUS_PCI_NR_VECTORS && iv->msix_fd[vector] >= 0)
-		hostd_eventfd_kick(iv->msix_fd[vector]);
+		hostd_eventfd_write(iv->msix_fd[vector]);
 }
 
 /*

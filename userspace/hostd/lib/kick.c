@@ -42,7 +42,7 @@ bool hostd_kick(struct hostd_kick *k)
 	if (k->pending || k->fd < 0)
 		return false;
 	k->pending = true;
-	hostd_eventfd_kick(k->fd);
+	hostd_eventfd_write(k->fd);
 	return true;
 }
 

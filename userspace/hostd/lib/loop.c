@@ -215,7 +215,7 @@ void hostd_loop_stop(struct hostd_loop *l)
 	if (!l->thread_started)
 		return;
 	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
-	hostd_eventfd_kick(l->wake_fd);
+	hostd_eventfd_write(l->wake_fd);
 	pthread_join(l->thread, NULL);
 	l->thread_started = false;
 }
@@ -265,7 +265,7 @@ int hostd_loop_call(struct hostd_loop *l, int (*fn)(void *arg), void *arg)
 	c.next = l->cmds;
 	l->cmds = &c;
 	pthread_mutex_unlock(&l->cmd_lock);
-	hostd_eventfd_kick(l->wake_fd);
+	hostd_eventfd_write(l->wake_fd);
 	/*
 	 * No timeout: @c lives on this stack until the loop is done with it,
 	 * and the loop never blocks (non-blocking fds, bounded work).

@@ -7,7 +7,7 @@ static void on_signal(struct ioq_channel *ch, void *arg)
 	struct ioq_iterator it;
 
 	(void)arg;
-	ioq_iter_init(ioq_channel_ioq(ch), &it, ioq_idxtype_valid, 0);
+	ioq_iter_init(ioq_channel_ioq(ch), &it, ioq_idx_consume, 0);
 	ioq_iter_seek(&it, ioq_seek_head, 0, 0);
 	while (ioq_iter_owned(&it)) {
 		printf("south got cookie %llu\n",
@@ -30,7 +30,7 @@ int main(void)
 	ioq_channel_set_notifier(south, on_signal, NULL);
 	ioq_notify_enable(ioq_channel_ioq(south), 0);
 
-	ioq_iter_init(ioq_channel_ioq(north), &it, ioq_idxtype_both,
+	ioq_iter_init(ioq_channel_ioq(north), &it, ioq_idx_push,
 		      IOQ_ITER_AUTOUPDATE);
 	ioq_iter_seek(&it, ioq_seek_tail, 0, 0);
 	for (int i = 1; i <= 3; i++) {

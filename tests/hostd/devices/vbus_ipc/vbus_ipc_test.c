@@ -418,7 +418,7 @@ static void test_ipc_guest_garbage_faults_host(void **state)
 	guest_open(e);
 	ipc = guest_attach(e);
 	q = ioq_ipc_ioq(ipc, 1);
-	assert_int_equal(ioq_iter_init(q, &it, ioq_idxtype_both, 0), 0);
+	assert_int_equal(ioq_iter_init(q, &it, ioq_idx_push, 0), 0);
 	assert_int_equal(ioq_iter_seek(&it, ioq_seek_tail, 0, 0), 0);
 	it.desc->ptr = e->shm->layout.area_len - 8;
 	it.desc->len = 64;	/* runs past the end of the area */

@@ -80,7 +80,7 @@ static int reap_len(struct fg_ring *r, __u64 *len, __u64 *ptr)
 {
 	struct ioq_iterator it;
 
-	if (ioq_iter_init(&r->ioq, &it, ioq_idxtype_inuse, IOQ_ITER_NOFLIPOWNER) ||
+	if (ioq_iter_init(&r->ioq, &it, ioq_idx_reap, IOQ_ITER_REAP) ||
 	    ioq_iter_seek(&it, ioq_seek_head, 0, 0) || !ioq_iter_owned(&it))
 		return 0;
 	*len = VBUS_READ(it.desc->len);
@@ -220,7 +220,7 @@ static void venet_through_hostd(void **state)
 	{
 		struct ioq_ring_head *head = fg_ptr(f, tx.gpa, 64);
 
-		head->idx[ioq_idxtype_valid].tail += 1000;
+		head->idx[ioq_idx_consume].tail += 1000;
 		ioq_signal(&tx.ioq, 0);	/* dirty=1, then the doorbell */
 	}
 	assert_true(d->faulted);

@@ -1088,11 +1088,11 @@ static void ring_corrupt(void **state)
 	fx_up(f, NULL, 0);
 	h = fgd_ram(f->tx.gpa);
 	/* 5000 in flight on a 256 ring: garbage */
-	h->idx[ioq_idxtype_valid].tail = h->idx[ioq_idxtype_valid].head + 5000;
+	h->idx[ioq_idx_consume].tail = h->idx[ioq_idx_consume].head + 5000;
 	ioq_signal(&f->tx.ioq, 0);
 	assert_true(fgd_run_until(dev_faulted, f, TIMEOUT_MS));
 	h = fgd_ram(f->rx.gpa);
-	h->idx[ioq_idxtype_valid].tail = 77777;
+	h->idx[ioq_idx_consume].tail = 77777;
 	ioq_signal(&f->rx.ioq, 0);
 	fgd_run_for(20);
 }

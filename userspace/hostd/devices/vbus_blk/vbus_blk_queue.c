@@ -77,7 +77,7 @@ static void hand_back(struct vbus_blk_queue *q)
 
 	if (!q->attached || hostd_dev_faulted(b->dev))
 		return;
-	if (ioq_iter_init(&q->ioq, &it, ioq_idxtype_valid, 0) ||
+	if (ioq_iter_init(&q->ioq, &it, ioq_idx_consume, 0) ||
 	    ioq_iter_seek(&it, ioq_seek_head, 0, 0))
 		return;
 	if (it.pos != q->head) {
@@ -192,7 +192,7 @@ static void queue_run(struct vbus_blk_queue *q)
 
 	if (!q->attached || hostd_dev_faulted(b->dev))
 		return;
-	if (ioq_iter_init(&q->ioq, &it, ioq_idxtype_valid, 0))
+	if (ioq_iter_init(&q->ioq, &it, ioq_idx_consume, 0))
 		return;
 	/* at most depth slots between head and next: a bounded pass */
 	while (q->next - q->head < q->depth) {
@@ -223,7 +223,7 @@ static void queue_run(struct vbus_blk_queue *q)
 /* posts not parsed yet: the ring's valid count beyond ours */
 static bool posted(struct vbus_blk_queue *q)
 {
-	int n = ioq_count(&q->ioq, ioq_idxtype_valid);
+	int n = ioq_count(&q->ioq, ioq_idx_consume);
 
 	return n > (int)(q->next - q->head);
 }

@@ -103,7 +103,7 @@ static void session_end(struct vbus_ipc *c, const char *why)
 	VBUS_WRITE(c->region.shm->state, VBUS_IPC_STATE_ENDED);
 	fd_drop(c, &c->host_fd);
 	if (c->msix_fd[VBUS_IPC_VEC_CTRL] >= 0)
-		hostd_eventfd_kick(c->msix_fd[VBUS_IPC_VEC_CTRL]);
+		hostd_eventfd_write(c->msix_fd[VBUS_IPC_VEC_CTRL]);
 	hostd_dev_log(c->dev, "ipc: session %u ended (%s)", c->session, why);
 }
 
@@ -133,7 +133,7 @@ static void session_start(struct vbus_ipc *c, __u32 open)
 		session_end(c, "attach message failed");
 		return;
 	}
-	hostd_eventfd_kick(c->msix_fd[VBUS_IPC_VEC_CTRL]);
+	hostd_eventfd_write(c->msix_fd[VBUS_IPC_VEC_CTRL]);
 }
 
 /*

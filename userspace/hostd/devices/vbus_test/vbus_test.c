@@ -63,7 +63,7 @@ static void consume(struct vtest *t)
 	if (!t->ring_open || hostd_dev_faulted(dev))
 		return;
 	t->rounds++;
-	if (ioq_iter_init(&t->ioq, &it, ioq_idxtype_valid, 0) ||
+	if (ioq_iter_init(&t->ioq, &it, ioq_idx_consume, 0) ||
 	    ioq_iter_seek(&it, ioq_seek_head, 0, 0))
 		return;
 	/*

@@ -138,7 +138,7 @@ void venet_rx_run(struct venet *v)
 
 	v->rx_starved = false;
 	if (!venet_rx_possible(v) ||
-	    ioq_iter_init(&v->rxq.ioq, &iter, ioq_idxtype_valid, 0) ||
+	    ioq_iter_init(&v->rxq.ioq, &iter, ioq_idx_consume, 0) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
 		goto out;
 	while (done < VENET_RX_BUDGET && v->tap.fd >= 0) {
@@ -178,7 +178,7 @@ int venet_rx_flush(struct venet *v)
 
 	if (!venet_q_live(v, &v->rxq))
 		return 0;	/* nothing held */
-	if (ioq_iter_init(ioq, &iter, ioq_idxtype_valid, 0) ||
+	if (ioq_iter_init(ioq, &iter, ioq_idx_consume, 0) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
 		return -EIO;
 	/* bounded by the ring even if the guest keeps posting meanwhile */

@@ -137,7 +137,7 @@ static int tx_pass(struct venet *v)
 	unsigned int n = 0;
 	bool broken = false;
 
-	if (ioq_iter_init(&v->txq.ioq, &iter, ioq_idxtype_valid, 0) ||
+	if (ioq_iter_init(&v->txq.ioq, &iter, ioq_idx_consume, 0) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
 		return -1;
 	while (n < VENET_TX_BUDGET && ioq_iter_owned(&iter)) {
@@ -179,7 +179,7 @@ static bool tx_pending(struct venet *v)
 {
 	struct ioq_iterator iter;
 
-	if (ioq_iter_init(&v->txq.ioq, &iter, ioq_idxtype_valid, 0) ||
+	if (ioq_iter_init(&v->txq.ioq, &iter, ioq_idx_consume, 0) ||
 	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
 		return false;
 	return ioq_iter_owned(&iter);

@@ -4,11 +4,13 @@
  * threads), with a shm-signal in each direction carried by eventfds.
  *
  * A channel is a region (memfd, or a file an unrelated process can map)
- * holding a struct ioq_ring_head and its descriptors, plus two eventfds:
- * "kick_south" (written by north to notify south) and "kick_north". Each
- * side owns one struct ioq_channel: its struct ioq (locale north or south),
- * its struct shm_signal whose inject op writes the peer's eventfd, and a
- * wait function that sleeps on its own eventfd and runs the wakeup.
+ * holding a struct ioq_ring_head and its descriptors, plus two eventfds,
+ * the doorbells: "kick_south" (written by north to notify south) and
+ * "kick_north" (the field names are older than the rule that "kick" is a
+ * self-wakeup, docs/ring.md; they become doorbell_* at libioq.so.2).
+ * Each side owns one struct ioq_channel: its struct ioq (locale north or
+ * south), its struct shm_signal whose inject op writes the peer's eventfd,
+ * and a wait function that sleeps on its own eventfd and runs the wakeup.
  *
  * A dozen lines for a consumer:
  *
@@ -138,7 +140,7 @@ enum ioq_ipc_role {
 struct ioq_ipc_fds {
 	int shm_fd;
 	int wait_fd;
-	int kick_fd;
+	int kick_fd;		/* the doorbell: doorbell_fd at libioq.so.2 */
 	int ctl_fd;
 	__u32 session;		/* the session the region must be in */
 };
