@@ -511,6 +511,68 @@ static void test_ipc_stats_ignore_guest_service(void **state)
 	down(e);
 }
 
+/*
+ * The host process gets the channel's memory: one of another uid than
+ * root, the daemon's or peer_uid= is refused, counted, and gets nothing
+ * (5e8fef9 handed the first connector whatever its uid).
+ */
+static void test_ipc_peer_uid_checked(void **state)
+{
+	struct env *e = up();
+	struct hostd_guest *gs[] = { &e->fg.g };
+	struct hostd_buf out = { 0 };
+	int sv[2], status;
+	pid_t pid, w = 0;
+	char b;
+
+	(void)state;
+	if (geteuid() != 0) {
+		fprintf(stderr, "[test] not root: cannot play another uid\n");
+		down(e);
+		skip();
+	}
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		/* the stranger: connect, then tell the parent what came */
+		int fd;
+		ssize_t n;
+
+		close(sv[0]);
+		chmod(e->dir, 0711);
+		chmod(e->sock, 0666);
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		strcpy(sa.sun_path, e->sock);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			_exit(3);
+		if (write(sv[1], "c", 1) != 1)
+			_exit(4);
+		n = recv(fd, &b, 1, 0);
+		_exit(n == 0 ? 0 : 5);	/* EOF, no attach message */
+	}
+	close(sv[1]);
+	assert_int_equal(read(sv[0], &b, 1), 1);
+	for (int i = 0; i < 500 && (w = waitpid(pid, &status, WNOHANG)) == 0;
+	     i++) {
+		fg_pump(&e->fg);
+		usleep(10000);
+	}
+	assert_int_equal(w, pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	daemon_ctl_exec("stats t 5", gs, 1, &out);
+	assert_non_null(out.s);
+	assert_non_null(strstr(out.s, " refused=1"));
+	assert_non_null(strstr(out.s, " host_process=0 "));
+	hostd_buf_free(&out);
+	close(sv[0]);
+	down(e);
+}
+
 static void test_ipc_bad_params(void **state)
 {
 	static const char *const bad[] = {
@@ -547,6 +609,7 @@ int main(void)
 		cmocka_unit_test(test_ipc_no_host_process),
 		cmocka_unit_test(test_ipc_qemu_gone_ends_session),
 		cmocka_unit_test(test_ipc_stats_ignore_guest_service),
+		cmocka_unit_test(test_ipc_peer_uid_checked),
 		cmocka_unit_test(test_ipc_bad_params),
 	};
 

@@ -30,6 +30,7 @@ struct vbus_ipc {
 	struct hostd_dev *dev;
 	struct vbus_ipc_region region;
 	const char *sock_path, *qsock_path;
+	uid_t peer_uid;			/* peer_uid=, or the daemon's */
 	int host_lfd, qemu_lfd;		/* listening */
 	int host_fd, qemu_fd;		/* connected, or -1 */
 	int db_fd[VBUS_IPC_NR_VECTORS];	  /* guest -> host doorbells */
@@ -262,10 +263,20 @@ static void on_host_listen(struct hostd_dev *dev, int lfd, __u32 events,
 {
 	struct vbus_ipc *c = arg;
 	int fd = vbus_ipc_sock_accept(lfd);
+	uid_t uid;
 
 	(void)events;
 	if (fd < 0)
 		return;
+	/* the channel's memory goes to whoever this is: check who */
+	if (!vbus_ipc_sock_peer(fd, c->peer_uid, &uid)) {
+		hostd_dev_log(dev, "ipc: a host process of uid %u on %s refused (peer_uid=%u)",
+			      (unsigned int)uid, c->sock_path,
+			      (unsigned int)c->peer_uid);
+		c->refused++;
+		close(fd);
+		return;
+	}
 	if (c->host_fd >= 0 || hostd_fd_add(dev, fd, EPOLLIN, on_host, c) < 0) {
 		/* one host process per channel: the next one sees EOF */
 		c->refused++;
@@ -314,10 +325,10 @@ static int listen_on(struct vbus_ipc *c, const char *key, const char *path,
 static int vbus_ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 {
 	static const char *const known[] = {
-		"service", "sock", "qsock", "count", "bufsize", NULL
+		"service", "sock", "qsock", "count", "bufsize", "peer_uid", NULL
 	};
 	const char *service = hostd_param_get(p, "service");
-	__u32 count = 0, buf_size = 0;
+	__u32 count = 0, buf_size = 0, peer_uid = 0;
 	struct vbus_ipc *c;
 	int ret, i;
 
@@ -331,7 +342,11 @@ static int vbus_ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 	if (!hostd_param_get(p, "sock") || !hostd_param_get(p, "qsock"))
 		return hostd_dev_fail(dev, -EINVAL,
 				      "sock= (host processes) and qsock= (QEMU's ivshmem chardev) are required");
-	ret = parse_u32(dev, p, "count", 256, 1, VBUS_IPC_MAX_COUNT, &count);
+	ret = parse_u32(dev, p, "peer_uid", (__u32)geteuid(), 0,
+			UINT32_MAX - 1, &peer_uid);
+	if (!ret)
+		ret = parse_u32(dev, p, "count", 256, 1, VBUS_IPC_MAX_COUNT,
+				&count);
 	if (!ret)
 		ret = parse_u32(dev, p, "bufsize", 4096, VBUS_IPC_MIN_BUF,
 				VBUS_IPC_MAX_BUF, &buf_size);
@@ -353,6 +368,7 @@ static int vbus_ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 	if (!c)
 		return -ENOMEM;
 	c->dev = dev;
+	c->peer_uid = (uid_t)peer_uid;
 	c->host_lfd = c->qemu_lfd = c->host_fd = c->qemu_fd = -1;
 	c->region.fd = -1;
 	for (i = 0; i < VBUS_IPC_NR_VECTORS; i++)

@@ -2,13 +2,15 @@
 /*
  * vbus-hostd "vbus-ipc" device: shared state of its three files.
  *   vbus_ipc_region.c  the channel's memfd: create, size, seal, lay out, format
- *   vbus_ipc_sock.c    unix sockets: listen, the ivshmem server messages for
- *                 QEMU, the attach message (SCM_RIGHTS) for the host process
+ *   vbus_ipc_sock.c    unix sockets: accept, the peer's credentials, the
+ *                      attach message (SCM_RIGHTS) for the host process
  *   vbus_ipc_dev.c     the device type, the connections and the session
  */
 #ifndef HOSTD_DEV_VBUS_IPC_H
 #define HOSTD_DEV_VBUS_IPC_H
 
+#include <stdbool.h>
+#include <sys/types.h>
 #include <vbus/vbus_ipc.h>
 #include "device.h"
 
@@ -36,6 +38,11 @@ void vbus_ipc_region_destroy(struct vbus_ipc_region *r);
 int vbus_ipc_region_format(struct vbus_ipc_region *r);
 
 int vbus_ipc_sock_accept(int lfd);
+/*
+ * May the process on @fd have the channel? Root, the daemon's user and
+ * @allowed (peer_uid=) may; the peer's uid goes to @uid either way.
+ */
+bool vbus_ipc_sock_peer(int fd, uid_t allowed, uid_t *uid);
 /* The attach message and its VBUS_IPC_ATTACH_NFDS fds. */
 int vbus_ipc_attach_send(int sock, __u32 session, const int *fds);
 

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include "vbus_ipc_dev.h"
 
 int vbus_ipc_sock_accept(int lfd)
@@ -13,6 +14,17 @@ int vbus_ipc_sock_accept(int lfd)
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	return fd < 0 ? -errno : fd;
+}
+
+bool vbus_ipc_sock_peer(int fd, uid_t allowed, uid_t *uid)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	*uid = cr.uid;
+	return cr.uid == 0 || cr.uid == geteuid() || cr.uid == allowed;
 }
 
 _Static_assert(VBUS_IPC_ATTACH_NFDS <= HOSTD_SEND_FDS_MAX,
