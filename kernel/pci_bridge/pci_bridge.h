@@ -146,11 +146,9 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 		       void *req, u32 reqlen, size_t datap_off,
 		       void *data, u32 datalen);
 irqreturn_t vbus_pci_hc_irq(int irq, void *arg);
-extern unsigned int vbus_pci_hc_timeout_ms;
 
 /* pci_bridge_signal.c */
 void vbus_pci_doorbell(struct vbus_pci_bridge *b, u32 vector);
-int vbus_pci_signal_handle(struct vbus_pci_bridge *b, u32 handle);
 void vbus_pci_eventq_signal_init(struct vbus_pci_bridge *b);
 struct vbus_pci_signal *vbus_pci_signal_alloc(struct vbus_pci_device *dev,
 					      struct shm_signal_desc *desc);

@@ -14,7 +14,7 @@
 #include <linux/io.h>
 #include "pci_bridge.h"
 
-unsigned int vbus_pci_hc_timeout_ms = 5000;
+static unsigned int vbus_pci_hc_timeout_ms = 5000;
 module_param_named(hc_timeout_ms, vbus_pci_hc_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(hc_timeout_ms, "hypercall timeout in ms (default 5000)");
 

@@ -103,7 +103,9 @@ static int hc_device(struct hostd_hc *hc, __u32 vector, union hc_args *a,
 	}
 }
 
-int hostd_hc_dispatch(struct hostd_hc *hc, const struct vbus_pci_hypercall *r)
+/* One request, already copied out of the mailbox: the result. */
+static int hostd_hc_dispatch(struct hostd_hc *hc,
+			     const struct vbus_pci_hypercall *r)
 {
 	union hc_args a;
 	void *gp;
