@@ -2,46 +2,47 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # vbus-hostd command line and config file: every bad input is a clear
 # message and a non-zero exit; then a daemon run driven through `ctl`.
+# shellcheck source=tests/hostd/cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 
 G="g1:sock=$T/g1.sock,mem=$T/g1.ram,size=16M"
 
 expect_fail "no arguments" "--ctl CTL.sock is required"
-expect_fail "unknown option" "unknown option '--bogus'" $C --guest "$G" --bogus
-expect_fail "missing argument" "needs an argument" $C --guest
-expect_fail "positional argument" "unexpected argument 'extra'" $C --guest "$G" extra
-expect_fail "no guest" "no --guest" $C
-expect_fail "guest without name" "expected NAME:key=value" $C --guest "sock=a"
-expect_fail "bad guest name" "bad guest name" $C --guest "g 1:sock=a,mem=b,size=1G"
-expect_fail "bad size" "bad size '12Q'" $C --guest "g1:sock=a,mem=b,size=12Q"
-expect_fail "tiny size" "multiple of 4 KiB between 1M and 1T" $C --guest "g1:sock=a,mem=b,size=1000"
-expect_fail "huge size" "bad size|between 1M and 1T" $C --guest "g1:sock=a,mem=b,size=99999999999G"
-expect_fail "bad machine" "machine must be q35 or pc" $C --guest "$G,machine=arm"
-expect_fail "missing mem" "missing mem=" $C --guest "g1:sock=a,size=1G"
-expect_fail "unknown guest key" "unknown parameter 'foo'" $C --guest "$G,foo=1"
-expect_fail "malformed pair" "malformed 'size'" $C --guest "g1:sock=a,mem=b,size"
-expect_fail "duplicate key" "sock= given twice" $C --guest "$G,sock=x"
-expect_fail "duplicate guest" "guest g1 defined twice" $C --guest "$G" --guest "$G"
-expect_fail "device on unknown guest" "^vbus-hostd: no guest 'g2'$" $C --guest "$G" --device g2:type=vbus-test,id=1
-expect_fail "unknown device type" "guest g1: device 1: unknown device type 'nope' \\(known: .*venet \\(alias virtual-ethernet\\)" $C --guest "$G" --device g1:type=nope,id=1
-expect_fail "device without id" "missing id=" $C --guest "$G" --device g1:type=vbus-test
-expect_fail "bad device id" "bad id 'abc'" $C --guest "$G" --device g1:type=vbus-test,id=abc
-expect_fail "device id too big" "bad id '4294967296'" $C --guest "$G" --device g1:type=vbus-test,id=4294967296
-expect_fail "duplicate device id" "guest g1: device 1: id already in use" $C --guest "$G" --device g1:type=vbus-test,id=1 --device g1:type=vbus-test,id=1
-expect_fail "missing config" "config $T/nope.conf: No such file" $C --config "$T/nope.conf"
+expect_fail "unknown option" "unknown option '--bogus'" "${C[@]}" --guest "$G" --bogus
+expect_fail "missing argument" "needs an argument" "${C[@]}" --guest
+expect_fail "positional argument" "unexpected argument 'extra'" "${C[@]}" --guest "$G" extra
+expect_fail "no guest" "no --guest" "${C[@]}"
+expect_fail "guest without name" "expected NAME:key=value" "${C[@]}" --guest "sock=a"
+expect_fail "bad guest name" "bad guest name" "${C[@]}" --guest "g 1:sock=a,mem=b,size=1G"
+expect_fail "bad size" "bad size '12Q'" "${C[@]}" --guest "g1:sock=a,mem=b,size=12Q"
+expect_fail "tiny size" "multiple of 4 KiB between 1M and 1T" "${C[@]}" --guest "g1:sock=a,mem=b,size=1000"
+expect_fail "huge size" "bad size|between 1M and 1T" "${C[@]}" --guest "g1:sock=a,mem=b,size=99999999999G"
+expect_fail "bad machine" "machine must be q35 or pc" "${C[@]}" --guest "$G,machine=arm"
+expect_fail "missing mem" "missing mem=" "${C[@]}" --guest "g1:sock=a,size=1G"
+expect_fail "unknown guest key" "unknown parameter 'foo'" "${C[@]}" --guest "$G,foo=1"
+expect_fail "malformed pair" "malformed 'size'" "${C[@]}" --guest "g1:sock=a,mem=b,size"
+expect_fail "duplicate key" "sock= given twice" "${C[@]}" --guest "$G,sock=x"
+expect_fail "duplicate guest" "guest g1 defined twice" "${C[@]}" --guest "$G" --guest "$G"
+expect_fail "device on unknown guest" "^vbus-hostd: no guest 'g2'$" "${C[@]}" --guest "$G" --device g2:type=vbus-test,id=1
+expect_fail "unknown device type" "guest g1: device 1: unknown device type 'nope' \\(known: .*venet \\(alias virtual-ethernet\\)" "${C[@]}" --guest "$G" --device g1:type=nope,id=1
+expect_fail "device without id" "missing id=" "${C[@]}" --guest "$G" --device g1:type=vbus-test
+expect_fail "bad device id" "bad id 'abc'" "${C[@]}" --guest "$G" --device g1:type=vbus-test,id=abc
+expect_fail "device id too big" "bad id '4294967296'" "${C[@]}" --guest "$G" --device g1:type=vbus-test,id=4294967296
+expect_fail "duplicate device id" "guest g1: device 1: id already in use" "${C[@]}" --guest "$G" --device g1:type=vbus-test,id=1 --device g1:type=vbus-test,id=1
+expect_fail "missing config" "config $T/nope.conf: No such file" "${C[@]}" --config "$T/nope.conf"
 printf '# comment\n--guest %s\nbogus line\n' "$G" >"$T/bad.conf"
-expect_fail "bad config line" "bad.conf:3: expected '--guest SPEC'" $C --config "$T/bad.conf"
+expect_fail "bad config line" "bad.conf:3: expected '--guest SPEC'" "${C[@]}" --config "$T/bad.conf"
 printf 'guest %s\n--device g1:type=vbus-test,id=x\n' "$G" >"$T/bad2.conf"
-expect_fail "bad config device" "bad2.conf:2: .*bad id 'x'" $C --config "$T/bad2.conf"
+expect_fail "bad config device" "bad2.conf:2: .*bad id 'x'" "${C[@]}" --config "$T/bad2.conf"
 head -c 3000 /dev/zero | tr '\0' 'a' >"$T/long.conf"
-expect_fail "overlong config line" "long.conf:1: line too long" $C --config "$T/long.conf"
-expect_fail "long socket path" "path too long|longer than" $C --guest "g1:sock=$T/$(printf '%0200d' 0),mem=$T/x,size=16M"
-expect_fail "RAM in a missing dir" "guest g1: RAM file .*/no/such/dir: No such file or directory" $C --guest "g1:sock=$T/g1.sock,mem=$T/no/such/dir,size=16M" --foreground
-expect_fail "bad device parameter" "guest g1: device 1 \\(vbus-test\\): unknown parameter 'color' \\(known: none\\)" $C --guest "$G" --device g1:type=vbus-test,id=1,color=blue --foreground
+expect_fail "overlong config line" "long.conf:1: line too long" "${C[@]}" --config "$T/long.conf"
+expect_fail "long socket path" "path too long|longer than" "${C[@]}" --guest "g1:sock=$T/$(printf '%0200d' 0),mem=$T/x,size=16M"
+expect_fail "RAM in a missing dir" "guest g1: RAM file .*/no/such/dir: No such file or directory" "${C[@]}" --guest "g1:sock=$T/g1.sock,mem=$T/no/such/dir,size=16M" --foreground
+expect_fail "bad device parameter" "guest g1: device 1 \\(vbus-test\\): unknown parameter 'color' \\(known: none\\)" "${C[@]}" --guest "$G" --device g1:type=vbus-test,id=1,color=blue --foreground
 expect_fail "ctl without --ctl" "--ctl CTL.sock is required" ctl list
-expect_fail "ctl unknown option" "unknown option '--nope'" ctl $C list --nope
-expect_fail "ctl without command" "no command" ctl $C
-expect_fail "ctl no daemon" "cannot connect to $T/ctl.sock" ctl $C list
+expect_fail "ctl unknown option" "unknown option '--nope'" ctl "${C[@]}" list --nope
+expect_fail "ctl without command" "no command" ctl "${C[@]}"
+expect_fail "ctl no daemon" "cannot connect to $T/ctl.sock" ctl "${C[@]}" list
 
 # ---- a daemon (forking mode), driven through ctl ----
 cat >"$T/good.conf" <<EOF
@@ -51,7 +52,7 @@ guest g2:sock=$T/g2.sock,mem=$T/g2.ram,size=8M,machine=pc   # trailing comment
 --device g1:type=vbus-test,id=1
 device g2:type=vbus-test,id=7
 EOF
-start_daemon $C --config "$T/good.conf" || finish
+start_daemon "${C[@]}" --config "$T/good.conf" || finish
 for f in g1.sock g2.sock ctl.sock; do
 	[ -S "$T/$f" ] || fail "$f is not a socket"
 done
@@ -65,17 +66,17 @@ expect_ok "stats" "^id=3 type=vbus-test state=closed calls=0 .* faults=0 ring=0 
 expect_ok "stats guest" "^guest=g1 state=waiting connections=0 hypercalls=0 .* bus_faults=0$" stats g1
 expect_ok "stats one --json" '^\{"guest": "g1".*"devices": \[\{"id": 3,' stats g1 3 --json
 expect_ok "drop" "dropped device 3 from g1" drop g1 3
-expect_fail "drop again" "guest g1 has no device 3" ctl $C drop g1 3
-expect_fail "add duplicate" "guest g1: device 1: id already in use" ctl $C add g1 type=vbus-test,id=1
-expect_fail "add bad spec" "missing id=" ctl $C add g1 type=vbus-test
-expect_fail "add unknown type" "guest g1: device 4: unknown device type 'x'" ctl $C add g1 type=x,id=4
-expect_fail "stats unknown guest" "^vbus-hostd ctl: no guest 'zz'$" ctl $C stats zz
-expect_fail "bad command" "usage:" ctl $C frobnicate
-expect_fail "second daemon" "guest g1: RAM file $T/g1.ram is in use: locked by pid $pid \\(vbus-hostd\\)" $C --config "$T/good.conf"
+expect_fail "drop again" "guest g1 has no device 3" ctl "${C[@]}" drop g1 3
+expect_fail "add duplicate" "guest g1: device 1: id already in use" ctl "${C[@]}" add g1 type=vbus-test,id=1
+expect_fail "add bad spec" "missing id=" ctl "${C[@]}" add g1 type=vbus-test
+expect_fail "add unknown type" "guest g1: device 4: unknown device type 'x'" ctl "${C[@]}" add g1 type=x,id=4
+expect_fail "stats unknown guest" "^vbus-hostd ctl: no guest 'zz'$" ctl "${C[@]}" stats zz
+expect_fail "bad command" "usage:" ctl "${C[@]}" frobnicate
+expect_fail "second daemon" "guest g1: RAM file $T/g1.ram is in use: locked by pid $pid \\(vbus-hostd\\)" "${C[@]}" --config "$T/good.conf"
 
 # garbage on the control socket: an error reply, the daemon lives on
 if command -v python3 >/dev/null; then
-	python3 - "$T/ctl.sock" <<'EOF'
+	if python3 - "$T/ctl.sock" <<'EOF'
 import socket, sys
 for payload in [b"\x00\xff\xfe" * 50 + b"\n", b"a" * 9000, b"", b"stats\n"]:
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
@@ -83,7 +84,11 @@ for payload in [b"\x00\xff\xfe" * 50 + b"\n", b"a" * 9000, b"", b"stats\n"]:
     r = s.recv(100000); s.close()
     assert payload == b"" or r.startswith(b"ERR"), (payload[:10], r)
 EOF
-	[ $? -eq 0 ] && echo "ok: control socket garbage" || fail "control socket garbage"
+	then
+		echo "ok: control socket garbage"
+	else
+		fail "control socket garbage"
+	fi
 fi
 expect_ok "still alive" "g2 " list
 
