@@ -15,6 +15,7 @@ pkgs=(
 	python3 gnuplot-nox			# bench: report and plot
 	libdpdk-dev				# ioq-bench --poll: the rte_ring baseline
 	mandoc					# man pages: mandoc -T lint
+	shellcheck				# the shellcheck stage (scripts/shellcheck.sh)
 	systemd strace util-linux procps	# ops: systemd-analyze, strace, unshare/setpriv; pgrep (qemu restart suite)
 	liburing-dev				# vbus-blk: io_uring
 	dkms openssl				# ops: dkms add/build (openssl: its signing key)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Stage the guest modules as a DKMS source tree (docs/operations.md,
 # "Guest modules with DKMS"): DEST gets dkms.conf, Kbuild, Makefile and
-# the sources `make modules` reads (core/, kernel/, and tests/common/,
-# whose cases the selftest module compiles), without build products.
+# the sources of the modules users run (core/, kernel/), without build
+# products and without the test modules (Kbuild's VBUS_TEST_SUBDIRS, whose
+# selftest also compiles tests/common/; dkms.conf does not build them).
 #
 #   scripts/dkms-source.sh [DEST]    default /usr/src/vbus-VERSION
 #
@@ -18,11 +19,14 @@ if [[ -e "$dest" && -n "$(ls -A "$dest")" ]]; then
 	echo "dkms-source: $dest exists and is not empty" >&2
 	exit 1
 fi
+read -ra test_subdirs <<<"$(sed -n 's/^VBUS_TEST_SUBDIRS := //p' "$top/Kbuild")"
+((${#test_subdirs[@]})) || { echo "dkms-source: no VBUS_TEST_SUBDIRS in $top/Kbuild" >&2; exit 1; }
 mkdir -p "$dest"
 # the build products `make modules` leaves in the tree (.gitignore)
 tar -C "$top" -cf - --exclude-vcs \
 	--exclude='*.o' --exclude='*.ko' --exclude='*.ko.*' --exclude='*.mod' \
 	--exclude='*.mod.c' --exclude='.*.cmd' --exclude='*.cmd' --exclude='*.d' \
 	--exclude='modules.order' --exclude='Module.symvers' --exclude='.tmp_versions' \
-	dkms.conf Kbuild Makefile core kernel tests/common | tar -C "$dest" -xf -
+	"${test_subdirs[@]/#/--exclude=}" \
+	dkms.conf Kbuild Makefile core kernel | tar -C "$dest" -xf -
 echo "$dest"

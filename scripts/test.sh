@@ -13,10 +13,10 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 build=${VBUS_BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
-stages=${VBUS_TEST_STAGES:-build ctest buildtypes asan tsan valgrind fuzz kernel}
+stages=${VBUS_TEST_STAGES:-build ctest shellcheck buildtypes asan tsan valgrind fuzz kernel}
 
 passed=0
 failed=0
@@ -111,7 +111,7 @@ run_qemu() {
 }
 
 # kernel_ok STAGE: the installed kernel headers are there (else SKIP)
-kver=${KVER:-$(ls -1 /lib/modules 2>/dev/null | sort -V | tail -n 1)}
+kver=${KVER:-$(find /lib/modules -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort -V | tail -n 1)}
 kernel_ok() {
 	if [ -n "${VBUS_SKIP_KERNEL:-}" ]; then
 		note "$1" "SKIP (VBUS_SKIP_KERNEL set)"
@@ -135,6 +135,17 @@ if want ctest; then
 		run_ctest ctest "$build" -LE valgrind
 	else
 		note ctest "SKIP (build failed)"
+	fi
+fi
+
+if want shellcheck; then
+	# every tracked shell script, clean; one step however many files
+	if command -v shellcheck >/dev/null; then
+		step shellcheck "$logdir/shellcheck.log" \
+			scripts/shellcheck.sh &&
+			note shellcheck "ok ($(tail -n 1 "$logdir/shellcheck.log"))"
+	else
+		note shellcheck "SKIP (shellcheck not installed; scripts/deps.sh)"
 	fi
 fi
 

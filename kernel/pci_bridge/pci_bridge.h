@@ -9,7 +9,8 @@
  *                        the cookie table for host->guest SHMSIGNAL
  *   pci_bridge_eventq.c  the host->guest event queue
  *   pci_bridge_dev.c     vbus_device_proxy ops, DEVADD/DEVDROP
- *   pci_bridge_epoch.c   host restarts: host_epoch, re-attach
+ *   pci_bridge_epoch.c   host restarts: host_epoch, re-attach; the two
+ *                        MSI-X handlers, which check host_epoch
  *   pci_bridge_debugfs.c fault injection for the tests
  *
  * Everything in BAR2 and in the eventq is written by the host and is
@@ -146,12 +147,10 @@ struct vbus_pci_signal {
 int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 		       void *req, u32 reqlen, size_t datap_off,
 		       void *data, u32 datalen);
-irqreturn_t vbus_pci_hc_irq(int irq, void *arg);
-extern unsigned int vbus_pci_hc_timeout_ms;
+void vbus_pci_hc_wake(struct vbus_pci_bridge *b);
 
 /* pci_bridge_signal.c */
 void vbus_pci_doorbell(struct vbus_pci_bridge *b, u32 vector);
-int vbus_pci_signal_handle(struct vbus_pci_bridge *b, u32 handle);
 void vbus_pci_eventq_signal_init(struct vbus_pci_bridge *b);
 struct vbus_pci_signal *vbus_pci_signal_alloc(struct vbus_pci_device *dev,
 					      struct shm_signal_desc *desc);
@@ -171,15 +170,16 @@ int vbus_pci_eventq_register(struct vbus_pci_bridge *b);
 void vbus_pci_eventq_detach(struct vbus_pci_bridge *b);
 void vbus_pci_eventq_stop(struct vbus_pci_bridge *b);
 void vbus_pci_eventq_free(struct vbus_pci_bridge *b);
-irqreturn_t vbus_pci_eventq_irq(int irq, void *arg);
+void vbus_pci_eventq_wake(struct vbus_pci_bridge *b);
 
 int vbus_pci_eventq_reset(struct vbus_pci_bridge *b);
 void vbus_pci_eventq_run_now(struct vbus_pci_bridge *b);
 
-/* pci_bridge_epoch.c */
+/* pci_bridge_epoch.c: calls hc, eventq and dev; none of them calls it */
 void vbus_pci_epoch_init(struct vbus_pci_bridge *b);
-void vbus_pci_epoch_check(struct vbus_pci_bridge *b);
 void vbus_pci_epoch_stop(struct vbus_pci_bridge *b);
+irqreturn_t vbus_pci_hc_irq(int irq, void *arg);
+irqreturn_t vbus_pci_eventq_irq(int irq, void *arg);
 
 /* pci_bridge_debugfs.c */
 void vbus_pci_inject_drain(struct vbus_pci_bridge *b,

@@ -4,12 +4,15 @@
  *
  * vbus-hostd may go away and come back on the same QEMU connection; a new
  * daemon knows nothing of our bus. BAR2's host_epoch says so: odd = the
- * host went away on purpose, a new even value = a new host serves us. On
- * either MSI-X vector we compare it with the value we last acted on and
- * schedule the re-attach work: the device drivers let go of their shms
- * (disconnect), the eventq is formatted afresh, NEGOTIATE, BUSREG; the
- * host's DEVADDs then reconnect the devices we still have
- * (pci_bridge_dev.c) and whatever it no longer announces is dropped.
+ * host went away on purpose, a new even value = a new host serves us. The
+ * handlers of both MSI-X vectors are here: after the vector's own work
+ * (pci_bridge_hc.c, pci_bridge_eventq.c) they compare it with the value
+ * we last acted on and schedule the re-attach work: the device drivers
+ * let go of their shms (disconnect), the eventq is formatted afresh,
+ * NEGOTIATE, BUSREG; the host's DEVADDs then reconnect the devices we
+ * still have (pci_bridge_dev.c) and whatever it no longer announces is
+ * dropped. Calls go one way: this file calls the hypercall, eventq and
+ * device layers; none of them calls it.
  *
  * host_epoch is the host's to write and may flap: the work runs at most
  * once a second and always acts on the latest value, so a hostile host
@@ -20,6 +23,8 @@
 #include "pci_bridge.h"
 
 #define VBUS_PCI_REATTACH_INTERVAL	HZ
+
+static void vbus_pci_epoch_check(struct vbus_pci_bridge *b);
 
 /* Hypercalls fail at once from here on (pci_bridge_hc.c). */
 static void vbus_pci_host_down(struct vbus_pci_bridge *b)
@@ -118,7 +123,7 @@ static void vbus_pci_reattach_work(struct work_struct *work)
 }
 
 /* From either MSI-X vector: has the host changed? */
-void vbus_pci_epoch_check(struct vbus_pci_bridge *b)
+static void vbus_pci_epoch_check(struct vbus_pci_bridge *b)
 {
 	u32 epoch = READ_ONCE(b->shm->host_epoch);
 	unsigned long delay = 0;
@@ -131,6 +136,24 @@ void vbus_pci_epoch_check(struct vbus_pci_bridge *b)
 	if (time_before(jiffies, READ_ONCE(b->reattach_next)))
 		delay = READ_ONCE(b->reattach_next) - jiffies;
 	schedule_delayed_work(&b->reattach, delay);
+}
+
+irqreturn_t vbus_pci_hc_irq(int irq, void *arg)
+{
+	struct vbus_pci_bridge *b = arg;
+
+	vbus_pci_hc_wake(b);
+	vbus_pci_epoch_check(b);
+	return IRQ_HANDLED;
+}
+
+irqreturn_t vbus_pci_eventq_irq(int irq, void *arg)
+{
+	struct vbus_pci_bridge *b = arg;
+
+	vbus_pci_eventq_wake(b);
+	vbus_pci_epoch_check(b);
+	return IRQ_HANDLED;
 }
 
 void vbus_pci_epoch_init(struct vbus_pci_bridge *b)

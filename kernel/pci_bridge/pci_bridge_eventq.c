@@ -142,15 +142,12 @@ static void vbus_pci_eventq_notify(struct ioq_notifier *n)
 		tasklet_schedule(&b->eventq_tasklet);
 }
 
-irqreturn_t vbus_pci_eventq_irq(int irq, void *arg)
+/* MSI-X vector EVENTQ (its handler is in pci_bridge_epoch.c). */
+void vbus_pci_eventq_wake(struct vbus_pci_bridge *b)
 {
-	struct vbus_pci_bridge *b = arg;
-
 	/* set once setup has bound the ioq; the irq is requested after */
 	if (READ_ONCE(b->eventq_ready))
 		_shm_signal_wakeup(&b->eventq_signal);
-	vbus_pci_epoch_check(b);
-	return IRQ_HANDLED;
 }
 
 /* Post every slot of a freshly formatted ring (setup, reset). */

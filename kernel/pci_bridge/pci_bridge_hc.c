@@ -14,18 +14,15 @@
 #include <linux/io.h>
 #include "pci_bridge.h"
 
-unsigned int vbus_pci_hc_timeout_ms = 5000;
+static unsigned int vbus_pci_hc_timeout_ms = 5000;
 module_param_named(hc_timeout_ms, vbus_pci_hc_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(hc_timeout_ms, "hypercall timeout in ms (default 5000)");
 
-irqreturn_t vbus_pci_hc_irq(int irq, void *arg)
+/* MSI-X vector HC (its handler is in pci_bridge_epoch.c). */
+void vbus_pci_hc_wake(struct vbus_pci_bridge *b)
 {
-	struct vbus_pci_bridge *b = arg;
-
 	/* The waiter re-checks hc_done; a spurious interrupt is harmless. */
 	wake_up(&b->hc_wq);
-	vbus_pci_epoch_check(b);
-	return IRQ_HANDLED;
 }
 
 static bool hc_done(struct vbus_pci_bridge *b, u32 seq)

@@ -53,7 +53,7 @@ noinline void vbus_pci_doorbell(struct vbus_pci_bridge *b, u32 vector)
  * shared-memory updates (shm_signal_inject's wmb already ordered them
  * before this point) are visible before the bit.
  */
-int vbus_pci_signal_handle(struct vbus_pci_bridge *b, u32 handle)
+static int vbus_pci_signal_handle(struct vbus_pci_bridge *b, u32 handle)
 {
 	if (handle >= VBUS_PCI_MAX_SIGNALS)
 		return -EINVAL;

@@ -128,7 +128,13 @@ unsigned int vbus_blk_resend_parked(struct vbus_blk *vblk);
 void vbus_blk_quiesce(struct vbus_blk *vblk);
 void vbus_blk_unquiesce(struct vbus_blk *vblk);
 
-/* main: bring-up steps a reconnect repeats */
+/*
+ * setup: bring-up steps a reconnect repeats, the module parameters. The
+ * files call down only: main -> link -> setup -> io (main also calls
+ * setup and io, link io).
+ */
+bool vbus_blk_params_ok(void);
+u32 vbus_blk_want_queues(const struct vbus_blk_config *c);
 int vbus_blk_get_config(struct vbus_blk *vblk);
 int vbus_blk_negotiate(struct vbus_blk *vblk, u32 want_queues);
 int vbus_blk_rings_open(struct vbus_blk *vblk);

@@ -147,8 +147,6 @@ static inline bool venet_faulted(struct venet_priv *priv)
 {
 	return test_bit(0, &priv->faulted);
 }
-int venet_devcall(struct venet_priv *priv, u32 func, void *data,
-		  size_t len);
 
 /* rx */
 int venet_rx_fill(struct venet_priv *priv, gfp_t gfp);

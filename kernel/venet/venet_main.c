@@ -44,8 +44,8 @@ MODULE_PARM_DESC(sg_enabled,
 
 #define VENET_MAX_RINGLEN 4096
 
-int venet_devcall(struct venet_priv *priv, u32 func, void *data,
-		  size_t len)
+static int venet_devcall(struct venet_priv *priv, u32 func, void *data,
+			 size_t len)
 {
 	struct vbus_device_proxy *vdev = priv->vdev;
 

@@ -32,7 +32,8 @@ set -e
 if [ "$JOBS" -gt 1 ]; then cat "$B"/fuzz-*.log >>"$LOG" 2>/dev/null; fi
 
 execs=$(grep -h "stat::number_of_executed_units" "$LOG" | awk '{s += $2} END {print s + 0}')
-crashes=$(ls "$B/artifacts" | grep -cE '^(crash|leak|timeout|oom)-' || true)
+crashes=$(find "$B/artifacts" -maxdepth 1 -regextype posix-extended \
+	-regex '.*/(crash|leak|timeout|oom)-[^/]*' 2>/dev/null | wc -l)
 cov=$(grep -hoE "cov: [0-9]+" "$LOG" | tail -1)
 echo "fuzz: ${SECONDS_TO_RUN}s, executions: $execs, $cov, crashes: $crashes (artifacts: $B/artifacts), log: $LOG"
 if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then

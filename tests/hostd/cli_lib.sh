@@ -1,8 +1,9 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # Shared by the vbus-hostd command-line tests (test_cli.sh, test_ownership.sh,
 # test_ctl_errors.sh): source it with the vbus-hostd binary as $1.
 #   expect_fail WHAT REGEX ARGS...   vbus-hostd ARGS fails, stderr matches
-#   expect_ok WHAT REGEX CTLARGS...  vbus-hostd ctl $C CTLARGS succeeds,
+#   expect_ok WHAT REGEX CTLARGS...  vbus-hostd ctl "${C[@]}" CTLARGS succeeds,
 #                                    stdout matches
 #   start_daemon ARGS...             a daemon (forking mode); sets $pid
 #   stop_daemon                      SIGTERM it and wait
@@ -10,7 +11,7 @@
 set -u
 HOSTD=${1:?usage: $0 path/to/vbus-hostd}
 T=$(mktemp -d /tmp/vbus-hostd-cli.XXXXXX)
-C="--ctl $T/ctl.sock"
+C=(--ctl "$T/ctl.sock")
 fails=0
 pid=
 pids=()
@@ -59,7 +60,7 @@ expect_fail() {
 expect_ok() {
 	local what=$1 re=$2
 	shift 2
-	if ! "$HOSTD" ctl $C "$@" >"$T/out" 2>"$T/err"; then
+	if ! "$HOSTD" ctl "${C[@]}" "$@" >"$T/out" 2>"$T/err"; then
 		fail "$what: exit non-zero: $(cat "$T/err")"; return
 	fi
 	if ! grep -Eq -- "$re" "$T/out"; then
@@ -84,10 +85,9 @@ start_daemon() {
 }
 
 stop_daemon() {
-	local i
 	kill "$pid" 2>/dev/null
 	# 10 s: a loaded CI machine stalls the daemon for seconds
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done

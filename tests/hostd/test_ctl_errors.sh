@@ -8,6 +8,7 @@
 # namespace of their own when unshare(1) may make one, so their taps never
 # touch the host's interfaces; without one the taps just stay unopened
 # ("no backend"), which these checks do not depend on.
+# shellcheck source=tests/hostd/cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 
 NS=()
@@ -22,9 +23,11 @@ fi
 TAP=vbce$$
 TAP=${TAP:0:15}
 
-guests() {	# the two guests, with files of their own per daemon
-	echo "--guest g1:sock=$T/$1-g1.sock,mem=$T/$1-g1.ram,size=8M"
-	echo "--guest g2:sock=$T/$1-g2.sock,mem=$T/$1-g2.ram,size=8M"
+# guests NAME: the two guests' options in $guest_args, with files of
+# their own per daemon NAME
+guests() {
+	guest_args=(--guest "g1:sock=$T/$1-g1.sock,mem=$T/$1-g1.ram,size=8M"
+		    --guest "g2:sock=$T/$1-g2.sock,mem=$T/$1-g2.ram,size=8M")
 }
 
 # vbus-blk backing files: a disk, one too small for a sector
@@ -35,7 +38,8 @@ DISK="g1:type=vbus-blk,id=2,file=$T/disk.img"
 
 # ---- the daemon for ctl add: g1 has device 1, a venet on $TAP, and
 # device 2, a vbus-blk on $T/disk.img ----
-ready=$("${NS[@]}" "$HOSTD" $C $(guests ctl) \
+guests ctl
+ready=$("${NS[@]}" "$HOSTD" "${C[@]}" "${guest_args[@]}" \
 	--device "g1:type=venet,id=1,tap=$TAP" --device "$DISK" \
 	2>>"$T/daemon.err")
 pid=$(echo "$ready" | sed -n 's/.*ready pid \([0-9]*\).*/\1/p')
@@ -47,13 +51,15 @@ echo "ok: daemon started${NS:+ in a network namespace}: $ready"
 # the same, and it matches REGEX
 same() {
 	local guest=$1 spec=$2 re=$3 cli ctl
+	guests cli
+	# shellcheck disable=SC2016 # the inner sh expands them
 	unshare -m "${NS[@]:1}" -- sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
 		sh "$T/cli-disk.img" "$T/disk.img" \
-		"$HOSTD" --ctl "$T/cli.sock" $(guests cli) \
+		"$HOSTD" --ctl "$T/cli.sock" "${guest_args[@]}" \
 		--device "g1:type=venet,id=1,tap=$TAP" --device "$DISK" \
 		--device "$guest:$spec" --foreground >/dev/null 2>"$T/cli.err"
 	cli=$(sed -n '1s/^vbus-hostd: //p' "$T/cli.err")
-	"$HOSTD" ctl $C add "$guest" "$spec" >/dev/null 2>"$T/ctl.err"
+	"$HOSTD" ctl "${C[@]}" add "$guest" "$spec" >/dev/null 2>"$T/ctl.err"
 	ctl=$(sed -n '1s/^vbus-hostd ctl: //p' "$T/ctl.err")
 	if [ -z "$cli" ] || [ "$cli" != "$ctl" ]; then
 		fail "$spec: command line and ctl differ:"
@@ -118,8 +124,8 @@ same g2 "type=vbus-blk,id=5,file=$T/../${T##*/}/disk.img" \
 
 # none of the refused adds left a device behind, and the tap is free
 # again once its device is dropped
-expect_fail "g1 got no device 5" "guest g1 has no device 5" ctl $C stats g1 5
-expect_fail "g2 got no device 5" "guest g2 has no device 5" ctl $C stats g2 5
+expect_fail "g1 got no device 5" "guest g1 has no device 5" ctl "${C[@]}" stats g1 5
+expect_fail "g2 got no device 5" "guest g2 has no device 5" ctl "${C[@]}" stats g2 5
 expect_ok "drop the tap's device" "dropped device 1 from g1" drop g1 1
 expect_ok "its tap is free again" "added venet device 6 to g2" add g2 "type=venet,id=6,tap=$TAP"
 expect_ok "the disk's stats" "direct=[01] .*capacity=2048 " stats g1 2

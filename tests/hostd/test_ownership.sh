@@ -6,6 +6,7 @@
 # file nor another disk's inode, and two names
 # for one file (a//b and a/b, a symlinked directory) are one file; a
 # device's own socket in use is refused in the guest socket's words.
+# shellcheck source=tests/hostd/cli_lib.sh
 . "$(dirname "$0")/cli_lib.sh"
 
 mkdir "$T/d"

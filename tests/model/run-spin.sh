@@ -27,8 +27,9 @@ verifies)
 	[ "$errors" = 0 ] || { spin "$@" -t -p model.pml | tail -40; exit 1; }
 	echo "model $(basename "$model") $*: verified" ;;
 fails)
-	[ "$errors" != 0 ] && grep -q 'assertion violated' pan.log ||
-		{ echo "expected a violation, spin found none"; exit 1; }
+	if [ "$errors" = 0 ] || ! grep -q 'assertion violated' pan.log; then
+		echo "expected a violation, spin found none"; exit 1
+	fi
 	echo "model $(basename "$model") $*: violation found, as it must" ;;
 *)
 	echo "usage: $0 verifies|fails model.pml [-D...]"; exit 2 ;;

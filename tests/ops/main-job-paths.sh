@@ -11,6 +11,7 @@ main="$src/scripts/main.sh"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
+# shellcheck disable=SC2016 # $cbuild is text in scripts/main.sh
 rel=$(sed -n 's|^hostd="\$cbuild/\(.*\)"$|\1|p' "$main")
 if [[ -z "$rel" ]]; then
 	fail "no hostd=\"\$cbuild/...\" line in scripts/main.sh"
@@ -23,6 +24,7 @@ fi
 # "$top/SCRIPT" --a --b ... (continuation lines included): each flag must
 # be a case pattern of SCRIPT's option parsing ("--flag)" or "--flag |")
 n=0
+# shellcheck disable=SC2016 # $top is text in scripts/main.sh
 while read -r script flag; do
 	n=$((n + 1))
 	if grep -Eq -- "(^|[[:space:]|(])${flag}[[:space:]]*[|)]" "$src/$script"; then

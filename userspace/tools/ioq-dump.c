@@ -36,7 +36,8 @@ static void on_sigbus(int sig)
 	siglongjmp(bus_jmp, 1);
 }
 
-void dump_warn(struct dump *d, const char *fmt, ...)
+__attribute__((format(printf, 2, 3)))
+static void dump_warn(struct dump *d, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -29,9 +29,6 @@ struct dump {
 	char warn[DUMP_MAX_WARN][128];
 };
 
-void dump_warn(struct dump *d, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
 /* ioq-dump-print.c */
 void dump_print_text(FILE *f, const struct dump *d, int slots);
 void dump_print_json(FILE *f, const struct dump *d, int slots);

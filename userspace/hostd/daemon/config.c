@@ -37,7 +37,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-int daemon_parse_size(const char *s, __u64 *out)
+static int daemon_parse_size(const char *s, __u64 *out)
 {
 	unsigned long long v = 0, mult = 1;
 	const char *p = s;
@@ -218,8 +218,8 @@ static int guest_pair(struct guest_spec *s, const char *k, const char *v)
 		    s->gc->name, k);
 }
 
-int daemon_parse_guest_spec(const char *spec, struct hostd_guest_cfg *gc,
-			   char *err, size_t errlen)
+static int daemon_parse_guest_spec(const char *spec, struct hostd_guest_cfg *gc,
+				   char *err, size_t errlen)
 {
 	struct guest_spec s = { .gc = gc, .err = err, .errlen = errlen };
 	char tmp[HOSTD_SPEC_MAX], *k = NULL, *v = NULL;

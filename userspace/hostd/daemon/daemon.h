@@ -39,9 +39,6 @@ struct daemon_config {
 };
 
 /* ---- config.c: each returns 0, or -1 with what was wrong in @err ---- */
-int daemon_parse_size(const char *s, __u64 *out);
-int daemon_parse_guest_spec(const char *spec, struct hostd_guest_cfg *gc,
-			   char *err, size_t errlen);
 /* "type=...,id=N,..." of guest @guest (--device NAME:SPEC, ctl add) */
 int daemon_parse_dev_spec(const char *spec, const char *guest,
 			 struct daemon_dev_cfg *dc, char *err, size_t errlen);

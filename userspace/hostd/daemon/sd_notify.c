@@ -118,7 +118,7 @@ int daemon_sd_notify_fds(const char *state, const int *fds, int nfds)
 	return 1;
 }
 
-int daemon_sd_notify(const char *state)
+static int daemon_sd_notify(const char *state)
 {
 	return daemon_sd_notify_fds(state, NULL, 0);
 }

@@ -523,7 +523,7 @@ int hostd_dev_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
 
 /* ---- stats ------------------------------------------------------------------------- */
 
-const char *hostd_dev_state(const struct hostd_dev *dev)
+static const char *hostd_dev_state(const struct hostd_dev *dev)
 {
 	return dev->faulted ? "faulted" : dev->open ? "open" : "closed";
 }

@@ -102,7 +102,6 @@ void hostd_shm_ent_drop(struct hostd_shm_ent *e);
 void hostd_shm_ent_wakeup(struct hostd_shm_ent *e);
 
 /* `ctl list` / `ctl stats` object for the device */
-const char *hostd_dev_state(const struct hostd_dev *dev);
 void hostd_dev_stats(struct hostd_dev *dev, struct hostd_stats_out *out,
 		     bool counters);
 /* The events the device watches @fd for, or -1 (diagnostics, tests). */

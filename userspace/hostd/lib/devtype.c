@@ -44,7 +44,8 @@ void hostd_dev_type_register(const struct hostd_dev_type *type)
 	types[ntypes++] = type;
 }
 
-void hostd_dev_type_list(struct hostd_buf *b)
+/* "venet (alias virtual-ethernet), vbus-test" */
+static void hostd_dev_type_list(struct hostd_buf *b)
 {
 	unsigned int i;
 

@@ -14,7 +14,5 @@
 /* By name or alias; NULL, with "unknown device type ..." in @err. */
 const struct hostd_dev_type *hostd_dev_type_lookup(const char *name,
 						   char *err, size_t errlen);
-/* "venet (alias virtual-ethernet), vbus-test" */
-void hostd_dev_type_list(struct hostd_buf *b);
 
 #endif /* VBUS_HOSTD_DEVTYPE_H */

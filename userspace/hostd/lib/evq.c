@@ -86,6 +86,9 @@ static const struct shm_signal_ops evq_signal_ops = {
 	.fault = evq_signal_fault,
 };
 
+/* Deliver the backlog into the descriptors the guest posted. */
+static void hostd_evq_flush(struct hostd_evq *q);
+
 /* The guest signalled handle 0: it (re)posted descriptors. */
 static void evq_notify(struct ioq_notifier *n)
 {
@@ -225,7 +228,7 @@ static unsigned int evq_deliver(struct hostd_evq *q)
 	return delivered;
 }
 
-void hostd_evq_flush(struct hostd_evq *q)
+static void hostd_evq_flush(struct hostd_evq *q)
 {
 	unsigned int delivered = evq_deliver(q);
 

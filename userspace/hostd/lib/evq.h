@@ -57,8 +57,6 @@ bool hostd_evq_live(const struct hostd_evq *q);
  * announces every device anyway).
  */
 int hostd_evq_post(struct hostd_evq *q, const struct vbus_pci_event *ev);
-/* Deliver the backlog into the descriptors the guest posted. */
-void hostd_evq_flush(struct hostd_evq *q);
 /* The signal's deferred notify (the loop's deferred hook). */
 void hostd_evq_run_deferred(struct hostd_evq *q);
 

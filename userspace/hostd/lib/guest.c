@@ -159,7 +159,8 @@ int hostd_guest_call(struct hostd_guest *g,
 
 /* ---- state and counters --------------------------------------------------------- */
 
-const char *hostd_guest_state(const struct hostd_guest *g)
+/* "faulted", "registered", "connected" or "waiting" */
+static const char *hostd_guest_state(const struct hostd_guest *g)
 {
 	if (hostd_bus_faulted(&g->bus))
 		return "faulted";

@@ -73,8 +73,6 @@ int hostd_guest_adopt(struct hostd_guest *g,
 		      char *err, size_t errlen);
 /* Tell the guest the host goes away on purpose; after hostd_guest_stop(). */
 void hostd_guest_going_down(struct hostd_guest *g);
-/* "faulted", "registered", "connected" or "waiting" */
-const char *hostd_guest_state(const struct hostd_guest *g);
 /*
  * The guest's object for `ctl stats` (with @counters) or `ctl list`:
  * its counters and a "devices" list (only device @id when @one). -ENOENT

@@ -121,7 +121,9 @@ static void hc_ram_mismatch(struct hostd_hc *hc, __u64 gpa)
 			  (unsigned long long)(m->size - low));
 }
 
-int hostd_hc_dispatch(struct hostd_hc *hc, const struct vbus_pci_hypercall *r)
+/* One request, already copied out of the mailbox: the result. */
+static int hostd_hc_dispatch(struct hostd_hc *hc,
+			     const struct vbus_pci_hypercall *r)
 {
 	union hc_args a;
 	void *gp;

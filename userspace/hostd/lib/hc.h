@@ -26,7 +26,5 @@ void hostd_hc_init(struct hostd_hc *hc, struct hostd_bus *bus,
 void hostd_hc_connect(struct hostd_hc *hc);
 /* DB_HC fired (eventfd drained): answer the request, if there is one. */
 void hostd_hc_doorbell(struct hostd_hc *hc);
-/* One request, already copied out of the mailbox: the result. */
-int hostd_hc_dispatch(struct hostd_hc *hc, const struct vbus_pci_hypercall *r);
 
 #endif /* VBUS_HOSTD_HC_H */

@@ -40,7 +40,7 @@ int hostd_ivshmem_send(int sock, __s64 msg, int fd)
 	return hostd_send_fds(sock, &le, sizeof(le), &fd, fd >= 0 ? 1 : 0);
 }
 
-int hostd_ivshmem_handshake(struct hostd_ivshmem *iv, int sock)
+static int hostd_ivshmem_handshake(struct hostd_ivshmem *iv, int sock)
 {
 	int i, ret;
 

@@ -103,6 +103,5 @@ void hostd_ivshmem_going_down(struct hostd_ivshmem *iv);
 void hostd_ivshmem_irq(struct hostd_ivshmem *iv, unsigned int vector);
 
 /* hostd_ivshmem_send() (one protocol message) is in device.h */
-int hostd_ivshmem_handshake(struct hostd_ivshmem *iv, int sock);
 
 #endif /* VBUS_HOSTD_IVSHMEM_H */

@@ -276,7 +276,8 @@ void vbus_blk_backend_close(struct vbus_blk *b)
 
 /* ---- io_uring ------------------------------------------------------------ */
 
-__u64 vbus_blk_tag(const struct vbus_blk *b, unsigned int qi, unsigned int slot)
+static __u64 vbus_blk_tag(const struct vbus_blk *b, unsigned int qi,
+			  unsigned int slot)
 {
 	return (b->session & 0xffffffffull) << 32 | (__u64)qi << 16 | slot;
 }

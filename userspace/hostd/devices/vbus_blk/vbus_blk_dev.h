@@ -173,8 +173,7 @@ int vbus_blk_backend_queue(struct vbus_blk *b, unsigned int qi, unsigned int slo
 void vbus_blk_backend_submit(struct vbus_blk *b);
 /* Ask io_uring to cancel everything of ours (close) */
 void vbus_blk_backend_cancel_all(struct vbus_blk *b);
-/* user_data <-> (session, queue, slot) */
-__u64 vbus_blk_tag(const struct vbus_blk *b, unsigned int qi, unsigned int slot);
+/* user_data -> (session, queue, slot) */
 bool vbus_blk_untag(const struct vbus_blk *b, __u64 tag, unsigned int *qi,
 		unsigned int *slot);
 #define VBLK_TAG_CANCEL (~0ull)

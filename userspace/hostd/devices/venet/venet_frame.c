@@ -108,8 +108,13 @@ int venet_tx_flat(const struct venet_mem *m, __u64 gpa, __u64 len,
 	return 0;
 }
 
-int venet_sg_to_vnet(const struct venet_sg *sg, __u32 caps,
-		     struct virtio_net_hdr *vh, const char **why)
+/*
+ * venet_sg checksum/GSO fields -> virtio_net_hdr, validated against the
+ * frame length sg->len and the negotiated @caps (-EINVAL + reason).
+ * @sg must be a local copy.
+ */
+static int venet_sg_to_vnet(const struct venet_sg *sg, __u32 caps,
+			    struct virtio_net_hdr *vh, const char **why)
 {
 	__u32 flags = sg->flags;
 

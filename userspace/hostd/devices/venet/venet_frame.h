@@ -86,14 +86,6 @@ int venet_tx_sg(const struct venet_mem *m, __u32 caps, __u64 gpa,
 		__u64 desc_len, struct venet_txframe *f, const char **why);
 
 /*
- * venet_sg checksum/GSO fields -> virtio_net_hdr, validated against the
- * frame length sg->len and the negotiated @caps (-EINVAL + reason).
- * @sg must be a local copy.
- */
-int venet_sg_to_vnet(const struct venet_sg *sg, __u32 caps,
-		     struct virtio_net_hdr *vh, const char **why);
-
-/*
  * A guest rx buffer, translated, for venet_rx_read(). v1 rx buffers are
  * flat (one iov); the array leaves room for an rx format with venet_sg.
  */
