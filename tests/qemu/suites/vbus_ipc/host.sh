@@ -1,26 +1,21 @@
 #!/usr/bin/env bash
-# vbus-ipc over the real transport: builds vbus_core/vbus_proxy/
-# vbus_pcibridge/vbus_ipc (make modules VBUS_SUBDIRS="kernel/bus kernel/pci_bridge ..."),
-# vbus-hostd and ipc-peer (static, CMake into $VBUS_BUILD/cmake), starts
-# vbus-hostd with one guest and an ipc device (service "echo"), and boots
-# the guest with its vbus ivshmem-doorbell plus the ipc channel's own.
-# On the host, one ipc-peer host process per session, in the order the
-# guest script (guest/ipc-tests.sh) expects them:
-#   echo             the exchange (--msgs messages both ways)
-#   die-after 2000   killed mid-stream: the guest must get -EPIPE
-#   echo             reopen works
-#   garbage          a descriptor outside the area: the guest faults it
-#   echo             the guest process is SIGKILLed: this one must end
-#                    with -EPIPE (exit 0); rmmod refused meanwhile
-#   echo-check       both processes sleep in a poll loop of their own
-#                    (ipc-peer host-poll / guest-poll: ioq_ipc_arm +
-#                    ioq_ipc_pollfd); the guest's closing must end it
-#   echo x (cycles+1) open/close cycles, slab compared
-# Prints PASS/FAIL lines and "N passed, N failed"; exits non-zero on failure.
+# vbus-ipc over the real transport: vbus-hostd with one guest and an ipc
+# device (service "echo"); the guest boots with its vbus ivshmem-doorbell
+# plus the ipc channel's own. On the host, one ipc-peer host process per
+# session, in the order the guest (guest.sh) expects them, per check group:
+#   exchange       echo: --msgs messages both ways
+#   host_killed    die-after 2000: killed mid-stream, the guest gets -EPIPE
+#   reopen         echo: reopen works
+#   garbage        a descriptor outside the area: the guest faults it
+#   guest_killed   echo: the guest process is SIGKILLed: this one must end
+#                  with -EPIPE (exit 0); rmmod refused meanwhile
+#   own_loop       echo-check: both processes sleep in a poll loop of their
+#                  own (ipc-peer host-poll / guest-poll); the guest's
+#                  closing must end it
+#   cycles         echo x (cycles+1): open/close cycles, slab compared
 #
-#   tests/qemu/run-ipc-tests.sh [--msgs N] [--cycles N] [--mem SIZE]
-#                               [--timeout SEC] [--no-build] [--demo]
-#                               [--soak N] [--bench]
+#   tests/qemu/run.sh vbus_ipc[:REGEX] [--msgs N] [--cycles N] [--demo]
+#                                      [--soak N] [--bench]
 #
 #   --demo    only the exchange (scripts/main.sh shows it)
 #   --soak N  only the exchange, of N messages, and the host process
@@ -34,133 +29,55 @@
 #             message; table on stdout, $VBUS_BUILD/bench/ipc-alone.json
 #             (bench/ipc-vs-tcp.sh compares with TCP over venet/virtio-net)
 set -euo pipefail
+# shellcheck source=tests/qemu/lib/lab.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/lab.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../.." && pwd)
-# shellcheck source=tests/qemu/lib/suite.sh
-source "$here/lib/suite.sh"
+msgs=100000 cycles=20 mem=512M demo=0 bench=0 soak=0
+lab_begin vbus_ipc msgs:N cycles:N demo:demo=1 bench:bench=1 soak:N -- "$@"
+((soak == 0)) || demo=1 msgs=$soak
 
-msgs=100000 cycles=20 mem=512M timeout=600 build=1 demo=0 bench=0 soak=0
-while (($#)); do
-	case "$1" in
-	--msgs) msgs=$2; shift 2 ;;
-	--cycles) cycles=$2; shift 2 ;;
-	--mem) mem=$2; shift 2 ;;
-	--timeout) timeout=$2; shift 2 ;;
-	--no-build) build=0; shift ;;
-	--demo) demo=1; shift ;;
-	--bench) bench=1; shift ;;
-	--soak) soak=1 demo=1 msgs=$2; shift 2 ;;
-	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
-	esac
-done
-for v in "$msgs" "$cycles" "$timeout"; do
-	[[ "$v" =~ ^[0-9]+$ ]] || { vbus_err "not a number: $v"; exit 2; }
-done
-
-passed=0 failed=0
-h_pass() { passed=$((passed + 1)); printf 'PASS %s\n' "$1"; }
-h_fail() { failed=$((failed + 1)); printf 'FAIL %s %s\n' "$1" "${*:2}"; }
-finish() {
-	printf '%d passed, %d failed\n' "$passed" "$failed"
-	((failed == 0))
-	exit $?
-}
-
-t_start=$(vbus_now)
-vbus_fetch_kernel
-out="$VBUS_BUILD/qemu/ipc-tests"
-cbuild="$VBUS_BUILD/cmake"
-mkdir -p "$out"
-
-# ---- build ---------------------------------------------------------------
-if ((build)); then
-	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc" "$out" "$cbuild"); then
-		h_fail "$step" "build failed (log $out/$step.log)"
-		finish
-	fi
-	if ! cmake --build "$cbuild" --target ipc-peer -j2 >"$out/build-peer.log" 2>&1; then
-		h_fail build-ipc-peer "(log $out/build-peer.log)"
-		finish
-	fi
-fi
-kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
-	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/vbus_ipc/vbus_ipc.ko")
-for ko in "${kos[@]}"; do
-	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
-done
-hostd=$(vbus_find_hostd "$cbuild") || { h_fail build "no vbus-hostd binary under $cbuild"; finish; }
+lab_build --modules "$LAB_BUS_SUBDIRS" --cmake "vbus-hostd ipc-peer"
+lab_kos --bus kernel/vbus_ipc/vbus_ipc.ko
 peer=$(find "$cbuild" -type f -name ipc-peer -perm -u+x | head -n 1)
 [[ -n "$peer" ]] || { h_fail build "no ipc-peer under $cbuild"; finish; }
 
-# ---- run directory, cleanup ------------------------------------------------
-run=$(mktemp -d /tmp/vbus-ipc.XXXXXX)
-tag="vbus-ipc-$$"
-hostd_pid= sup_pid=
-cleanup() {
-	rm -f "$run/supervise"
-	if [[ -n "$sup_pid" ]]; then kill "$sup_pid" 2>/dev/null || true; fi
-	if [[ -f "$run/peer.pid" ]]; then kill -9 "$(cat "$run/peer.pid")" 2>/dev/null || true; fi
-	if [[ -f "$run/qemu.pid" ]]; then kill -9 "$(cat "$run/qemu.pid")" 2>/dev/null || true; fi
-	vbus_stop_pid "$hostd_pid"
-	rm -rf "$run"
-	rm -f "/dev/shm/$tag-g1"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# the host processes, one per session: "poll:" = ipc-peer host-poll (a
+# poll loop of its own, as the guest's); expected exit status; name
+modes=() expect=() names=()
+session() { modes+=("$1") expect+=("$2") names+=("${3:-}"); }
+if ((bench)); then
+	for m in "rr 2000 1" "rr 2000 4096" "stream 20000 4096 1" "stream 20000 4096 32" \
+		"stream 5000 65536 32"; do
+		session "$m" 0 "${m// /-}"
+	done
+elif ((soak)); then
+	session echo-check 0 exchange-checked
+elif ((demo)); then
+	session echo 0 exchange
+else
+	! lab_want exchange || session echo 0 exchange
+	! lab_want host_killed || session "die-after 2000" 137 host-killed
+	! lab_want reopen || session echo 0 reopen
+	! lab_want garbage || session garbage 0 garbage
+	! lab_want guest_killed || session echo 0 guest-killed
+	! lab_want own_loop || session poll:echo-check 0 own-loop
+	if lab_want cycles; then
+		for ((i = 0; i <= cycles; i++)); do session echo 0; done
+	fi
+fi
 
-# ---- initramfs ------------------------------------------------------------------
-s="$run/stage"
-mkdir -p "$s/test"
-cp "$here/guest/lib.sh" "$s/test/lib.sh"
-cp "$here/guest/ipc-tests.sh" "$s/test/run.sh"
-cp "$peer" "$s/test/ipc-peer"
-# bench: one guest echo session per measurement
-bench_runs=("rr 2000 1" "rr 2000 4096" "stream 20000 4096 1" "stream 20000 4096 32"
-	"stream 5000 65536 32")
-printf 'VIPC_MSGS=%s\nVIPC_CYCLES=%s\nVIPC_DEMO=%s\nVIPC_BENCH=%s\n' "$msgs" "$cycles" "$demo" \
-	"$((bench ? ${#bench_runs[@]} : 0))" >"$s/test/config.sh"
-vbus_initramfs_add_kmods "$s" "${kos[@]}" || { h_fail initramfs "modules"; finish; }
-vbus_make_initramfs "$run/ipc.cpio.gz" "$s" >/dev/null
+lab_stage guest "$(dirname "$0")/guest.sh" "${kos[@]}" --file "$peer" <<CONFIG
+VIPC_MSGS=$msgs
+VIPC_CYCLES=$cycles
+VIPC_DEMO=$demo
+VIPC_BENCH=$((bench ? ${#modes[@]} : 0))
+CONFIG
 
 ipc_geom="count=256,bufsize=4096"
 ((bench)) && ipc_geom="count=64,bufsize=65536"
-# ---- vbus-hostd -----------------------------------------------------------------------
-"$hostd" --foreground --ctl "$run/ctl.sock" \
-	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-	--device "g1:type=vbus-ipc,id=5,service=echo,sock=$run/echo.sock,qsock=$run/ipc-q.sock,$ipc_geom" \
-	>"$out/hostd.log" 2>&1 &
-hostd_pid=$!
-for _ in $(seq 100); do
-	[[ -S "$run/g1.sock" && -S "$run/echo.sock" && -S "$run/ipc-q.sock" ]] && break
-	kill -0 "$hostd_pid" 2>/dev/null || break
-	sleep 0.1
-done
-if [[ -S "$run/g1.sock" && -S "$run/echo.sock" && -S "$run/ipc-q.sock" ]]; then
-	h_pass hostd-started
-else
-	sed 's/^/    hostd: /' "$out/hostd.log" | tail -n 20
-	h_fail hostd-started "vbus-hostd did not come up (log $out/hostd.log)"
-	finish
-fi
+lab_hostd -- --guest "$(lab_guest g1)" \
+	--device "g1:type=vbus-ipc,id=5,service=echo,sock=$run/echo.sock,qsock=$run/ipc-q.sock,$ipc_geom"
 
-# ---- the host processes, one per session -------------------------------------------
-# "poll:" = ipc-peer host-poll: the host process sleeps in a poll loop of
-# its own (ioq_ipc_arm + ioq_ipc_pollfd), as the guest's does then
-modes=("echo" "die-after 2000" "echo" "garbage" "echo" "poll:echo-check")
-for ((i = 0; i <= cycles; i++)); do modes+=("echo"); done
-expect=(0 137 0 0 0 0)
-for ((i = 0; i <= cycles; i++)); do expect+=(0); done
-names=(exchange host-killed reopen garbage guest-killed own-loop)
-if ((soak)); then
-	modes=("echo-check") expect=(0) names=(exchange-checked)
-elif ((demo)); then
-	modes=("echo") expect=(0) names=(exchange)
-elif ((bench)); then
-	modes=("${bench_runs[@]}") expect=() names=()
-	for m in "${modes[@]}"; do expect+=(0); names+=("${m// /-}"); done
-fi
 : >"$out/host-peers.log"
 touch "$run/supervise"
 (
@@ -177,21 +94,12 @@ touch "$run/supervise"
 	done
 ) &
 sup_pid=$!
+lab_defer "rm -f $run/supervise; kill $sup_pid 2>/dev/null"
 
-# ---- the guest --------------------------------------------------------------------------
-mapfile -t args < <(vbus_transport_args "/dev/shm/$tag-g1" "$mem" "$run/g1.sock")
-args+=(-chardev "socket,id=ipc0,path=$run/ipc-q.sock"
+lab_run guest --guest g1 -- -chardev "socket,id=ipc0,path=$run/ipc-q.sock" \
 	-device "ivshmem-doorbell,chardev=ipc0,vectors=2"
-	-pidfile "$run/qemu.pid")
-t0=$(vbus_now)
-rc=0
-vbus_boot_guest --initrd "$run/ipc.cpio.gz" --log "$out/guest.log" --mem "$mem" \
-	--timeout "$timeout" -- "${args[@]}" >"$out/boot.out" 2>&1 || rc=$?
-guest_secs=$(vbus_elapsed "$t0")
-((rc == 0)) || h_fail guest-boot "QEMU failed or timed out (log $out/guest.log, $out/boot.out)"
-vbus_add_results "$out/guest.log" guest || true
 
-# ---- the host processes' side -------------------------------------------------------------
+# ---- the host processes' side ----
 rm -f "$run/supervise"
 # the last host process exits once the guest closed; a busy host may take a while
 for _ in $(seq 300); do
@@ -199,31 +107,31 @@ for _ in $(seq 300); do
 	sleep 0.1
 done
 kill "$sup_pid" 2>/dev/null || true
-[[ -f "$run/peer.pid" ]] && kill -9 "$(cat "$run/peer.pid")" 2>/dev/null || true
+if [[ -f "$run/peer.pid" ]]; then kill -9 "$(cat "$run/peer.pid")" 2>/dev/null || true; fi
 mapfile -t exits <"$run/host-exits" 2>/dev/null || exits=()
-for ((i = 0; i < ${#names[@]}; i++)); do
-	if [[ "${exits[$i]:-none}" == "${expect[$i]}" ]]; then
+bad=0 ncycles=0
+for ((i = 0; i < ${#modes[@]}; i++)); do
+	if [[ -z "${names[$i]}" ]]; then
+		ncycles=$((ncycles + 1))
+		[[ "${exits[$i]:-none}" == 0 ]] || bad=$((bad + 1))
+	elif [[ "${exits[$i]:-none}" == "${expect[$i]}" ]]; then
 		h_pass "host/${names[$i]}-exit-${expect[$i]}"
 	else
 		h_fail "host/${names[$i]}-exit-${expect[$i]}" "got ${exits[$i]:-none} (log $out/host-peers.log)"
 	fi
 done
-bad=0
-for ((i = ${#names[@]}; i < ${#modes[@]}; i++)); do
-	[[ "${exits[$i]:-none}" == 0 ]] || bad=$((bad + 1))
-done
-if ((!demo && !bench)); then
+if ((ncycles)); then
 	if ((bad == 0)); then h_pass "host/cycles-all-ended-cleanly"; else h_fail "host/cycles-all-ended-cleanly" "$bad not 0"; fi
 fi
-if kill -0 "$hostd_pid" 2>/dev/null && "$hostd" ctl --ctl "$run/ctl.sock" stats g1 5 >"$out/stats.txt" 2>&1; then
+if kill -0 "$hostd_pid" 2>/dev/null && ctl stats g1 5 >"$out/stats.txt" 2>&1; then
 	h_pass hostd-alive-at-end
 	sed 's/^/    ctl stats: /' "$out/stats.txt"
 else
 	h_fail hostd-alive-at-end "(log $out/hostd.log)"
 fi
 
-printf '\nfigures (accel=%s, 2 vCPUs, kernel %s):\n' "$(vbus_qemu_accel)" "$VBUS_KVER"
-tr -d '\r' <"$out/guest.log" | grep -aoE 'vbus-ipc-tests: .*' | sed 's/^/    /' || true
+printf '\nfigures:\n'
+lab_figures guest 'vbus-ipc-tests: .*'
 grep -aE '^ipc-peer: (echo|echo-check|die-after):' "$out/host-peers.log" | head -n 1 | sed 's/^/    host: /' || true
 if ((bench)); then
 	mkdir -p "$VBUS_BUILD/bench"
@@ -242,5 +150,4 @@ for line in sys.stdin:
 json.dump({"transport": "vbus-ipc", "runs": rows}, sys.stdout, indent=1)
 ' >"$VBUS_BUILD/bench/ipc-alone.json" && printf '    json: %s\n' "$VBUS_BUILD/bench/ipc-alone.json"
 fi
-printf 'guest: %s s; total %s s; logs in %s\n' "$guest_secs" "$(vbus_elapsed "$t_start")" "$out"
-finish
+lab_summary guest
