@@ -74,8 +74,10 @@ _lab_usage() {
 # NAME:N (--NAME takes a number, into $NAME with - as _), NAME:S (any
 # string) or NAME:VAR=VALUE (a flag). Common: --mem SIZE, --timeout SEC,
 # --no-build, --only REGEX. Defaults are the caller's variables, set
-# before. Sets suite out (logs, kept) run (temporary, short: socket
-# paths) tag cbuild t_start.
+# before. Sets suite out (results, kept: $VBUS_BUILD/qemu/SUITE unless the
+# caller set it) lab_logs (where the lab's own logs go: $out unless the
+# caller sets it after) run (temporary, short: socket paths) tag cbuild
+# t_start.
 lab_begin() {
 	suite=$1
 	shift
@@ -107,7 +109,8 @@ lab_begin() {
 		[[ -n "$hit" ]] || { vbus_err "unknown argument $1 (see --help)"; exit 2; }
 	done
 	t_start=$(vbus_now)
-	out="$VBUS_BUILD/qemu/$suite"
+	out=${out:-$VBUS_BUILD/qemu/$suite}
+	lab_logs=$out
 	cbuild="$VBUS_BUILD/cmake"
 	mkdir -p "$out"
 	run=$(mktemp -d "/tmp/vbus-$suite.XXXXXX")
@@ -157,9 +160,9 @@ lab_build() {
 	if ((build)) && [[ -n "$subdirs" ]]; then
 		t0=$(vbus_now)
 		if ! make -C "$top" modules KVER="$VBUS_KVER" VBUS_SUBDIRS="$subdirs" \
-			>"$out/build-modules.log" 2>&1; then
-			tail -n 40 "$out/build-modules.log" | sed 's/^/    /'
-			h_fail build-modules "(log $out/build-modules.log)"
+			>"$lab_logs/build-modules.log" 2>&1; then
+			tail -n 40 "$lab_logs/build-modules.log" | sed 's/^/    /'
+			h_fail build-modules "(log $lab_logs/build-modules.log)"
 			finish
 		fi
 		vbus_log "make modules: $(vbus_elapsed "$t0") s"
@@ -169,9 +172,9 @@ lab_build() {
 		# shellcheck disable=SC2086 # a list of targets
 		if ! { cmake -S "$top" -B "$cbuild" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
 			cmake --build "$cbuild" -j"$(nproc)" --target $targets; } \
-			>"$out/build-userspace.log" 2>&1; then
-			tail -n 40 "$out/build-userspace.log" | sed 's/^/    /'
-			h_fail build-userspace "(log $out/build-userspace.log)"
+			>"$lab_logs/build-userspace.log" 2>&1; then
+			tail -n 40 "$lab_logs/build-userspace.log" | sed 's/^/    /'
+			h_fail build-userspace "(log $lab_logs/build-userspace.log)"
 			finish
 		fi
 		vbus_log "cmake $targets: $(vbus_elapsed "$t0") s"
@@ -210,18 +213,24 @@ lab_tools() {
 	done
 }
 
-# lab_netns IP TAP: network namespace $ns with lo and a tap TAP (vnet_hdr,
-# IP/24, up). nsx CMD... runs a command in it.
+# lab_netns IP TAP [IP TAP]...: network namespace $ns with lo and, for
+# each pair, a tap TAP (vnet_hdr, IP/24, up); host_ip and tap: the first.
+# nsx CMD... runs a command in it.
 lab_netns() {
+	# shellcheck disable=SC2034 # for the suites
 	host_ip=$1 tap=$2 ns=$tag
 	lab_defer "ip netns del $ns 2>/dev/null"
-	if ! { ip netns add "$ns" &&
-		nsx ip link set lo up &&
-		nsx ip tuntap add dev "$tap" mode tap vnet_hdr &&
-		nsx ip addr add "$host_ip/24" dev "$tap" &&
-		nsx ip link set "$tap" up; } >"$out/netns.log" 2>&1; then
-		sed 's/^/    /' "$out/netns.log"
-		h_fail netns "cannot create the namespace/tap (root needed; log $out/netns.log)"
+	if ! (
+		ip netns add "$ns" && nsx ip link set lo up || exit 1
+		while (($#)); do
+			nsx ip tuntap add dev "$2" mode tap vnet_hdr &&
+				nsx ip addr add "$1/24" dev "$2" &&
+				nsx ip link set "$2" up || exit 1
+			shift 2
+		done
+	) >"$lab_logs/netns.log" 2>&1; then
+		sed 's/^/    /' "$lab_logs/netns.log"
+		h_fail netns "cannot create the namespace/tap (root needed; log $lab_logs/netns.log)"
 		finish
 	fi
 	h_pass netns-tap
@@ -235,7 +244,7 @@ lab_httpd() {
 	busybox=$(command -v busybox) || { h_fail setup "no busybox on the host"; finish; }
 	# not nsx: `ip netns exec` execs, so $! is the daemon itself
 	ip netns exec "$ns" "$busybox" httpd -f -p "$host_ip:$port" -h "$1" \
-		>"$out/httpd.log" 2>&1 &
+		>"$lab_logs/httpd.log" 2>&1 &
 	_lab_bg+=($!)
 }
 
@@ -256,7 +265,7 @@ lab_guest() { printf '%s:sock=%s,mem=%s,size=%s\n' "$1" "$run/$1.sock" "/dev/shm
 
 # lab_hostd [--ns] -- ARGS...: vbus-hostd --foreground --ctl $run/ctl.sock
 # ARGS (in the namespace with --ns; under the command words of the array
-# LAB_HOSTD_WRAP if set), log $out/hostd.log; PASS hostd-started once
+# LAB_HOSTD_WRAP if set), log $lab_logs/hostd.log; PASS hostd-started once
 # every socket it was given (--ctl, sock=, qsock=) is there. Sets
 # hostd_pid (the wrapper's, if any) and ctl().
 LAB_HOSTD_WRAP=()
@@ -271,7 +280,7 @@ lab_hostd() {
 		done
 	done
 	"${pre[@]}" "${LAB_HOSTD_WRAP[@]}" "$hostd" --foreground --ctl "$run/ctl.sock" "$@" \
-		>"$out/hostd.log" 2>&1 &
+		>"$lab_logs/hostd.log" 2>&1 &
 	hostd_pid=$!
 	# shellcheck disable=SC2016 # expanded at exit: a suite may change it
 	lab_defer 'vbus_stop_pid "$hostd_pid"'
@@ -285,8 +294,8 @@ lab_hostd() {
 	if ((ok)); then
 		h_pass hostd-started
 	else
-		sed 's/^/    hostd: /' "$out/hostd.log" | tail -n 20
-		h_fail hostd-started "vbus-hostd did not come up (log $out/hostd.log)"
+		sed 's/^/    hostd: /' "$lab_logs/hostd.log" | tail -n 20
+		h_fail hostd-started "vbus-hostd did not come up (log $lab_logs/hostd.log)"
 		finish
 	fi
 }
@@ -295,8 +304,8 @@ ctl() { "$hostd" ctl --ctl "$run/ctl.sock" "$@"; }
 # lab_no_fault WHAT: PASS hostd-no-device-fault unless vbus-hostd's log
 # shows it faulted a device (strict=1: our driver broke the protocol).
 lab_no_fault() {
-	if grep -aq " faulted: " "$out/hostd.log"; then
-		grep -a " faulted: " "$out/hostd.log" | head -n 5 | sed 's/^/    hostd: /'
+	if grep -aq " faulted: " "$lab_logs/hostd.log"; then
+		grep -a " faulted: " "$lab_logs/hostd.log" | head -n 5 | sed 's/^/    hostd: /'
 		h_fail hostd-no-device-fault "the host faulted $1 (strict=1)"
 	else
 		h_pass hostd-no-device-fault
@@ -336,7 +345,7 @@ lab_stage() {
 }
 
 # lab_boot ROLE [--guest G] [vbus_boot_guest OPTIONS] [-- QEMU ARGS]: boot
-# $run/ROLE.cpio.gz in the background, serial log $out/ROLE.log, the
+# $run/ROLE.cpio.gz in the background, serial log $lab_logs/ROLE.log, the
 # request channel on the second serial port, with guest G's vbus
 # transport (vbus-hostd's socket and RAM file); QEMU's pid in $run/ROLE.pid.
 declare -A lab_pid lab_t0 lab_guest_of
@@ -353,11 +362,11 @@ lab_boot() {
 	(($#)) && shift
 	[[ -z "$g" ]] ||
 		mapfile -t qargs < <(vbus_transport_args "/dev/shm/$tag-$g" "$m" "$run/$g.sock")
-	rm -f "$out/$role.log" "$run/$role.pid" "$run/$role.chan".*
+	rm -f "$lab_logs/$role.log" "$run/$role.pid" "$run/$role.chan".*
 	mkfifo "$run/$role.chan.in" "$run/$role.chan.out"
-	vbus_boot_guest --initrd "$run/$role.cpio.gz" --log "$out/$role.log" --mem "$m" \
+	vbus_boot_guest --initrd "$run/$role.cpio.gz" --log "$lab_logs/$role.log" --mem "$m" \
 		--timeout "$timeout" "${opts[@]}" -- "${qargs[@]}" "$@" \
-		-serial "pipe:$run/$role.chan" -pidfile "$run/$role.pid" >"$out/$role.boot.out" 2>&1 &
+		-serial "pipe:$run/$role.chan" -pidfile "$run/$role.pid" >"$lab_logs/$role.boot.out" 2>&1 &
 	lab_pid[$role]=$!
 	lab_t0[$role]=$(vbus_now)
 	lab_guest_of[$role]=$g
@@ -366,7 +375,7 @@ lab_boot() {
 
 # lab_serve [ROLE...]: answer the guests' requests (req_CMD, see the top)
 # until each ROLE's QEMU has ended (default: every one booted and not yet
-# served). Requests and replies go to $out/requests.log. lab_secs[ROLE]
+# served). Requests and replies go to $lab_logs/requests.log. lab_secs[ROLE]
 # is how long each ran.
 declare -A lab_secs
 lab_serve() {
@@ -388,7 +397,7 @@ lab_serve() {
 			if ! kill -0 "${lab_pid[$r]}" 2>/dev/null; then
 				rc=0
 				wait "${lab_pid[$r]}" || rc=$?
-				((rc == 0)) || vbus_warn "$r: vbus_boot_guest returned $rc (see $out/$r.boot.out)"
+				((rc == 0)) || vbus_warn "$r: vbus_boot_guest returned $rc (see $lab_logs/$r.boot.out)"
 				lab_secs[$r]=$(vbus_elapsed "${lab_t0[$r]}")
 				unset "lab_pid[$r]"
 				continue
@@ -419,9 +428,16 @@ lab_serve() {
 			pend[$r]=""
 			if ((rc == 0)); then line+=" -> ok${lab_reply:+ $lab_reply}"; else line+=" -> fail $lab_reply"; fi
 			printf '%s\n' "${line#* -> }" >&"${wfd[$r]}"
-			printf '%s: %s\n' "$r" "$line" >>"$out/requests.log"
+			printf '%s: %s\n' "$r" "$line" >>"$lab_logs/requests.log"
 		done
 		((alive)) || break
+		if [[ -n "${lab_serve_until:-}" ]] && (($(date +%s) > lab_serve_until)); then
+			vbus_log "the guest did not finish: killing QEMU"
+			for r in "${roles[@]}"; do
+				kill -9 "$(cat "$run/$r.pid" 2>/dev/null)" 2>/dev/null
+			done
+			lab_serve_until=
+		fi
 		sleep 0.1
 	done
 	for r in "${roles[@]}"; do
@@ -432,8 +448,33 @@ lab_serve() {
 	done
 }
 
+# lab_wait_ready ROLE ERE: wait until the guest's log has a line matching
+# ERE (the guest is ready for the host's part); non-zero, with the tail
+# of its log, if its QEMU ended first.
+lab_wait_ready() {
+	local log="$lab_logs/$1.log"
+	while kill -0 "${lab_pid[$1]}" 2>/dev/null; do
+		[[ -f "$log" ]] && tr -d '\r' <"$log" | grep -aqE "$2" && return 0
+		sleep 0.2
+	done
+	sed 's/^/    /' "$lab_logs/$1.boot.out"
+	tr -d '\r' <"$log" | tail -n 30 | sed 's/^/    serial: /'
+	vbus_err "the guest never became ready (log $log)"
+	return 1
+}
+
+# lab_end ROLE SECS: give the guest up to SECS s to finish (serving its
+# requests), then kill its QEMU.
+lab_end() {
+	local t0
+	t0=$(vbus_now)
+	lab_serve_until=$((${2%.*} + ${t0%.*}))
+	lab_serve "$1"
+	lab_serve_until=
+}
+
 # lab_results ROLE [PREFIX]: the guest's verdict into the totals.
-lab_results() { vbus_add_results "$out/$1.log" "${2:-}" || true; }
+lab_results() { vbus_add_results "$lab_logs/$1.log" "${2:-}" || true; }
 
 # lab_run ROLE [lab_boot ARGS]: boot, serve, results (no prefix).
 lab_run() {
@@ -446,7 +487,7 @@ lab_run() {
 
 # lab_figures ROLE ERE: the guest's figure lines (matching ERE), indented.
 lab_figures() {
-	tr -d '\r' <"$out/$1.log" | grep -aoE "$2" | sed 's/^/    /' || printf '    (no figures)\n'
+	tr -d '\r' <"$lab_logs/$1.log" | grep -aoE "$2" | sed 's/^/    /' || printf '    (no figures)\n'
 }
 
 # lab_summary ROLE: one line on the guest's run, then finish.
