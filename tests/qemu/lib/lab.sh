@@ -270,12 +270,12 @@ lab_guest() { printf '%s:sock=%s,mem=%s,size=%s\n' "$1" "$run/$1.sock" "/dev/shm
 # hostd_pid (the wrapper's, if any) and ctl().
 LAB_HOSTD_WRAP=()
 lab_hostd() {
-	local pre=() socks=("$run/ctl.sock") a f s ok
+	local pre=() socks=("$run/ctl.sock") a fields s ok
 	[[ "$1" == --ns ]] && { pre=(ip netns exec "$ns"); shift; }
 	[[ "$1" == -- ]] && shift
 	for a in "$@"; do
-		IFS=, read -ra f <<<"$a"
-		for s in "${f[@]}"; do
+		IFS=, read -ra fields <<<"$a"
+		for s in "${fields[@]}"; do
 			case "$s" in *sock=*) socks+=("${s#*sock=}") ;; esac
 		done
 	done
@@ -471,6 +471,18 @@ lab_end() {
 	lab_serve_until=$((${2%.*} + ${t0%.*}))
 	lab_serve "$1"
 	lab_serve_until=
+}
+
+# lab_ticks PID: utime+stime of the whole process (all threads) in clock
+# ticks, 0 if there is none (the benches' CPU figures)
+lab_ticks() {
+	local st
+	if [[ -z "$1" ]] || ! st=$(cat "/proc/$1/stat" 2>/dev/null); then
+		echo 0
+		return
+	fi
+	st=${st##*) }
+	awk '{ print $12 + $13 }' <<<"$st"
 }
 
 # lab_results ROLE [PREFIX]: the guest's verdict into the totals.
