@@ -79,6 +79,13 @@ _lab_usage() {
 # caller sets it after) run (temporary, short: socket paths) tag cbuild
 # t_start.
 lab_begin() {
+	lab_parse "$@"
+	lab_setup
+}
+
+# lab_parse SUITE [SPEC...] -- ARGS...: lab_begin's first half, the
+# options (for a script with work to do between the two).
+lab_parse() {
 	suite=$1
 	shift
 	local specs=(mem:S timeout:N no-build:build=0 only:S) s opt var hit
@@ -108,6 +115,10 @@ lab_begin() {
 		done
 		[[ -n "$hit" ]] || { vbus_err "unknown argument $1 (see --help)"; exit 2; }
 	done
+}
+
+# lab_setup: lab_begin's second half: run dir, cleanup, kernel.
+lab_setup() {
 	t_start=$(vbus_now)
 	out=${out:-$VBUS_BUILD/qemu/$suite}
 	lab_logs=$out
@@ -270,7 +281,7 @@ lab_guest() { printf '%s:sock=%s,mem=%s,size=%s\n' "$1" "$run/$1.sock" "/dev/shm
 # hostd_pid (the wrapper's, if any) and ctl().
 LAB_HOSTD_WRAP=()
 lab_hostd() {
-	local pre=() socks=("$run/ctl.sock") a fields s ok
+	local pre=() socks=("$run/ctl.sock") a fields s
 	[[ "$1" == --ns ]] && { pre=(ip netns exec "$ns"); shift; }
 	[[ "$1" == -- ]] && shift
 	for a in "$@"; do
@@ -284,14 +295,7 @@ lab_hostd() {
 	hostd_pid=$!
 	# shellcheck disable=SC2016 # expanded at exit: a suite may change it
 	lab_defer 'vbus_stop_pid "$hostd_pid"'
-	for _ in $(seq 300); do
-		ok=1
-		for s in "${socks[@]}"; do [[ -S "$s" ]] || ok=0; done
-		((ok)) && break
-		kill -0 "$hostd_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if ((ok)); then
+	if lab_wait_sockets "$hostd_pid" "${socks[@]}"; then
 		h_pass hostd-started
 	else
 		sed 's/^/    hostd: /' "$lab_logs/hostd.log" | tail -n 20
@@ -300,6 +304,21 @@ lab_hostd() {
 	fi
 }
 ctl() { "$hostd" ctl --ctl "$run/ctl.sock" "$@"; }
+
+# lab_wait_sockets PID SOCK...: up to 30 s for every SOCK to exist while
+# PID (the daemon that makes them) lives.
+lab_wait_sockets() {
+	local pid=$1 s ok
+	shift
+	for _ in $(seq 300); do
+		ok=1
+		for s in "$@"; do [[ -S "$s" ]] || ok=0; done
+		((ok)) && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
 
 # lab_no_fault WHAT: PASS hostd-no-device-fault unless vbus-hostd's log
 # shows it faulted a device (strict=1: our driver broke the protocol).
