@@ -83,16 +83,8 @@ poll_queues=0
 if ((poll_queues)) && [[ ",$vparams" != *,queues=* ]]; then
 	vparams="queues=3${vparams:+,$vparams}"
 fi
-for t in fio qemu-system-x86_64 python3; do
-	command -v "$t" >/dev/null || { vbus_err "$t not found (scripts/deps.sh installs it)"; exit 1; }
-done
-
-bench_log() { printf 'bench: %s\n' "$*"; }
-
-raw="$out/raw-blk"
-rm -rf "$raw"
-mkdir -p "$raw"
-lab_logs=$raw
+lab_need fio qemu-system-x86_64 python3
+lab_raw "$out/raw-blk"
 lab_build --modules "$LAB_BUS_SUBDIRS kernel/vbus_blk" --cmake vbus-hostd
 lab_kos --bus kernel/vbus_blk/vbus_blk.ko
 
@@ -171,24 +163,8 @@ tr -d '\r' <"$log" | awk -v raw="$raw" '
 	/^VBUS-BENCH-JSON-BEGIN / { f = raw "/" $2 "/r" $4 "/" $3 ".json"; getline; print > f; close(f) }'
 tr -d '\r' <"$log" | grep -aE '^VBUS-BENCH (vbus|virtio|notif) ' >"$raw/status.txt" || true
 
-cat >"$raw/meta.env" <<EOF
-accel=$accel
-smp=2
-mem=$mem
-kernel=$VBUS_KVER
-time_s=$secs
-rounds=$rounds
-disk_mb=$disk_mb
-jobs=$jobs
-vbus_params=$vparams
-poll_queues=$poll_queues
-virtio_iothread=$iothread
-host_cpus=$(nproc)
-host_loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
-qemu=$(qemu-system-x86_64 --version | head -n 1)
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-guest_log_ok=$guest_ok
-EOF
+lab_meta time_s="$secs" rounds disk_mb jobs vbus_params="$vparams" poll_queues \
+	virtio_iothread="$iothread" guest_log_ok="$guest_ok" >"$raw/meta.env"
 python3 "$here/blk_report.py" "$raw" "$out" || { vbus_err "blk_report.py failed"; exit 1; }
 python3 "$here/blk_plot.py" "$out" || bench_log "no plot (blk_plot.py failed)"
 grep -a 'notif check' "$raw/status.txt" | sed 's/^VBUS-BENCH /    /' || true

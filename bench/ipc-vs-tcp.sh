@@ -68,16 +68,8 @@ for t in $transports; do
 done
 want() { [[ " $transports " == *" $1 "* ]]; }
 ((EUID == 0)) || { vbus_err "needs root (network namespace, taps)"; exit 1; }
-for t in ip qemu-system-x86_64 python3 cmake; do
-	command -v "$t" >/dev/null || { vbus_err "$t not found (scripts/deps.sh installs it)"; exit 1; }
-done
-
-bench_log() { printf 'bench: %s\n' "$*"; }
-
-raw="$out/raw-ipc"
-rm -rf "$raw"
-mkdir -p "$raw"
-lab_logs=$raw
+lab_need ip qemu-system-x86_64 python3 cmake
+lab_raw "$out/raw-ipc"
 lab_build --modules "$LAB_BUS_SUBDIRS kernel/venet" --cmake "vbus-hostd ipc-peer"
 lab_kos --bus kernel/vbus_ipc/vbus_ipc.ko kernel/venet/venet.ko
 peer=$(find "$cbuild" -type f -name ipc-peer -perm -u+x | head -n 1)
@@ -194,23 +186,8 @@ vbus_check_results "$log" >"$raw/guest-check.txt" 2>&1 || guest_ok=0
 glines >"$raw/guest-lines.txt"
 ctl stats g1 "$ipc_id" >"$raw/ipc-stats.txt" 2>&1 || true
 
-cat >"$raw/meta.env" <<EOF
-accel=$accel
-cpu=$(vbus_qemu_cpu "$accel")
-smp=2
-mem=$mem
-kernel=$VBUS_KVER
-rounds=$rounds
-rr_n=$rr_n
-stream_n=$stream_n
-big_n=$big_n
-host_cpus=$(nproc)
-host_loadavg_before=$load_before
-host_loadavg_after=$(cut -d' ' -f1-3 /proc/loadavg)
-qemu=$(qemu-system-x86_64 --version | head -n 1)
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-guest_log_ok=$guest_ok
-EOF
+lab_meta rounds rr_n stream_n big_n host_loadavg_before="$load_before" \
+	guest_log_ok="$guest_ok" >"$raw/meta.env"
 python3 "$here/ipc_report.py" "$raw" "$out" || { vbus_err "ipc_report.py failed"; exit 1; }
 bench_log "total $(vbus_elapsed "$t_start") s; serial log $log"
 

@@ -99,13 +99,9 @@ done
 [[ -n "$nics" ]] || { vbus_err "--nics: empty"; exit 2; }
 want() { [[ " $nics " == *" $1 "* ]]; }
 ((EUID == 0)) || { vbus_err "needs root (network namespace, taps)"; exit 1; }
-for t in iperf3 ip qemu-system-x86_64 gcc python3; do
-	command -v "$t" >/dev/null || { vbus_err "$t not found (scripts/deps.sh installs it)"; exit 1; }
-done
+lab_need iperf3 ip qemu-system-x86_64 gcc python3
 ((!wakeups)) || command -v perf >/dev/null ||
 	{ vbus_err "--wakeups needs perf (apt-get install linux-perf)"; exit 1; }
-
-bench_log() { printf 'bench: %s\n' "$*"; }
 
 # busy% of the host's CPUs over 1 s, from /proc/stat (all CPUs)
 host_busy() {
@@ -130,10 +126,7 @@ busy_before=$(host_busy)
 bench_log "host load before the run: loadavg $load_before, CPUs ${busy_before}% busy"
 
 lab_setup
-raw="$out/raw"
-rm -rf "$raw"
-mkdir -p "$raw"
-lab_logs=$raw
+lab_raw "$out/raw"
 
 # ---- venet: which pieces are there --------------------------------------------
 venet_reason=""
@@ -428,31 +421,10 @@ if ((!guest_ok)); then
 fi
 
 # ---- report --------------------------------------------------------------------------------------
-cat >"$raw/meta.env" <<EOF
-accel=$accel
-cpu=$(vbus_qemu_cpu "$accel")
-smp=2
-mem=$mem
-venet_params=${VBUS_BENCH_VENET_PARAMS:-}
-kernel=$VBUS_KVER
-kboot=$VBUS_KBOOT
-cmdline=$VBUS_BASE_CMDLINE
-time_s=$secs
-streams=$streams
-rounds=$rounds
-ping_n=$ping_n
-ping_tool=$ping_tool
-rr_n=$rr_n
-rr_busy_poll_us=$rr_busy
-wakeups=$wakeups
-host_cpus=$(nproc)
-host_loadavg_before=$load_before
-host_busy_before_pct=$busy_before
-host_loadavg_after=$(cut -d' ' -f1-3 /proc/loadavg)
-qemu=$(qemu-system-x86_64 --version | head -n 1)
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-guest_log_ok=$guest_ok
-EOF
+lab_meta venet_params="${VBUS_BENCH_VENET_PARAMS:-}" kboot="$VBUS_KBOOT" \
+	cmdline="$VBUS_BASE_CMDLINE" time_s="$secs" streams rounds ping_n ping_tool rr_n \
+	rr_busy_poll_us="$rr_busy" wakeups host_loadavg_before="$load_before" \
+	host_busy_before_pct="$busy_before" guest_log_ok="$guest_ok" >"$raw/meta.env"
 python3 "$here/report.py" "$raw" "$out" || { vbus_err "report.py failed"; exit 1; }
 if [[ -f "$raw/hostd-stats.txt" ]]; then
 	printf 'vbus-hostd ctl stats g1 %s:\n' "$venet_id"

@@ -504,6 +504,39 @@ lab_ticks() {
 	awk '{ print $12 + $13 }' <<<"$st"
 }
 
+# ---- for the benches ----
+bench_log() { printf 'bench: %s\n' "$*"; }
+
+# lab_need TOOL...: each must be on PATH (else the end, exit 1).
+lab_need() {
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null || { vbus_err "$t not found (scripts/deps.sh installs it)"; exit 1; }
+	done
+}
+
+# lab_raw DIR: DIR afresh as $raw, the bench's raw data and the lab's logs.
+lab_raw() {
+	raw=$1 lab_logs=$1
+	rm -rf "$raw"
+	mkdir -p "$raw"
+}
+
+# lab_meta KEY[=VALUE]...: a bench's meta.env: the run's facts (accel,
+# cpu, smp, mem, kernel, the host's CPUs and load, QEMU, date), then
+# KEY=VALUE for each; a KEY alone records $KEY.
+lab_meta() {
+	local a accel
+	accel=$(vbus_qemu_accel)
+	printf '%s\n' "accel=$accel" "cpu=$(vbus_qemu_cpu "$accel")" smp=2 "mem=$mem" \
+		"kernel=$VBUS_KVER" "host_cpus=$(nproc)" \
+		"host_loadavg_after=$(cut -d' ' -f1-3 /proc/loadavg)" \
+		"qemu=$(qemu-system-x86_64 --version | head -n 1)" "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	for a in "$@"; do
+		if [[ "$a" == *=* ]]; then printf '%s\n' "$a"; else printf '%s=%s\n' "$a" "${!a}"; fi
+	done
+}
+
 # lab_results ROLE [PREFIX]: the guest's verdict into the totals.
 lab_results() { vbus_add_results "$lab_logs/$1.log" "${2:-}" || true; }
 

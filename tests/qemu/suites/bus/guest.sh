@@ -55,12 +55,7 @@ unload_all() {
 
 # wait_dev ID [SECS]: the device is on the bus and bound to vbus-test.
 wait_dev() {
-	local n=0 max=$((${2:-20} * 10))
-	while [ "$n" -lt "$max" ]; do
-		[ -e "$BUS/$1/driver" ] && return 0
-		n=$((n + 1))
-		usleep 100000
-	done
+	vt_wait "${2:-20}" test -e "$BUS/$1/driver" && return 0
 	# shellcheck disable=SC2012 # device ids are numbers
 	echo "device $1 not bound after ${2:-20} s (present: $(ls $BUS 2>/dev/null | tr '\n' ' '))"
 	return 1
@@ -68,12 +63,7 @@ wait_dev() {
 
 # wait_gone ID [SECS]
 wait_gone() {
-	local n=0 max=$((${2:-20} * 10))
-	while [ "$n" -lt "$max" ]; do
-		[ -e "$BUS/$1" ] || return 0
-		n=$((n + 1))
-		usleep 100000
-	done
+	vt_wait "${2:-20}" test ! -e "$BUS/$1" && return 0
 	echo "device $1 still present after ${2:-20} s"
 	return 1
 }

@@ -62,12 +62,7 @@ disk() {
 
 # gone NAME [SECS]: /sys/block/NAME disappears.
 gone() {
-	local n=0 max=$((${2:-20} * 5))
-	while [ "$n" -lt "$max" ]; do
-		[ -e "/sys/block/$1" ] || return 0
-		n=$((n + 1))
-		usleep 200000
-	done
+	vt_wait "${2:-20}" test ! -e "/sys/block/$1" && return 0
 	echo "$1 still there"
 	return 1
 }
