@@ -140,6 +140,9 @@ lab_defer() { _lab_deferred+=("$1"); }
 # shellcheck disable=SC2317 # the EXIT trap
 _lab_cleanup() {
 	local f p i
+	# the exit status is the script's: nothing here may change it (errexit
+	# would, at the first process already gone)
+	set +e
 	# QEMU's and the peers' pidfiles: nothing of this run may outlive it
 	for f in "$run"/*.pid; do
 		[[ -f "$f" ]] || continue
