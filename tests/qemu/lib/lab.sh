@@ -6,7 +6,7 @@
 #   lab_begin SUITE [SPEC...] -- "$@"   options, run dir, cleanup, kernel
 #   lab_build [--modules SUBDIRS] [--cmake "TARGET..."]
 #   lab_kos [--bus] REL.ko...           kos=(...), each must exist
-#   lab_netns IP TAP                    namespace $ns with a tap (nsx CMD)
+#   lab_netns IP TAP [IP TAP]...        namespace $ns with taps (nsx CMD)
 #   lab_httpd DIR                       busybox httpd in it on $host_ip:$port
 #   lab_hostd [--ns] -- ARGS...         vbus-hostd; waits for its sockets
 #   lab_stage ROLE GUEST [--bin P] [--file P] [KMOD...] <config
