@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# Guest side of tests/qemu/run-dkms-tests.sh; runs as /test/run.sh under
+# Guest side of the dkms suite (host.sh next to it); runs as /test/run.sh under
 # busybox sh. The staged modules are the ones DKMS built, whatever their
 # names: every one must carry this kernel's vermagic and load (after its
 # dependencies, in the staged order); then the selftest's verdict, every
@@ -12,7 +12,7 @@
 #   VDK_HOST_IP VDK_GUEST_IP VDK_PREFIX   the venet link (host end: a tap)
 #   VDK_PARAMS_<module>   parameters for that module's insmod
 
-# shellcheck source=tests/qemu/guest/lib.sh
+# shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
 # shellcheck disable=SC1091
 [ -f /test/config.sh ] && . /test/config.sh
