@@ -424,8 +424,47 @@ check_cycles() {
 	fi
 }
 
+# netdev_gone IF: IF no longer exists
+netdev_gone() { [ ! -e "/sys/class/net/$1" ]; }
+
+# hot drop: the host drops the device under an up link and adds it back;
+# the normal removal is an error on neither side (no "host refused" in
+# the guest, no hypercall error counted by the host)
+check_hotdrop() {
+	local IF e0 e1 n0
+	vt_check hotdrop/load vt_kmod_load venet || return
+	IF=$(venet_if) || { vt_fail hotdrop/netdev "no venet netdev"; rmmod venet; return; }
+	ip link set dev "$IF" up
+	vt_check hotdrop/carrier-on wait_carrier "$IF" 1
+	e0=$(vt_host hc_errors) || { vt_fail hotdrop/hc-errors "$e0"; rmmod venet; return; }
+	n0=$(dmesg | grep -c 'host refused')
+	vt_check hotdrop/drop vt_host drop
+	vt_check hotdrop/netdev-gone vt_wait 20 netdev_gone "$IF"
+	vt_check hotdrop/no-refusal-logged test "$(dmesg | grep -c 'host refused')" = "$n0"
+	e1=$(vt_host hc_errors)
+	vt_check hotdrop/no-hc-errors-on-host test "$e1" = "$e0"
+	log "hot drop: host hc_errors $e0 -> $e1"
+	vt_check hotdrop/add vt_host add
+	vt_check hotdrop/netdev-back venet_if
+	vt_check hotdrop/unload rmmod venet
+}
+
+# the 2009 series built the driver as vbus-enet.ko: `modprobe vbus_enet`
+# (a modules-load.d line written for it) still loads venet
+check_alias() {
+	local d
+	d=/lib/modules/$(uname -r)/extra
+	mkdir -p "$d"
+	cp "$VT_KMOD_DIR/venet.ko" "$d/"
+	vt_check alias/depmod depmod
+	vt_check alias/modprobe-vbus_enet modprobe vbus_enet
+	vt_check alias/venet-loaded test -d /sys/module/venet
+	vt_check alias/unload rmmod venet
+	rm -f "$d/venet.ko"
+}
+
 # shellcheck disable=SC2046 # one group per sg_enabled mode
-vt_run_checks $(for sg in $VT_SG_MODES; do echo "sg$sg"; done) small_rings cycles
+vt_run_checks $(for sg in $VT_SG_MODES; do echo "sg$sg"; done) small_rings hotdrop alias cycles
 vt_check enet-unloaded test ! -d /sys/module/venet
 
 vt_done

@@ -21,7 +21,7 @@
 #                 one download and N MiB guest->host in 64 MiB uploads, each
 #                 md5-checked at both ends (default 0: none; the opt-in
 #                 stage soak-venet of scripts/test.sh uses 2048)
-# Check groups (REGEX): sg1 sg0 small_rings cycles.
+# Check groups (REGEX): sg1 sg0 small_rings hotdrop alias cycles.
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
@@ -77,6 +77,14 @@ lab_hostd --ns -- --guest "$(lab_guest g1)" \
 # the guest's requests: the host pings it; the tap's MTU
 req_ping() { nsx ping -c 3 -W 3 "$guest_ip" >/dev/null 2>&1; }
 req_mtu() { [[ "$1" =~ ^[0-9]+$ ]] && nsx ip link set dev "$tap" mtu "$1"; }
+# hot drop and re-add of the device; the guest's hypercall errors so far
+venet_spec="type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1"
+req_drop() { ctl drop g1 1 >>"$out/ctl.log" 2>&1 || { lab_reply="ctl drop (see $out/ctl.log)"; return 1; }; }
+req_add() { ctl add g1 "$venet_spec" >>"$out/ctl.log" 2>&1 || { lab_reply="ctl add (see $out/ctl.log)"; return 1; }; }
+req_hc_errors() {
+	lab_reply=$(ctl stats g1 2>>"$out/ctl.log" | sed -n 's/^guest=g1 .* hc_errors=\([0-9]*\).*/\1/p')
+	[[ -n "$lab_reply" ]]
+}
 
 lab_run guest --guest g1
 
