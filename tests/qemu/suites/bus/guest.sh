@@ -294,20 +294,35 @@ check_garbage() { vt_check host-garbage-survived garbage; }
 
 # a hypercall that never completes: vbus-hostd is stopped (SIGSTOP)
 P=/sys/module/vbus_pcibridge/parameters/hc_timeout_ms
+# said_count TEXT: lines of the guest's log that say TEXT
+said_count() { dmesg | grep -c "$1"; }
 hc_timeout() {
 	local r0 out
 	r0=$(bstat hc_timeouts)
 	echo 1000 >$P
 	hostreq_call stop 0 -110 || return 1
-	[ "$(bstat hc_timeouts)" -gt "$r0" ] || { echo "no timeout counted"; return 1; }
+	# a second call while the host is still stopped: counted, not logged
+	out=$(run "$first" run_call 1)
+	case "$out" in *-110*) ;; *) echo "second call gave '$out', not -ETIMEDOUT"; return 1 ;; esac
+	[ "$(bstat hc_timeouts)" -gt $((r0 + 1)) ] || { echo "not two timeouts counted"; return 1; }
 	hostreq_call cont 0 ok || return 1
 	echo 5000 >$P
 	run "$first" run_call 10 || return 1
 	ring_ok "$first" 1000
 }
+# The guest says once, in plain words, that the host stopped answering
+# (not a line per timed-out hypercall), and when it answers again.
 check_hc_timeout() {
+	local gone0 back0
+	gone0=$(said_count 'the host side (vbus-hostd) stopped answering')
+	back0=$(said_count 'the host side answers hypercalls again')
 	vt_check hypercall-timeout-survived hc_timeout
 	echo 5000 >$P
+	vt_check hc-timeout-said-once test \
+		"$(($(said_count 'the host side (vbus-hostd) stopped answering') - gone0))" = 1
+	vt_check hc-timeout-no-line-per-call test "$(said_count 'hypercall [0-9]* (seq [0-9]*) timed out')" = 0
+	vt_check hc-answers-again-said test \
+		"$(($(said_count 'the host side answers hypercalls again') - back0))" = 1
 }
 
 # unbind/bind the bridge with devices present and a driver bound
