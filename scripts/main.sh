@@ -3,6 +3,11 @@
 # real traffic through vbus:
 #   1. deps      scripts/deps.sh (when present)
 #   2. userspace cmake into build/cmake (libioq, tools, vbus-hostd, tests)
+#   2b. refusals what vbus-hostd refuses, in its own words: a RAM file
+#                another user could reach, a disk on a live guest's RAM
+#                file or twice through a hard link, /dev/zero as config, a
+#                supervised daemon that forks, a ctl client of another uid
+#                (scripts/hostd-refusals.sh)
 #   3. modules   the guest kernel that matches the installed headers
 #                (tests/qemu, cached in build/qemu) and `make modules`
 #   4. venet     boots one guest (TCG unless hardware KVM) with the vbus
@@ -100,6 +105,14 @@ hostd="$cbuild/userspace/hostd/daemon/vbus-hostd"
 [[ -x "$hostd" ]] || fail userspace "$(elapsed "$t0")" "no $hostd after the build"
 echo "built: $(find "$cbuild" -maxdepth 4 -type f -perm -u+x \( -name 'vbus-*' -o -name 'ioq-*' \) -printf '%f ' | sort)"
 done_step userspace ok "$(elapsed "$t0")" "$hostd"
+
+# ---- 2b. what vbus-hostd refuses ---------------------------------------------------------------
+step "2b. vbus-hostd refuses what another user or guest could reach"
+t0=$(date +%s.%N)
+if ! "$top/scripts/hostd-refusals.sh" "$hostd"; then
+	fail refusals "$(elapsed "$t0")" "vbus-hostd accepted one of them"
+fi
+done_step refusals ok "$(elapsed "$t0")" "scripts/hostd-refusals.sh"
 
 # ---- 3. guest kernel + modules ------------------------------------------------------------------
 step "3. guest kernel and modules"
