@@ -72,7 +72,7 @@ if [ "$(id -u)" = 0 ]; then
 	"$keeper" -- "$HOSTD" --foreground --ctl "$T/k.sock" \
 		--guest "g1:sock=$T/kg1.sock,mem=$T/kg1.ram,size=16M" 2>"$T/keeper.err" &
 	kpid=$!
-	for _ in $(seq 100); do [ -S "$T/k.sock" ] && break; sleep 0.05; done
+	for _ in $(seq 400); do [ -S "$T/k.sock" ] && break; sleep 0.05; done
 	dpid=$(pgrep -P "$kpid" | head -1)
 	ns=$(tr '\0' '\n' <"/proc/$dpid/environ" 2>/dev/null | sed -n 's/^NOTIFY_SOCKET=//p')
 	kill -9 "$kpid"
@@ -193,7 +193,7 @@ except OSError:
     pass
 EOF
 drip=$!
-for _ in $(seq 100); do [ -e "$T/dripping" ] && break; sleep 0.05; done
+for _ in $(seq 400); do [ -e "$T/dripping" ] && break; sleep 0.05; done
 t0=$(date +%s%N)
 expect_ok "list while a client drips" "g2 " list
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))

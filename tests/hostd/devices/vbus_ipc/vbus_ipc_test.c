@@ -556,7 +556,7 @@ static void test_ipc_peer_uid_checked(void **state)
 	}
 	close(sv[1]);
 	assert_int_equal(read(sv[0], &b, 1), 1);
-	for (int i = 0; i < 500 && (w = waitpid(pid, &status, WNOHANG)) == 0;
+	for (int i = 0; i < 2000 && (w = waitpid(pid, &status, WNOHANG)) == 0;
 	     i++) {
 		fg_pump(&e->fg);
 		usleep(10000);
