@@ -137,6 +137,7 @@ struct vbus_pci_signal {
 	u32 cookie;			/* our key in bridge->signals */
 	bool detached;			/* device closed: inject is a no-op */
 	struct list_head detach_node;	/* local list in signals_detach */
+	struct work_struct close_work;	/* SHMCLOSE: kill, drop the table's */
 	struct work_struct free_work;
 };
 
