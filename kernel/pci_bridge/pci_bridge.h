@@ -195,6 +195,7 @@ void vbus_pci_debugfs_exit(void);
 void vbus_pci_queue_devadd(struct vbus_pci_bridge *b,
 			   const struct vbus_pci_add_event *ev);
 void vbus_pci_queue_devdrop(struct vbus_pci_bridge *b, u64 id);
+void vbus_pci_devices_quiesce(struct vbus_pci_bridge *b);
 void vbus_pci_devices_remove_all(struct vbus_pci_bridge *b);
 void vbus_pci_devices_disconnect(struct vbus_pci_bridge *b);
 void vbus_pci_devices_drop_stale(struct vbus_pci_bridge *b);

@@ -574,6 +574,39 @@ void vbus_pci_queue_devdrop(struct vbus_pci_bridge *b, u64 id)
 		queue_work(b->wq, &ew->work);
 }
 
+/* No device is added or dropped after this (remove, shutdown). */
+static void vbus_pci_devices_freeze(struct vbus_pci_bridge *b)
+{
+	mutex_lock(&b->dev_lock);
+	b->dying = true;
+	mutex_unlock(&b->dev_lock);
+	/* a DEVADD already past its dying check finishes and lists itself */
+	flush_workqueue(b->wq);
+}
+
+/*
+ * Shutdown (reboot, poweroff, kexec): close every device, so the host lets
+ * go of its shms and of every buffer posted on them (DEVCLOSE), without
+ * unregistering anything: the drivers' remove would tear down disks the
+ * system may still have mounted read-only. A driver that still posts
+ * finds its signals detached (inject is a no-op) and its calls refused
+ * (no handle). Lock order: dev_lock, then dev->lock (as in disconnect).
+ */
+void vbus_pci_devices_quiesce(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_device *dev;
+
+	vbus_pci_devices_freeze(b);
+	mutex_lock(&b->dev_lock);
+	list_for_each_entry(dev, &b->devices, node) {
+		mutex_lock(&dev->lock);
+		if (dev->handle)
+			vbus_pci_dev_close_locked(dev);
+		mutex_unlock(&dev->lock);
+	}
+	mutex_unlock(&b->dev_lock);
+}
+
 /*
  * Bridge teardown: no new devices from here on, drop every device and
  * wait until the last proxy is released (its release is our code).
@@ -583,11 +616,7 @@ void vbus_pci_devices_remove_all(struct vbus_pci_bridge *b)
 	struct vbus_pci_device *dev, *tmp;
 	LIST_HEAD(list);
 
-	mutex_lock(&b->dev_lock);
-	b->dying = true;
-	mutex_unlock(&b->dev_lock);
-	/* a DEVADD already past its dying check finishes and lists itself */
-	flush_workqueue(b->wq);
+	vbus_pci_devices_freeze(b);
 
 	mutex_lock(&b->dev_lock);
 	list_splice_init(&b->devices, &list);

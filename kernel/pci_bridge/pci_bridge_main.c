@@ -13,6 +13,8 @@
  * memory: devices go first (each closed: DEVCLOSE), then the eventq is
  * detached (BUSREG count 0) while events still flow, then interrupts and
  * work stop, and memory is freed last, unless the host may still write it.
+ * Shutdown (reboot, kexec) closes and detaches the same way but frees
+ * nothing.
  */
 #include <linux/module.h>
 #include <linux/pci.h>
@@ -310,6 +312,32 @@ static void vbus_pci_remove(struct pci_dev *pdev)
 	dev_info(&pdev->dev, "vbus bridge removed\n");
 }
 
+/*
+ * Reboot, poweroff, kexec (device_shutdown()): the host must stop writing
+ * our memory (rx buffers posted on venet rings, block reads, the eventq)
+ * before the firmware or the next kernel owns it. Nothing is freed or
+ * unregistered: the machine is going down, and the drivers' remove would
+ * tear down disks that may still be mounted read-only. Every device is
+ * closed (DEVCLOSE), then the eventq is detached (BUSREG count 0) while
+ * events still flow, then the device stops interrupting (TCG drops MSI-X
+ * from a device that is not bus master; the next kernel sets it again).
+ * A host that does not answer gets what remove gives it: the hypercall
+ * times out and is logged.
+ */
+static void vbus_pci_shutdown(struct pci_dev *pdev)
+{
+	struct vbus_pci_bridge *b = pci_get_drvdata(pdev);
+
+	if (!b)
+		return;
+	/* no re-attach under our feet (it would open devices again) */
+	vbus_pci_epoch_stop(b);
+	vbus_pci_devices_quiesce(b);
+	vbus_pci_eventq_detach(b);
+	pci_clear_master(pdev);
+	dev_info(&pdev->dev, "vbus bridge quiesced for shutdown\n");
+}
+
 static const struct pci_device_id vbus_pci_tbl[] = {
 	{ PCI_DEVICE(VBUS_PCI_IVSHMEM_VENDOR, VBUS_PCI_IVSHMEM_DEVICE) },
 	{ 0 },
@@ -321,6 +349,7 @@ static struct pci_driver vbus_pci_driver = {
 	.id_table = vbus_pci_tbl,
 	.probe = vbus_pci_probe,
 	.remove = vbus_pci_remove,
+	.shutdown = vbus_pci_shutdown,
 	.dev_groups = vbus_pci_groups,
 };
 

@@ -250,6 +250,25 @@ int vbus_ipc_chardev_add(struct vbus_ipc *ipc)
 	return ret;
 }
 
+/*
+ * Shutdown (reboot, poweroff, kexec): a file still open will never be
+ * released, so end its session now as release would (guest_close, CTRL
+ * doorbell): the host process learns the guest side is gone instead of
+ * waiting on a peer that vanished with the kernel. The file then answers
+ * as after remove (-EPIPE, -ENODEV); nothing is freed.
+ */
+void vbus_ipc_chardev_quiesce(struct vbus_ipc *ipc)
+{
+	mutex_lock(&ipc->lock);
+	if (ipc->busy && !ipc->removed) {
+		WRITE_ONCE(ipc->shm->guest_close, ipc->my_open);
+		vbus_ipc_doorbell(ipc, VBUS_IPC_VEC_CTRL);
+	}
+	WRITE_ONCE(ipc->removed, true);
+	mutex_unlock(&ipc->lock);
+	wake_up_interruptible_all(&ipc->wq);
+}
+
 void vbus_ipc_chardev_remove(struct vbus_ipc *ipc)
 {
 	if (ipc->misc_registered)
