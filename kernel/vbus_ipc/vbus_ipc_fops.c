@@ -42,8 +42,11 @@ static enum vbus_ipc_sess vbus_ipc_sess(struct vbus_ipc *ipc)
 	 * Acquire: the session number and the rings vbus-hostd formatted are
 	 * read after the state; pairs with its release store of the state
 	 * in session_start() (userspace/hostd/devices/vbus_ipc/vbus_ipc_dev.c).
+	 * virt_: the other side is a host process, not a CPU of this kernel
+	 * (a CONFIG_SMP=n guest still needs the barrier), as everywhere else
+	 * the guest orders against the host.
 	 */
-	state = smp_load_acquire(&shm->state);
+	state = virt_load_acquire(&shm->state);
 	session = READ_ONCE(shm->session);
 	sopen = READ_ONCE(shm->session_open);
 	if (READ_ONCE(ipc->served))
