@@ -141,6 +141,7 @@ static void vbus_pci_teardown(struct vbus_pci_bridge *b)
 		memunmap(b->shm);
 	pci_release_regions(pdev);
 	pci_disable_device(pdev);
+	vbus_pci_hc_forget_leaks(b);
 	kfree(b);
 }
 
@@ -153,6 +154,7 @@ static struct vbus_pci_bridge *vbus_pci_alloc(struct pci_dev *pdev)
 		return NULL;
 	b->pdev = pdev;
 	mutex_init(&b->hc_lock);
+	INIT_LIST_HEAD(&b->hc_leaks);
 	init_waitqueue_head(&b->hc_wq);
 	mutex_init(&b->dev_lock);
 	INIT_LIST_HEAD(&b->devices);
