@@ -57,43 +57,19 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/.." && pwd)
-qlib="$top/tests/qemu/lib"
-# shellcheck source=tests/qemu/lib/kernel.sh
-source "$qlib/kernel.sh"
-# shellcheck source=tests/qemu/lib/initramfs.sh
-source "$qlib/initramfs.sh"
 # the kernel a user runs: no SLUB debugging (VBUS_BOOT_DEBUG=1 puts it back)
 : "${VBUS_BOOT_DEBUG:=0}"
 export VBUS_BOOT_DEBUG
-# shellcheck source=tests/qemu/lib/boot.sh
-source "$qlib/boot.sh"
-# shellcheck source=tests/qemu/lib/results.sh
-source "$qlib/results.sh"
-# shellcheck source=tests/qemu/lib/hostd.sh
-source "$qlib/hostd.sh"
+# shellcheck source=tests/qemu/lib/lab.sh
+source "$here/../tests/qemu/lib/lab.sh"
 
-secs=5 rounds=3 disk_mb=256 mem=1G timeout=1800 out="" build=1 demo=0 vparams="" iothread=0
+time=5 rounds=3 disk_mb=256 timeout=1800 out=$VBUS_BUILD/bench demo=0 vbus_params="" iothread=0
 jobs="randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd1 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8"
-while (($#)); do
-	case "$1" in
-	--time) secs=$2; shift 2 ;;
-	--rounds) rounds=$2; shift 2 ;;
-	--disk-mb) disk_mb=$2; shift 2 ;;
-	--jobs) jobs=$2; shift 2 ;;
-	--mem) mem=$2; shift 2 ;;
-	--timeout) timeout=$2; shift 2 ;;
-	--out) out=$2; shift 2 ;;
-	--no-build) build=0; shift ;;
-	--vbus-params) vparams=$2; shift 2 ;;
-	--demo) demo=1; shift ;;
-	--virtio-iothread) iothread=1; shift ;;
-	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
-	esac
-done
-for v in "$secs" "$rounds" "$disk_mb" "$timeout"; do
-	[[ "$v" =~ ^[1-9][0-9]*$ ]] || { vbus_err "not a positive number: $v"; exit 2; }
+lab_begin blk-bench time:N rounds:N disk-mb:N jobs:S out:S vbus-params:S demo:demo=1 \
+	virtio-iothread:iothread=1 -- "$@"
+secs=$time vparams=$vbus_params
+for v in "$secs" "$rounds" "$disk_mb"; do
+	((v > 0)) || { vbus_err "not a positive number: $v"; exit 2; }
 done
 [[ -z "$vparams" || "$vparams" =~ ^[a-z_]+=[A-Za-z0-9_]+(,[a-z_]+=[A-Za-z0-9_]+)*$ ]] ||
 	{ vbus_err "--vbus-params: '$vparams' is not K=V[,K=V...]"; exit 2; }
@@ -107,73 +83,26 @@ poll_queues=0
 if ((poll_queues)) && [[ ",$vparams" != *,queues=* ]]; then
 	vparams="queues=3${vparams:+,$vparams}"
 fi
-for t in fio qemu-system-x86_64 python3; do
-	command -v "$t" >/dev/null || { vbus_err "$t not found (scripts/deps.sh installs it)"; exit 1; }
-done
-
-bench_log() { printf 'bench: %s\n' "$*"; }
-
-t_start=$(vbus_now)
-vbus_fetch_kernel
-: "${out:=$VBUS_BUILD/bench}"
-raw="$out/raw-blk"
-rm -rf "$raw"
-mkdir -p "$raw"
-cbuild="$VBUS_BUILD/cmake"
-
-if ((build)); then
-	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc kernel/vbus_blk" "$raw" "$cbuild"); then
-		vbus_err "$step failed (log $raw/$step.log)"
-		exit 1
-	fi
-fi
-kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
-	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/vbus_blk/vbus_blk.ko")
-for ko in "${kos[@]}"; do
-	[[ -f "$ko" ]] || { vbus_err "${ko#"$top"/} not built"; exit 1; }
-done
-hostd=${VBUS_HOSTD:-$(vbus_find_hostd "$cbuild")} ||
-	{ vbus_err "no vbus-hostd binary under $cbuild (or \$VBUS_HOSTD)"; exit 1; }
-
-# ---- run directory, backing files, cleanup ----------------------------------
-run=$(mktemp -d /tmp/vbus-blkbench.XXXXXX)
-tag="vbus-blkbench-$$"
-hostd_pid="" boot_pid="" responder_pid=""
-cleanup() {
-	[[ -f "$run/qemu.pid" ]] && kill -9 "$(cat "$run/qemu.pid")" 2>/dev/null || true
-	[[ -n "$boot_pid" ]] && kill "$boot_pid" 2>/dev/null || true
-	[[ -n "$responder_pid" ]] && kill "$responder_pid" 2>/dev/null || true
-	vbus_stop_pid "$hostd_pid"
-	rm -rf "$run"
-	rm -f "/dev/shm/$tag-g1"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+lab_need fio qemu-system-x86_64 python3
+lab_raw "$out/raw-blk"
+lab_build --modules "$LAB_BUS_SUBDIRS kernel/vbus_blk" --cmake vbus-hostd
+lab_kos --bus kernel/vbus_blk/vbus_blk.ko
 
 # identical data on both: reads of holes would flatter whichever has more
 head -c "$((disk_mb * 1024 * 1024))" /dev/urandom >"$run/vbus.img"
 cp "$run/vbus.img" "$run/virtio.img"
 sync
+lab_hostd -- --guest "$(lab_guest g1)" \
+	--device "g1:type=vbus-blk,id=1,file=$run/vbus.img,serial=bench-vbus${vparams:+,$vparams}"
 
-"$hostd" --foreground --ctl "$run/ctl.sock" \
-	--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
-	--device "g1:type=vbus-blk,id=1,file=$run/vbus.img,serial=bench-vbus${vparams:+,$vparams}" \
-	>"$raw/hostd.log" 2>&1 &
-hostd_pid=$!
-for _ in $(seq 100); do
-	[[ -S "$run/ctl.sock" && -S "$run/g1.sock" ]] && break
-	kill -0 "$hostd_pid" 2>/dev/null || break
-	sleep 0.1
-done
-[[ -S "$run/g1.sock" ]] || { tail -n 5 "$raw/hostd.log"; vbus_err "vbus-hostd did not start"; exit 1; }
-ctl() { "$hostd" ctl --ctl "$run/ctl.sock" "$@"; }
-
-# ---- initramfs -------------------------------------------------------------------
-s="$run/stage"
-mkdir -p "$s/test"
-cp "$top/tests/qemu/guest/lib.sh" "$s/test/lib.sh"
-cp "$here/guest/blk-bench-guest.sh" "$s/test/run.sh"
-cat >"$s/test/config.sh" <<EOF
+demo_stage=()
+if ((demo)); then
+	lab_tools mkfs.ext4
+	# shellcheck disable=SC2154 # lab_tools
+	demo_stage=(crc32c_generic ext4 --bin "$tool_mkfs_ext4")
+fi
+lab_stage guest "$here/guest/blk-bench-guest.sh" virtio_pci virtio_blk "${kos[@]}" \
+	--bin "$(command -v fio)" "${demo_stage[@]}" <<CONFIG
 VB_DISKS="vbus virtio"
 VB_JOBS="$jobs"
 VB_ROUNDS=$rounds
@@ -181,78 +110,48 @@ VB_SECS=$secs
 VB_SIZE_MB=$disk_mb
 VB_DEMO=$demo
 VB_POLL_QUEUES=$poll_queues
-EOF
-vbus_initramfs_add_kmods "$s" virtio_pci virtio_blk "${kos[@]}" || { vbus_err "staging modules failed"; exit 1; }
-vbus_initramfs_add_binary "$s" "$(command -v fio)" || { vbus_err "staging fio failed"; exit 1; }
-if ((demo)); then
-	vbus_initramfs_add_kmods "$s" crc32c_generic ext4 &&
-		vbus_initramfs_add_binary "$s" "$(PATH=$PATH:/usr/sbin:/sbin command -v mkfs.ext4)" ||
-		{ vbus_err "staging ext4/mkfs.ext4 for --demo failed (e2fsprogs)"; exit 1; }
-fi
-vbus_make_initramfs "$run/bench.cpio.gz" "$s" >/dev/null
+CONFIG
 
 # ---- the guest's begin/end marks --------------------------------------------------
 clk_tck=$(getconf CLK_TCK)
-ticks() {
-	local st
-	[[ -n "$1" ]] && st=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-	st=${st##*) }
-	awk '{ print $12 + $13 }' <<<"$st"
-}
 # notifications so far, guest->host and host->guest (vbus-hostd's
 # counters of device 1)
 notifies() {
 	ctl stats g1 1 2>/dev/null | tr ' ' '\n' |
 		awk -F= '$1 == "notify_in" { i = $2 } $1 == "notify_out" { o = $2 } END { print i + 0, o + 0 }'
 }
-responder() {
-	local line what disk job r gkicks girqs qemu_pid
-	exec 3<"$run/gctl.out" 4>"$run/gctl.in"
-	while IFS= read -r line <&3; do
-		line=$(tr -cd '[:print:]' <<<"$line")
-		read -r what disk job r gkicks girqs <<<"$line"
-		qemu_pid=$(cat "$run/qemu.pid" 2>/dev/null || true)
-		# the guest's own counts (kprobe hits, /proc/interrupts), or -
-		[[ "$gkicks" =~ ^[0-9]+$ ]] || gkicks=-
-		[[ "$girqs" =~ ^[0-9]+$ ]] || girqs=-
-		case "$what" in
-		begin | end)
-			if [[ "$disk" =~ ^(vbus|virtio)$ && "$job" =~ ^[a-z0-9-]+$ && "$r" =~ ^[0-9]+$ ]]; then
-				mkdir -p "$raw/$disk/r$r"
-				printf '%s %s %s %s %s %s %s\n' "$(ticks "$qemu_pid")" "$(ticks "$hostd_pid")" \
-					"$(notifies)" "$(vbus_now)" "$clk_tck" "$gkicks" "$girqs" \
-					>"$raw/$disk/r$r/$job.$what"
-				printf 'ok\n' >&4
-			else
-				printf 'fail bad mark\n' >&4
-			fi
-			;;
-		*) printf 'fail unknown request\n' >&4 ;;
-		esac
-	done
+# req_begin|req_end DISK JOB ROUND [KICKS IRQS]: the CPU times of QEMU and
+# vbus-hostd, the device's counters and the guest's own counts (kprobe
+# hits, /proc/interrupts; - when it has none) at this edge of a fio run
+mark() {
+	local what=$1 disk=$2 job=$3 r=$4 gkicks=${5:-} girqs=${6:-}
+	[[ "$gkicks" =~ ^[0-9]+$ ]] || gkicks=-
+	[[ "$girqs" =~ ^[0-9]+$ ]] || girqs=-
+	[[ "$disk" =~ ^(vbus|virtio)$ && "$job" =~ ^[a-z0-9-]+$ && "$r" =~ ^[0-9]+$ ]] ||
+		{ lab_reply="bad mark"; return 1; }
+	mkdir -p "$raw/$disk/r$r"
+	printf '%s %s %s %s %s %s %s\n' "$(lab_ticks "$(cat "$run/guest.pid" 2>/dev/null)")" \
+		"$(lab_ticks "$hostd_pid")" "$(notifies)" "$(vbus_now)" "$clk_tck" "$gkicks" "$girqs" \
+		>"$raw/$disk/r$r/$job.$what"
 }
-mkfifo "$run/gctl.in" "$run/gctl.out"
-responder >"$raw/responder.log" 2>&1 &
-responder_pid=$!
+req_begin() { mark begin "$@"; }
+req_end() { mark end "$@"; }
 
 # ---- boot ---------------------------------------------------------------------------
 accel=$(vbus_qemu_accel)
-log="$raw/serial.log"
-mapfile -t qargs < <(vbus_transport_args "/dev/shm/$tag-g1" "$mem" "$run/g1.sock")
+log="$raw/guest.log"
+qargs=()
 vdev="virtio-blk-pci,drive=vd0,serial=bench-virtio"
 if ((poll_queues)); then vdev+=",num-queues=3"; fi
 if ((iothread)); then
 	vdev+=",iothread=vio0"
-	qargs+=(-object iothread,id=vio0)
+	qargs+=(-object "iothread,id=vio0")
 fi
 qargs+=(-drive "file=$run/virtio.img,if=none,id=vd0,format=raw,aio=io_uring,cache=none"
-	-device "$vdev"
-	-serial "pipe:$run/gctl" -pidfile "$run/qemu.pid")
+	-device "$vdev")
 bench_log "accelerator: $accel (2 vCPUs, RAM $mem, kernel $VBUS_KVER); jobs: $jobs; $rounds round(s) of ${secs} s"
-boot_rc=0
-vbus_boot_guest --initrd "$run/bench.cpio.gz" --log "$log" --mem "$mem" --smp 2 \
-	--timeout "$timeout" -- "${qargs[@]}" >"$raw/boot.out" 2>&1 || boot_rc=$?
-((boot_rc == 0)) || bench_log "vbus_boot_guest returned $boot_rc (see $raw/boot.out)"
+lab_boot guest --guest g1 --smp 2 -- "${qargs[@]}"
+lab_serve guest
 # the device's own counters over the whole run (masks, mask_polls, ...)
 ctl stats g1 1 >"$raw/hostd-stats.txt" 2>&1 || true
 guest_ok=1
@@ -264,24 +163,8 @@ tr -d '\r' <"$log" | awk -v raw="$raw" '
 	/^VBUS-BENCH-JSON-BEGIN / { f = raw "/" $2 "/r" $4 "/" $3 ".json"; getline; print > f; close(f) }'
 tr -d '\r' <"$log" | grep -aE '^VBUS-BENCH (vbus|virtio|notif) ' >"$raw/status.txt" || true
 
-cat >"$raw/meta.env" <<EOF
-accel=$accel
-smp=2
-mem=$mem
-kernel=$VBUS_KVER
-time_s=$secs
-rounds=$rounds
-disk_mb=$disk_mb
-jobs=$jobs
-vbus_params=$vparams
-poll_queues=$poll_queues
-virtio_iothread=$iothread
-host_cpus=$(nproc)
-host_loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
-qemu=$(qemu-system-x86_64 --version | head -n 1)
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-guest_log_ok=$guest_ok
-EOF
+lab_meta time_s="$secs" rounds disk_mb jobs vbus_params="$vparams" poll_queues \
+	virtio_iothread="$iothread" guest_log_ok="$guest_ok" >"$raw/meta.env"
 python3 "$here/blk_report.py" "$raw" "$out" || { vbus_err "blk_report.py failed"; exit 1; }
 python3 "$here/blk_plot.py" "$out" || bench_log "no plot (blk_plot.py failed)"
 grep -a 'notif check' "$raw/status.txt" | sed 's/^VBUS-BENCH /    /' || true

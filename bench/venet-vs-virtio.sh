@@ -77,47 +77,21 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/.." && pwd)
-qlib="$top/tests/qemu/lib"
-# shellcheck source=tests/qemu/lib/kernel.sh
-source "$qlib/kernel.sh"
-# shellcheck source=tests/qemu/lib/initramfs.sh
-source "$qlib/initramfs.sh"
 # the kernel a user runs: no SLUB debugging (VBUS_BOOT_DEBUG=1 puts it back)
 : "${VBUS_BOOT_DEBUG:=0}"
 export VBUS_BOOT_DEBUG
-# shellcheck source=tests/qemu/lib/boot.sh
-source "$qlib/boot.sh"
-# shellcheck source=tests/qemu/lib/results.sh
-source "$qlib/results.sh"
-# shellcheck source=tests/qemu/lib/hostd.sh
-source "$qlib/hostd.sh"
+# shellcheck source=tests/qemu/lib/lab.sh
+source "$here/../tests/qemu/lib/lab.sh"
 
-secs=5 streams=4 rounds=1 ping_n=200 rr_n=2000 rr_busy=400 nics="virtio venet" mem=1G
-timeout=600 out="" build=1 require_venet=0 wakeups=0
-while (($#)); do
-	case "$1" in
-	--time) secs=$2; shift 2 ;;
-	--streams) streams=$2; shift 2 ;;
-	--rounds) rounds=$2; shift 2 ;;
-	--ping-n) ping_n=$2; shift 2 ;;
-	--rr-n) rr_n=$2; shift 2 ;;
-	--rr-busy-poll) rr_busy=$2; shift 2 ;;
-	--nics) nics=$2; shift 2 ;;
-	--mem) mem=$2; shift 2 ;;
-	--timeout) timeout=$2; shift 2 ;;
-	--out) out=$2; shift 2 ;;
-	--no-build) build=0; shift ;;
-	--require-venet) require_venet=1; shift ;;
-	--wakeups) wakeups=1; shift ;;
-	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
-	esac
+time=5 streams=4 rounds=1 ping_n=200 rr_n=2000 rr_busy_poll=400 nics="virtio venet"
+out=$VBUS_BUILD/bench require_venet=0 wakeups=0
+lab_parse venet-bench time:N streams:N rounds:N ping-n:N rr-n:N rr-busy-poll:N nics:S out:S \
+	require-venet:require_venet=1 wakeups:wakeups=1 -- "$@"
+secs=$time rr_busy=$rr_busy_poll
+for v in "$secs" "$streams" "$rounds" "$ping_n" "$rr_n"; do
+	((v > 0)) || { vbus_err "not a positive number: $v"; exit 2; }
 done
-for v in "$secs" "$streams" "$rounds" "$ping_n" "$rr_n" "$timeout"; do
-	[[ "$v" =~ ^[1-9][0-9]*$ ]] || { vbus_err "not a positive number: $v"; exit 2; }
-done
-[[ "$rr_busy" =~ ^[0-9]{1,7}$ ]] ||
+((rr_busy <= 9999999)) ||
 	{ vbus_err "--rr-busy-poll: not a number of microseconds (0..9999999): $rr_busy"; exit 2; }
 for n in $nics; do
 	[[ "$n" == virtio || "$n" == venet ]] || { vbus_err "--nics: unknown NIC $n"; exit 2; }
@@ -125,13 +99,9 @@ done
 [[ -n "$nics" ]] || { vbus_err "--nics: empty"; exit 2; }
 want() { [[ " $nics " == *" $1 "* ]]; }
 ((EUID == 0)) || { vbus_err "needs root (network namespace, taps)"; exit 1; }
-for t in iperf3 ip qemu-system-x86_64 gcc python3; do
-	command -v "$t" >/dev/null || { vbus_err "$t not found (scripts/deps.sh installs it)"; exit 1; }
-done
+lab_need iperf3 ip qemu-system-x86_64 gcc python3
 ((!wakeups)) || command -v perf >/dev/null ||
 	{ vbus_err "--wakeups needs perf (apt-get install linux-perf)"; exit 1; }
-
-bench_log() { printf 'bench: %s\n' "$*"; }
 
 # busy% of the host's CPUs over 1 s, from /proc/stat (all CPUs)
 host_busy() {
@@ -155,13 +125,8 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 busy_before=$(host_busy)
 bench_log "host load before the run: loadavg $load_before, CPUs ${busy_before}% busy"
 
-t_start=$(vbus_now)
-vbus_fetch_kernel
-: "${out:=$VBUS_BUILD/bench}"
-raw="$out/raw"
-rm -rf "$raw"
-mkdir -p "$raw"
-cbuild="$VBUS_BUILD/cmake"
+lab_setup
+lab_raw "$out/raw"
 
 # ---- venet: which pieces are there --------------------------------------------
 venet_reason=""
@@ -216,19 +181,11 @@ if ! gcc -O2 -Wall -static -o "$tcprr" "$here/tcprr.c" >"$raw/build-tcprr.log" 2
 	exit 1
 fi
 
-# ---- run directory, namespace, cleanup -----------------------------------------------------
-run=$(mktemp -d /tmp/vbus-bench.XXXXXX)
-tag="vbus-bench-$$"
-ns="$tag"
-hostd_pid="" boot_pid="" qemu_pid="" wrap_pid="" perf_pid=""
-cleanup() {
-	local p
-	[[ -n "$perf_pid" ]] && kill -INT "$perf_pid" 2>/dev/null || true
-	if [[ -f "$run/qemu.pid" ]]; then
-		p=$(cat "$run/qemu.pid" 2>/dev/null || true)
-		[[ -n "$p" ]] && kill -9 "$p" 2>/dev/null || true
-	fi
-	[[ -n "$boot_pid" ]] && kill "$boot_pid" 2>/dev/null || true
+# ---- namespace, cleanup -------------------------------------------------------------------
+hostd_pid="" wrap_pid="" perf_pid=""
+# shellcheck disable=SC2317 # at exit
+bench_cleanup() {
+	[[ -z "$perf_pid" ]] || kill -INT "$perf_pid" 2>/dev/null
 	vbus_stop_pid "$hostd_pid"
 	if [[ -n "${wrap_pid:-}" ]]; then
 		# the wrapper (perf) writes its data once the daemon is gone
@@ -238,38 +195,17 @@ cleanup() {
 		done
 		vbus_stop_pid "$wrap_pid"
 	fi
-	ip netns del "$ns" 2>/dev/null || true
-	rm -rf "$run"
-	rm -f "/dev/shm/$tag-g1"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-nsx() { ip netns exec "$ns" "$@"; }
 
 declare -A tap=([venet]=vbvenet0 [virtio]=vbvirtio0)
 declare -A hip=([venet]=10.81.1.1 [virtio]=10.81.2.1)
 declare -A gip=([venet]=10.81.1.2 [virtio]=10.81.2.2)
 declare -A mac=([venet]=52:54:00:b1:00:02 [virtio]=52:54:00:b2:00:02)
 venet_id=2 rr_port=7777
-
-make_netns() {
-	local n
-	ip netns add "$ns" && nsx ip link set lo up || return 1
-	for n in venet virtio; do
-		nsx ip tuntap add dev "${tap[$n]}" mode tap vnet_hdr &&
-			nsx ip addr add "${hip[$n]}/24" dev "${tap[$n]}" &&
-			nsx ip link set "${tap[$n]}" up || return 1
-	done
-}
-if ! make_netns >"$raw/netns.log" 2>&1; then
-	sed 's/^/    /' "$raw/netns.log"
-	vbus_err "cannot create the namespace $ns and its taps"
-	exit 1
-fi
+lab_netns "${hip[venet]}" "${tap[venet]}" "${hip[virtio]}" "${tap[virtio]}"
+lab_defer bench_cleanup
 
 # ---- vbus-hostd (in the namespace: it opens the tap there) -------------------------------
-ctl() { "$hostd" ctl --ctl "$run/ctl.sock" "$@"; }
 if [[ -z "$venet_reason" ]]; then
 	# not through nsx(): $! must be the daemon itself (ip netns exec execs
 	# it), whose /proc/PID/stat the CPU figures read
@@ -277,7 +213,7 @@ if [[ -z "$venet_reason" ]]; then
 	# runs under that command; hostd_pid is then looked up below
 	# shellcheck disable=SC2086 # the wrapper is a word list
 	ip netns exec "$ns" ${VBUS_HOSTD_WRAP:-} "$hostd" --foreground --ctl "$run/ctl.sock" \
-		--guest "g1:sock=$run/g1.sock,mem=/dev/shm/$tag-g1,size=$mem" \
+		--guest "$(lab_guest g1)" \
 		--device "g1:type=venet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}${VBUS_BENCH_VENET_PARAMS:+,$VBUS_BENCH_VENET_PARAMS}" \
 		>"$raw/hostd.log" 2>&1 &
 	hostd_pid=$!
@@ -290,12 +226,7 @@ if [[ -z "$venet_reason" ]]; then
 		done
 		[[ -n "$hostd_pid" ]] || hostd_pid=$wrap_pid
 	fi
-	for _ in $(seq 100); do
-		[[ -S "$run/ctl.sock" && -S "$run/g1.sock" ]] && break
-		kill -0 "$hostd_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [[ ! -S "$run/ctl.sock" || ! -S "$run/g1.sock" ]]; then
+	if ! lab_wait_sockets "$hostd_pid" "$run/ctl.sock" "$run/g1.sock"; then
 		venet_unavailable "vbus-hostd did not start with a venet device: $(tail -n 1 "$raw/hostd.log")"
 		kill "$hostd_pid" 2>/dev/null || true
 		hostd_pid=""
@@ -308,70 +239,39 @@ want virtio && guest_nics="virtio"
 [[ -z "$venet_reason" ]] && guest_nics+=" venet"
 
 # ---- initramfs ----------------------------------------------------------------------------
-s="$run/stage"
-mkdir -p "$s/test"
-cp "$top/tests/qemu/guest/lib.sh" "$s/test/lib.sh"
-cp "$here/guest/bench-guest.sh" "$s/test/run.sh"
-cp "$tcprr" "$s/test/tcprr"
-cp "$here/guest/counters.sh" "$s/test/counters.sh"
-cp "$here/guest/nic.sh" "$s/test/nic.sh"
-cat >"$s/test/config.sh" <<EOF
+stage=(--bin "$(command -v iperf3)" --file "$tcprr" --file "$here/guest/counters.sh"
+	--file "$here/guest/nic.sh")
+command -v ethtool >/dev/null && stage+=(--bin "$(command -v ethtool)")
+want virtio && stage+=(virtio_pci virtio_net)
+[[ -z "$venet_reason" ]] && stage+=("${kos[@]}")
+lab_stage guest "$here/guest/bench-guest.sh" "${stage[@]}" <<CONFIG
 VB_NICS="$guest_nics"
 VB_VIRTIO_IP=${gip[virtio]}
 VB_VENET_IP=${gip[venet]}
 VB_PREFIX=24
 VB_RR_PORT=$rr_port
 VB_VENET_PARAMS="${VBUS_BENCH_VENET_MODPARAMS:-}"
-EOF
-stage_ok=1
-want virtio && { vbus_initramfs_add_kmods "$s" virtio_pci virtio_net || stage_ok=0; }
-[[ -z "$venet_reason" ]] && { vbus_initramfs_add_kmods "$s" "${kos[@]}" || stage_ok=0; }
-vbus_initramfs_add_binary "$s" "$(command -v iperf3)" || stage_ok=0
-command -v ethtool >/dev/null && { vbus_initramfs_add_binary "$s" "$(command -v ethtool)" || stage_ok=0; }
-((stage_ok)) || { vbus_err "staging the initramfs failed"; exit 1; }
-vbus_make_initramfs "$run/bench.cpio.gz" "$s" >/dev/null
+CONFIG
 
 # ---- boot (QEMU in the namespace: the virtio tap is looked up by name) --------------------
 mkdir -p "$run/bin"
 printf '#!/bin/sh\nexec ip netns exec %q %q "$@"\n' "$ns" "$(command -v qemu-system-x86_64)" \
 	>"$run/bin/qemu-system-x86_64"
 chmod +x "$run/bin/qemu-system-x86_64"
-qargs=(-pidfile "$run/qemu.pid")
+qargs=() vbus=()
 if want virtio; then
 	qargs+=(-netdev "tap,id=vq0,ifname=${tap[virtio]},script=no,downscript=no,vhost=off"
 		-device "virtio-net-pci,netdev=vq0,mac=${mac[virtio]},romfile=")
 fi
-if [[ -z "$venet_reason" ]]; then
-	mapfile -t -O "${#qargs[@]}" qargs < <(vbus_transport_args "/dev/shm/$tag-g1" "$mem" "$run/g1.sock")
-fi
+[[ -z "$venet_reason" ]] && vbus=(--guest g1)
 accel=$(vbus_qemu_accel)
-log="$out/serial.log"
-rm -f "$log" # vbus_boot_guest creates it; an old one would read as READY
+log="$raw/guest.log"
 bench_log "accelerator: $accel (cpu $(vbus_qemu_cpu "$accel"), 2 vCPUs, RAM $mem, kernel $VBUS_KVER, $VBUS_KBOOT boot)"
-PATH="$run/bin:$PATH" vbus_boot_guest --initrd "$run/bench.cpio.gz" --log "$log" \
-	--mem "$mem" --smp 2 --timeout "$timeout" -- "${qargs[@]}" >"$raw/boot.out" 2>&1 &
-boot_pid=$!
-
-# wait for the guest's READY (or its end)
-ready=0
+PATH="$run/bin:$PATH" lab_boot guest "${vbus[@]}" --smp 2 -- "${qargs[@]}"
 t0=$(vbus_now)
-while kill -0 "$boot_pid" 2>/dev/null; do
-	if [[ -f "$log" ]] && tr -d '\r' <"$log" | grep -aq '^VBUS-BENCH READY'; then
-		ready=1
-		break
-	fi
-	sleep 0.2
-done
+lab_wait_ready guest '^VBUS-BENCH READY' || exit 1
 glines=$(tr -d '\r' <"$log" 2>/dev/null | grep -aoE '^VBUS-BENCH .*' || true)
-qemu_pid=$(cat "$run/qemu.pid" 2>/dev/null || true)
-if ((!ready)); then
-	wait "$boot_pid" 2>/dev/null || true
-	boot_pid=""
-	sed 's/^/    /' "$raw/boot.out"
-	tr -d '\r' <"$log" | tail -n 30 | sed 's/^/    serial: /'
-	vbus_err "the guest never became ready (log $log)"
-	exit 1
-fi
+qemu_pid=$(cat "$run/guest.pid" 2>/dev/null || true)
 bench_log "guest ready after $(vbus_elapsed "$t0") s (qemu pid $qemu_pid${hostd_pid:+, vbus-hostd pid $hostd_pid})"
 
 # ---- which NICs are up -----------------------------------------------------------------------
@@ -399,13 +299,6 @@ done
 
 # ---- measurements ----------------------------------------------------------------------------
 clk_tck=$(getconf CLK_TCK)
-# ticks PID: utime+stime of the whole process (all threads), 0 if none
-ticks() {
-	local st
-	[[ -n "$1" ]] && st=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-	st=${st##*) }
-	awk '{ print $12 + $13 }' <<<"$st"
-}
 if [[ -f "$(command -v ping)" ]] && ping -V 2>&1 | grep -q iputils; then
 	ping_tool=iputils
 else
@@ -439,10 +332,10 @@ iperf() {
 	# per-run device counters (notifications per packet and direction)
 	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" --json >"$d/stats-$name-0.json" 2>&1 || true; }
 	counters "$d/guest-$name-0.txt" "$n"
-	q0=$(ticks "$qemu_pid") h0=$(ticks "$hostd_pid") t0=$(vbus_now) j0=$(host_jiffies)
+	q0=$(lab_ticks "$qemu_pid") h0=$(lab_ticks "$hostd_pid") t0=$(vbus_now) j0=$(host_jiffies)
 	timeout $((secs + 60)) ip netns exec "$ns" iperf3 -c "${gip[$n]}" -t "$secs" -P "$streams" \
 		--connect-timeout 10000 -J "$@" >"$d/iperf-$name.json" 2>"$d/iperf-$name.err" || rc=$?
-	q1=$(ticks "$qemu_pid") h1=$(ticks "$hostd_pid") j1=$(host_jiffies)
+	q1=$(lab_ticks "$qemu_pid") h1=$(lab_ticks "$hostd_pid") j1=$(host_jiffies)
 	counters "$d/guest-$name-1.txt" "$n"
 	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" --json >"$d/stats-$name-1.json" 2>&1 || true; }
 	if [[ -n "$perf_pid" ]]; then
@@ -515,19 +408,11 @@ for n in virtio venet; do
 	fi
 done
 if ((quit_sent)); then
-	for _ in $(seq 300); do
-		kill -0 "$boot_pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	lab_end guest 30
 else
 	bench_log "could not tell the guest to stop: killing QEMU"
+	lab_end guest 0
 fi
-qemu_pid=$(cat "$run/qemu.pid" 2>/dev/null || true)
-if [[ -n "$qemu_pid" ]] && kill -0 "$qemu_pid" 2>/dev/null; then
-	kill -9 "$qemu_pid" 2>/dev/null || true
-fi
-wait "$boot_pid" 2>/dev/null || true
-boot_pid=""
 guest_ok=1
 vbus_check_results "$log" >"$raw/guest-check.txt" 2>&1 || guest_ok=0
 if ((!guest_ok)); then
@@ -536,31 +421,10 @@ if ((!guest_ok)); then
 fi
 
 # ---- report --------------------------------------------------------------------------------------
-cat >"$raw/meta.env" <<EOF
-accel=$accel
-cpu=$(vbus_qemu_cpu "$accel")
-smp=2
-mem=$mem
-venet_params=${VBUS_BENCH_VENET_PARAMS:-}
-kernel=$VBUS_KVER
-kboot=$VBUS_KBOOT
-cmdline=$VBUS_BASE_CMDLINE
-time_s=$secs
-streams=$streams
-rounds=$rounds
-ping_n=$ping_n
-ping_tool=$ping_tool
-rr_n=$rr_n
-rr_busy_poll_us=$rr_busy
-wakeups=$wakeups
-host_cpus=$(nproc)
-host_loadavg_before=$load_before
-host_busy_before_pct=$busy_before
-host_loadavg_after=$(cut -d' ' -f1-3 /proc/loadavg)
-qemu=$(qemu-system-x86_64 --version | head -n 1)
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-guest_log_ok=$guest_ok
-EOF
+lab_meta venet_params="${VBUS_BENCH_VENET_PARAMS:-}" kboot="$VBUS_KBOOT" \
+	cmdline="$VBUS_BASE_CMDLINE" time_s="$secs" streams rounds ping_n ping_tool rr_n \
+	rr_busy_poll_us="$rr_busy" wakeups host_loadavg_before="$load_before" \
+	host_busy_before_pct="$busy_before" guest_log_ok="$guest_ok" >"$raw/meta.env"
 python3 "$here/report.py" "$raw" "$out" || { vbus_err "report.py failed"; exit 1; }
 if [[ -f "$raw/hostd-stats.txt" ]]; then
 	printf 'vbus-hostd ctl stats g1 %s:\n' "$venet_id"

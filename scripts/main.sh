@@ -14,7 +14,7 @@
 #                (`vbus-hostd ctl ... stats`)
 #   4b. ipc      the same kind of guest with a vbus-ipc channel: a guest
 #                process and a host process exchange 20000 checked messages
-#                (tests/qemu/run-ipc-tests.sh --demo)
+#                (tests/qemu/run.sh ipc --demo)
 #   5. vbus-blk  boots one guest with a vbus-blk disk (vbus-hostd, io_uring
 #                on a backing file) next to a virtio-blk disk: short fio
 #                runs on both (IOPS, MB/s, latency, host CPU per I/O; one of them
@@ -125,9 +125,9 @@ done_step venet ok "$(elapsed "$t0")" "$VBUS_BUILD/main/venet/results.json"
 step "4b. vbus-ipc: a guest process <-> a host process over their own channel"
 t0=$(date +%s.%N)
 rc=0
-VBUS_BUILD="$VBUS_BUILD" bash "$top/tests/qemu/run-ipc-tests.sh" --no-build --demo --msgs 20000 \
+VBUS_BUILD="$VBUS_BUILD" bash "$top/tests/qemu/run.sh" ipc --no-build --demo --msgs 20000 \
 	--timeout 300 | grep -E '^(FAIL|    |guest:|[0-9]+ passed)' || rc=$?
-((rc == 0)) || fail ipc "$(elapsed "$t0")" "the exchange failed (logs in $VBUS_BUILD/qemu/ipc-tests)"
+((rc == 0)) || fail ipc "$(elapsed "$t0")" "the exchange failed (logs in $VBUS_BUILD/qemu/vbus_ipc)"
 done_step ipc ok "$(elapsed "$t0")" "20000 messages each way, checked"
 
 # ---- 5. vbus-blk: a disk through vbus-hostd --------------------------------------------------

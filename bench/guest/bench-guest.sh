@@ -15,7 +15,7 @@
 # Knobs (/test/config.sh): VB_NICS ("virtio venet"), VB_<NIC>_IP, VB_PREFIX,
 # VB_RR_PORT, VB_VENET_BRIDGE (vbus_pcibridge), VB_VENET_PARAMS.
 
-# shellcheck source=tests/qemu/guest/lib.sh
+# shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
 # shellcheck source=bench/guest/nic.sh
 . /test/nic.sh

@@ -2,10 +2,9 @@
 # Guest side of bench/blk-vs-virtio.sh; runs as /test/run.sh under busybox
 # sh. Finds the two disks by serial (vbus-blk: $VB_VBUS_SERIAL, virtio-blk:
 # $VB_VIRTIO_SERIAL), then for each round (disk order alternating) runs
-# every fio job on each disk. Around each run it tells the host (second
-# serial port, /dev/ttyS1: "begin DISK JOB ROUND" / "end DISK JOB ROUND",
-# one "ok" reply each) so that the host reads its CPU counters right at
-# the edges; the fio JSON goes to the console between
+# every fio job on each disk. Around each run it tells the host (vt_host
+# begin|end DISK JOB ROUND, the lab's request channel) so that the host
+# reads its CPU counters right at the edges; the fio JSON goes to the console between
 #   VBUS-BENCH-JSON-BEGIN DISK JOB ROUND  and  VBUS-BENCH-JSON-END
 # lines. "VBUS-BENCH DISK up NAME | unavailable REASON" says what is there.
 #
@@ -31,7 +30,7 @@
 # VB_POLL_QUEUES (poll_queues= of both block drivers; jobs named ...-poll
 # run io_uring with --hipri: polled, no completion interrupts).
 
-# shellcheck source=tests/qemu/guest/lib.sh
+# shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
 # shellcheck disable=SC1091
 [ -f /test/config.sh ] && . /test/config.sh
@@ -44,17 +43,6 @@
 : "${VB_SIZE_MB:=256}"
 : "${VB_DEMO:=0}"
 : "${VB_POLL_QUEUES:=0}"
-
-stty -F /dev/ttyS1 raw -echo 2>/dev/null
-exec 3<>/dev/ttyS1
-
-host() {
-	local reply
-	echo "$*" >&3
-	# shellcheck disable=SC3045 # busybox ash has read -t
-	read -r -t 60 reply <&3 || return 1
-	case "$reply" in ok*) return 0 ;; *) return 1 ;; esac
-}
 
 # disk_by_serial SERIAL: the block device whose serial is SERIAL.
 disk_by_serial() {
@@ -158,7 +146,7 @@ while [ "$r" -le "$VB_ROUNDS" ]; do
 			dev=
 			eval "dev=\$dev_$d"
 			# shellcheck disable=SC2046 # two numbers
-			host begin "$d" "$j" "$r" $(notif_counts "$d") ||
+			vt_host begin "$d" "$j" "$r" $(notif_counts "$d") ||
 				echo "bench: host did not answer begin"
 			# shellcheck disable=SC2046 # fio_args is a word list
 			/usr/bin/fio --name="$j" --filename="/dev/$dev" $(fio_args "$j") \
@@ -168,7 +156,7 @@ while [ "$r" -le "$VB_ROUNDS" ]; do
 				--output-format=json --output=/tmp/fio.json >/tmp/fio.err 2>&1 ||
 				{ echo "bench: fio $d $j failed: $(tail -n 1 /tmp/fio.err)"; }
 			# shellcheck disable=SC2046 # two numbers
-			host end "$d" "$j" "$r" $(notif_counts "$d") ||
+			vt_host end "$d" "$j" "$r" $(notif_counts "$d") ||
 				echo "bench: host did not answer end"
 			echo "VBUS-BENCH-JSON-BEGIN $d $j $r"
 			tr -d '\n' </tmp/fio.json
@@ -189,6 +177,7 @@ vt_pass bench-ran
 demo() {
 	local d=$1 f
 	vt_kmod_load crc32c_generic && vt_kmod_load ext4 || return 1
+	# shellcheck disable=SC2012 # queue numbers
 	echo "demo: /dev/$d: $(cat "/sys/block/$d/size") sectors, serial $(cat "/sys/block/$d/serial")," \
 		"$(ls -d "/sys/block/$d/mq/"* | wc -l) queue(s), write cache: $(cat "/sys/block/$d/queue/write_cache")"
 	/usr/sbin/mkfs.ext4 -q -F "/dev/$d" || return 1
@@ -200,6 +189,7 @@ demo() {
 	uname -a >/mnt/demo/hello.txt
 	(cd /mnt/demo && find . -type f | sort | xargs md5sum) >/tmp/demo.md5
 	sync
+	# shellcheck disable=SC2012 # a listing to show, not to parse
 	ls -lR /mnt/demo | sed 's/^/demo: /'
 	df -h /mnt/demo | sed 's/^/demo: /'
 	umount /mnt/demo && mount -t ext4 "/dev/$d" /mnt/demo || return 1

@@ -20,7 +20,7 @@
 # Knobs (/test/config.sh): VIPCB_SESSIONS, VB_VIRTIO_IP, VB_VENET_IP,
 # VB_PREFIX, VIPCB_VIRTIO_HOST, VIPCB_VENET_HOST, VIPCB_PORT.
 
-# shellcheck source=tests/qemu/guest/lib.sh
+# shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
 # shellcheck source=bench/guest/nic.sh
 . /test/nic.sh

@@ -3,7 +3,7 @@
  * vbus_selftest.ko: runs the shared core/ test cases (tests/common) and a
  * cross-CPU IOQ stress at module load, and again on every write to
  * /sys/module/vbus_selftest/parameters/run. Only ever loaded inside the
- * QEMU test guest (tests/qemu/run-kernel-tests.sh).
+ * QEMU test guest (tests/qemu/run.sh kernel).
  *
  * The verdict is in dmesg (see selftest.h for the line format) and in the
  * read-only parameters "passed" and "failed" of the last run.

@@ -5,10 +5,11 @@
 # restarted under a running guest (graceful and crash), vbus-ipc (guest
 # process <-> host process), the modules as DKMS builds them, and a guest
 # on vbus started by libvirt. Prints each suite's summary and, last, the
-# totals as "N passed, N
-# failed"; exits non-zero on any failure. Extra arguments are not passed
-# on; set VBUS_QEMU_SUITES to run a subset, e.g. VBUS_QEMU_SUITES="kernel
-# bus". Not in the default list, the soaks (scripts/test.sh stages
+# totals as "N passed, N failed"; exits non-zero on any failure. Extra
+# arguments are not passed on; set VBUS_QEMU_SUITES to run a subset, e.g.
+# VBUS_QEMU_SUITES="kernel bus". Each suite is tests/qemu/run.sh SUITE
+# (blk and ipc are the vbus_blk and vbus_ipc suites; run.sh SUITE:REGEX
+# runs some of its checks). Not in the default list, the soaks (scripts/test.sh stages
 # soak-bus, soak-venet, soak-ipc): bus-soak (VBUS_SOAK_CYCLES load/unload
 # cycles with devices present, default 100), venet-soak (VBUS_SOAK_MB MiB
 # each way, default 2048) and ipc-soak (VBUS_SOAK_IPC_MSGS messages with
@@ -49,23 +50,16 @@ run_suite() {
 
 for s in $suites; do
 	case $s in
-	harness) run_suite harness "$here/harness-selftest.sh" ;;
-	kernel) run_suite kernel "$here/run-kernel-tests.sh" --msgs 300000 ;;
-	bus) run_suite bus "$here/run-bus-tests.sh" ;;
-	venet) run_suite venet "$here/run-venet-tests.sh" ;;
-	blk) run_suite blk "$here/run-blk-tests.sh" ;;
-	restart) run_suite restart "$here/run-restart-tests.sh" ;;
-	ipc) run_suite ipc "$here/run-ipc-tests.sh" ;;
-	dkms) run_suite dkms "$here/run-dkms-tests.sh" ;;
-	libvirt) run_suite libvirt "$here/run-libvirt-tests.sh" ;;
+	kernel) run_suite kernel "$here/run.sh" kernel --msgs 300000 ;;
+	harness | bus | venet | blk | restart | ipc | dkms | libvirt) run_suite "$s" "$here/run.sh" "$s" ;;
 	bus-soak)
-		run_suite bus-soak "$here/run-bus-tests.sh" \
+		run_suite bus-soak "$here/run.sh" bus \
 			--cycles "${VBUS_SOAK_CYCLES:-100}" --timeout 3600 ;;
 	venet-soak)
-		run_suite venet-soak "$here/run-venet-tests.sh" --sg 1 \
+		run_suite venet-soak "$here/run.sh" venet --sg 1 \
 			--soak-mb "${VBUS_SOAK_MB:-2048}" --timeout 3600 ;;
 	ipc-soak)
-		run_suite ipc-soak "$here/run-ipc-tests.sh" \
+		run_suite ipc-soak "$here/run.sh" ipc \
 			--soak "${VBUS_SOAK_IPC_MSGS:-10000000}" --timeout "${VBUS_SOAK_IPC_TIMEOUT:-21600}" ;;
 	*) echo "run-all: unknown suite '$s'" >&2; failed=$((failed + 1)) ;;
 	esac

@@ -9,7 +9,7 @@
 #       or a path to a .ko (ours). Copies it and, recursively, the modules in
 #       its .modinfo depends= to STAGING/lib/modules/vbus/NAME.ko (decompressed),
 #       writes NAME.deps (its direct deps) and appends to `order` (deps first).
-#       In the guest: vt_kmod_load NAME [params] (guest/lib.sh).
+#       In the guest: vt_kmod_load NAME [params] (lib/guest.sh).
 #   vbus_initramfs_add_binary STAGING /path/to/binary...
 #       Copies a dynamically linked host binary, the libraries ldd lists and
 #       the dynamic loader, each at its own path.

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # vbus_check_results LOG: the verdict of a guest run, from its serial log.
 #
-# Guest protocol (guest/lib.sh): lines "VBUS-TEST PASS <name>",
+# Guest protocol (lib/guest.sh): lines "VBUS-TEST PASS <name>",
 # "VBUS-TEST FAIL <name> <reason>", and a final "VBUS-TEST DONE".
 # Failures: each FAIL line; a missing DONE (the guest died, hung or timed out);
 # no result line at all; and each kernel-log line that shows a kernel problem

@@ -133,6 +133,51 @@ static int open_direct(struct vbus_blk *b, int flags)
 	return 0;
 }
 
+/*
+ * The ring is created disabled and enabled only once it can do nothing
+ * but vbus-blk's own work: io_uring reaches the kernel past the seccomp
+ * filter, so a daemon that a guest took over must not be able to open
+ * files or sockets through it. Its io-wq threads are capped too: one
+ * guest's I/O cannot fan out into hundreds of host threads. Registration
+ * calls come first; the restrictions leave none allowed afterwards.
+ */
+static int ring_confine(struct vbus_blk *b)
+{
+	static const __u8 ops[] = {
+		IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC,
+		IORING_OP_FALLOCATE, IORING_OP_ASYNC_CANCEL,
+	};
+	struct io_uring_restriction r[sizeof(ops)];
+	unsigned int workers[2] = { b->iowq_workers, b->iowq_workers };
+	unsigned int i;
+	int ret;
+
+	ret = io_uring_register_iowq_max_workers(&b->ring, workers);
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret,
+				      "io_uring: cannot cap its workers: %s",
+				      strerror(-ret));
+	memset(r, 0, sizeof(r));
+	for (i = 0; i < sizeof(ops); i++) {
+		r[i].opcode = IORING_RESTRICTION_SQE_OP;
+		r[i].sqe_op = ops[i];
+	}
+	/*
+	 * io_uring_register() itself: Debian 12's liburing.so.2 (2.3) does
+	 * not export io_uring_register_restrictions/_enable_rings.
+	 */
+	ret = io_uring_register(b->ring.ring_fd, IORING_REGISTER_RESTRICTIONS,
+				r, sizeof(ops));
+	if (!ret)
+		ret = io_uring_register(b->ring.ring_fd,
+					IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret,
+				      "io_uring: cannot restrict the ring to vbus-blk's operations: %s",
+				      strerror(-ret));
+	return 0;
+}
+
 static int ring_up(struct vbus_blk *b)
 {
 	struct io_uring_params p;
@@ -154,7 +199,7 @@ static int ring_up(struct vbus_blk *b)
 	 * work is then also the one that returns to the loop (with the flags
 	 * it is an -EINTR round first). Kernels before 5.19 refuse both.
 	 */
-	p.flags = IORING_SETUP_CQSIZE;
+	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED;
 	if (b->poll_us)
 		p.flags |= IORING_SETUP_COOP_TASKRUN |
 			   IORING_SETUP_TASKRUN_FLAG;
@@ -182,7 +227,7 @@ static int ring_up(struct vbus_blk *b)
 		return hostd_dev_fail(b->dev, ret,
 				      "io_uring_register_eventfd: %s",
 				      strerror(-ret));
-	return 0;
+	return ring_confine(b);
 }
 
 /*

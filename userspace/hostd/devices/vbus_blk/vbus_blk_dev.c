@@ -148,7 +148,7 @@ static int vbus_blk_params(struct vbus_blk *b, const struct hostd_params *p)
 	static const char *const known[] = {
 		"file", "ro", "serial", "queues", "depth", "segs",
 		"max_sectors", "discard", "direct", "strict",
-		"doorbell_mask_us", "poll_us", NULL
+		"doorbell_mask_us", "poll_us", "iowq_workers", NULL
 	};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	__u32 defq = ncpu > 0 && ncpu < 4 ? (__u32)ncpu : 4;
@@ -177,6 +177,9 @@ static int vbus_blk_params(struct vbus_blk *b, const struct hostd_params *p)
 	if (!ret)
 		ret = param_u32(b, p, "poll_us", 0, 0, VBLK_MAX_POLL_US, false,
 				&b->poll_us);
+	if (!ret)
+		ret = param_u32(b, p, "iowq_workers", VBLK_DEF_IOWQ, 1,
+				VBLK_MAX_IOWQ, false, &b->iowq_workers);
 	if (!ret)
 		ret = params_misc(b, p);
 	return ret;

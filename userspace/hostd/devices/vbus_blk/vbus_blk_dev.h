@@ -42,6 +42,8 @@
 #define VBLK_MAX_MASK_US	1000000
 #define VBLK_MASK_MIN_INFLIGHT	2		/* QD1 never masks */
 #define VBLK_MAX_POLL_US	1000		/* poll_us */
+#define VBLK_DEF_IOWQ		8	/* iowq_workers: io-wq threads, each kind */
+#define VBLK_MAX_IOWQ		256
 #define VBLK_POLL_BUDGET_US	500		/* one poll, then the loop */
 
 /* A slot of a queue: the request the ring descriptor of that slot holds. */
@@ -123,6 +125,7 @@ struct vbus_blk {
 	bool discard;
 	__u32 mask_us;			/* doorbell_mask_us; 0: never mask */
 	__u32 poll_us;			/* poll_us; 0: never poll */
+	__u32 iowq_workers;		/* iowq_workers: the ring's io-wq cap */
 
 	/* backend (vbus_blk_backend.c) */
 	int fd;				/* O_DIRECT when direct, else buffered */

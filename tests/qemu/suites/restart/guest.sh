@@ -1,11 +1,11 @@
 # shellcheck shell=dash
-# Guest side of the restart tests (tests/qemu/run-restart-tests.sh); runs
+# Guest side of the restart suite (host.sh next to it); runs
 # as /test/run.sh under busybox sh. Loads the bus stack, venet and
 # vbus_test, brings venet up, then for each kind in $VT_KINDS ("term":
 # the host daemon is stopped gracefully, "kill": it crashes) while a
 # download (/cgi-bin/slow, md5 $VT_DATA_MD5) and an upload (to
 # /cgi-bin/md5) run:
-#   - asks the host for the restart (VBUS-HOSTREQ on the console);
+#   - asks the host for the restart (vt_host restart KIND);
 #   - both transfers complete with the right md5 at both ends;
 #   - the bridge re-attached (vbus_stats reattach), graceful ones were
 #     seen as "host down" first (host_down) and crashes were not;
@@ -38,8 +38,9 @@
 # waits until the host has been away io_timeout (1 s) x 5, then fails
 # ("host away too long"), the next fails at once.
 # The host's result check fails on any kernel WARN/BUG/Oops.
+# Check groups (VT_ONLY): term kill (the restart kinds), flap, resize, stop.
 
-# shellcheck source=tests/qemu/guest/lib.sh
+# shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
 # shellcheck disable=SC1091
 [ -f /test/config.sh ] && . /test/config.sh
@@ -57,7 +58,6 @@
 
 URL="http://$VT_HOST_IP:$VT_HTTP_PORT"
 BUS=/sys/bus/vbus-proxy/devices
-REQ=0
 
 log() { echo "restart-tests: $*"; }
 
@@ -144,7 +144,7 @@ setup() {
 		n=$((n + 1))
 		usleep 200000
 	done
-	[ -n "${IF:-}" ] && [ -n "${VDEV:-}" ] || { echo "no venet netdev or vbus-test device"; return 1; }
+	if [ -z "${IF:-}" ] || [ -z "${VDEV:-}" ]; then echo "no venet netdev or vbus-test device"; return 1; fi
 	ip addr add "$VT_GUEST_IP/$VT_PREFIX" dev "$IF" &&
 		ip link set "$IF" up &&
 		ping -c 2 -W 5 "$VT_HOST_IP" >/dev/null
@@ -360,12 +360,10 @@ restart_case() {
 		# right before the request: not in the gap between two fio
 		# passes; then the daemon frozen with requests on the ring
 		vt_check "$k-blk-io-in-flight" blk_busy
-		REQ=$((REQ + 1))
-		echo "VBUS-HOSTREQ $REQ freeze 0" >/dev/console
+		vt_host freeze >/dev/null
 		vt_check "$k-blk-io-held" blk_stuck
 	fi
-	REQ=$((REQ + 1))
-	echo "VBUS-HOSTREQ $REQ restart $k" >/dev/console
+	vt_host restart "$k" >/dev/null
 	wait "$dl"
 	wait "$up"
 	vt_check "$k-reattached" wait_stat_above reattach "$re0"
@@ -432,8 +430,7 @@ flap_case() {
 	(timeout 300 wget -q -O - "$URL/cgi-bin/slow" | md5sum >/tmp/dl.md5) &
 	dl=$!
 	sleep 1
-	REQ=$((REQ + 1))
-	echo "VBUS-HOSTREQ $REQ flap 0" >/dev/console
+	vt_host flap >/dev/null
 	wait "$dl"
 	# the flap seen, then over (the new daemon's devices reconnected)
 	vt_check flap-reattached wait_stat_above reattach "$re0"
@@ -474,8 +471,7 @@ resize_case() {
 	local rp0 backs0
 	rp0=$(bridge_stat reprobe)
 	backs0=$(dmesg | grep -c "$BLK: host back: [0-9]* request")
-	REQ=$((REQ + 1))
-	echo "VBUS-HOSTREQ $REQ resize 0" >/dev/console
+	vt_host resize >/dev/null
 	vt_check resize-reprobed wait_stat_above reprobe "$rp0"
 	vt_check resize-refused-logged sh -c "dmesg | grep -q '$FSDEV: the new host offers another disk (capacity'"
 	vt_check resize-new-disk-size fs_disk_size 65536
@@ -505,8 +501,7 @@ stop_case() {
 	local down0
 	down0=$(bridge_stat host_down)
 	echo 1000 >"/sys/block/$BLK/queue/io_timeout"
-	REQ=$((REQ + 1))
-	echo "VBUS-HOSTREQ $REQ stop 0" >/dev/console
+	vt_host stop >/dev/null
 	vt_check stop-host-down-seen wait_stat_above host_down "$down0" &&
 		vt_check stop-blk-read-times-out stop_read_fails &&
 		vt_check stop-blk-faulted-fails-fast vt_blk_fails_fast "$BLK" 400
@@ -537,9 +532,10 @@ if [ -n "$VT_BLK_SERIAL" ]; then
 fi
 dd if=/dev/urandom bs=3k count=$((VT_DATA_MB * 256)) 2>/dev/null | base64 >/tmp/up
 md5sum /tmp/up | cut -d' ' -f1 >/tmp/up.want
-for k in $VT_KINDS; do
-	restart_case "$k"
-done
+check_term() { restart_case term; }
+check_kill() { restart_case kill; }
+# shellcheck disable=SC2086 # the kinds, in order
+vt_run_checks $VT_KINDS
 vt_check no-reprobe test "$(bridge_stat reprobe)" = 0
 if [ -n "$FS" ]; then
 	vt_check ext4-umount umount /mnt/fs
@@ -549,8 +545,9 @@ if [ -n "$FS" ]; then
 	umount /mnt/fs
 	FS=''
 fi
-[ "${VT_FLAP:-1}" = 1 ] && flap_case
-[ -n "$FSDEV" ] && [ -n "$BLK" ] && resize_case
-[ -n "$BLK" ] && [ "${VT_STOP:-0}" = 1 ] && stop_case
+check_flap() { [ "${VT_FLAP:-1}" = 1 ] && flap_case; }
+check_resize() { [ -n "$FSDEV" ] && [ -n "$BLK" ] && resize_case; }
+check_stop() { [ -n "$BLK" ] && [ "${VT_STOP:-0}" = 1 ] && stop_case; }
+vt_run_checks flap resize stop
 vt_check unload sh -c "rmmod ${BLK:+vbus_blk }${VT_FS_SERIAL:+ext4 }vbus_test venet vbus_pcibridge vbus_proxy vbus_core"
 vt_done

@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# Guest side of the venet tests (tests/qemu/run-venet-tests.sh); runs as
+# Guest side of the venet suite (host.sh next to it); runs as
 # /test/run.sh under busybox sh. Loads the bus stack and venet.ko and
 # checks, once per sg_enabled mode: ping both ways, TCP transfers both ways
 # with checksums, MTU 1500/9000 (FLUSHRX), link down/up, the negotiated
@@ -10,14 +10,13 @@
 # remove while traffic flows;
 # then load/unload cycles with traffic that must not grow any slab cache.
 #
-# The host side (run-venet-tests.sh) runs vbus-hostd with a venet device on
-# a tap inside a network namespace, gives the tap $VT_HOST_IP, and serves
+# The host side (host.sh) runs vbus-hostd with a venet device on a tap
+# inside a network namespace, gives the tap $VT_HOST_IP, and serves
 # (busybox httpd, in that namespace) on $VT_HTTP_PORT:
 #   /data             $VT_DATA_BYTES bytes whose md5 is $VT_DATA_MD5
 #   /cgi-bin/md5      POST body -> its md5 (hex)
-#   /cgi-bin/ping     the host pings the caller (3 echo requests) -> "ok"
-#   /cgi-bin/mtu?N    sets the tap's MTU to N -> "ok"
 #   /soak             $VT_SOAK_MB MiB whose md5 is $VT_SOAK_MD5
+# and answers (vt_host): ping (it pings us 3 times), mtu N (the tap's MTU).
 #
 # Knobs come from /test/config.sh (written by the host script):
 #   VT_HOST_IP VT_GUEST_IP VT_PREFIX VT_HTTP_PORT VT_DATA_MD5 VT_DATA_BYTES
@@ -27,7 +26,7 @@
 #   VT_SOAK_MB    MiB of the soak, each way (default 0: no soak)
 #   VT_BRIDGE     bridge module to load first (default vbus_pcibridge)
 
-# shellcheck source=tests/qemu/guest/lib.sh
+# shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
 # shellcheck disable=SC1091
 [ -f /test/config.sh ] && . /test/config.sh
@@ -159,7 +158,7 @@ check_ping_tx_irq() {
 	[ "$waits" -eq 0 ] && [ "$sig" -ge 2 ]
 }
 
-check_ping_in() { test "$(http_get /cgi-bin/ping)" = ok; }
+check_ping_in() { vt_host ping; }
 
 check_tcp_in() {
 	local got
@@ -229,7 +228,7 @@ soak() {
 }
 
 set_mtu() {
-	test "$(http_get "/cgi-bin/mtu?$2")" = ok || { echo "host mtu $2 failed"; return 1; }
+	vt_host mtu "$2" || { echo "host mtu $2 failed"; return 1; }
 	ip link set dev "$1" mtu "$2"
 }
 
@@ -345,7 +344,7 @@ mode() {
 }
 
 # small rings: the tx queue stops and wakes all the time, rx runs dry
-small_rings() {
+check_small_rings() {
 	local p=small-rings IF
 	vt_check "$p/bad-param-rejected" sh -c "! insmod $VT_KMOD_DIR/venet.ko rx_ringlen=3"
 	vt_check "$p/load" vt_kmod_load venet tx_ringlen=4 rx_ringlen=8 || return
@@ -381,10 +380,8 @@ cycle() {
 echo "venet-tests: $(grep -c ^processor /proc/cpuinfo) CPUs, kernel $(uname -r), ethtool=$HAVE_ETHTOOL"
 vt_check load-bridge vt_kmod_load "$VT_BRIDGE"
 
-for sg in $VT_SG_MODES; do
-	mode "$sg"
-done
-small_rings
+check_sg1() { mode 1; }
+check_sg0() { mode 0; }
 
 # --- slab growth over load/unload cycles with traffic --------------------
 # TCP recvmsg hands a freed rx skb back to the CPU that received it
@@ -402,27 +399,72 @@ flush_defer() {
 		c=$((c + 1))
 	done
 }
-sysctl -w net.core.skb_defer_max=0 >/dev/null 2>&1
-mk_upload 1
-if cycle; then
-	flush_defer
-	vt_slab_snapshot /tmp/slab0
-	i=0 bad=0
-	while [ "$i" -lt "$VT_CYCLES" ]; do
-		cycle || { bad=1; break; }
-		i=$((i + 1))
-	done
-	if [ "$bad" = 0 ]; then
-		vt_pass "cycles-$VT_CYCLES"
+check_cycles() {
+	local i bad
+	sysctl -w net.core.skb_defer_max=0 >/dev/null 2>&1
+	mk_upload 1
+	if cycle; then
+		flush_defer
+		vt_slab_snapshot /tmp/slab0
+		i=0 bad=0
+		while [ "$i" -lt "$VT_CYCLES" ]; do
+			cycle || { bad=1; break; }
+			i=$((i + 1))
+		done
+		if [ "$bad" = 0 ]; then
+			vt_pass "cycles-$VT_CYCLES"
+		else
+			vt_fail "cycles-$VT_CYCLES" "cycle $i failed"
+		fi
+		flush_defer
+		vt_slab_snapshot /tmp/slab1
+		vt_slab_check "cycles-no-slab-growth" /tmp/slab0 /tmp/slab1 16 flush_defer
 	else
-		vt_fail "cycles-$VT_CYCLES" "cycle $i failed"
+		vt_fail cycles-warmup "first load/traffic/unload round failed"
 	fi
-	flush_defer
-	vt_slab_snapshot /tmp/slab1
-	vt_slab_check "cycles-no-slab-growth" /tmp/slab0 /tmp/slab1 16 flush_defer
-else
-	vt_fail cycles-warmup "first load/traffic/unload round failed"
-fi
+}
+
+# netdev_gone IF: IF no longer exists
+netdev_gone() { [ ! -e "/sys/class/net/$1" ]; }
+
+# hot drop: the host drops the device under an up link and adds it back;
+# the normal removal is an error on neither side (no "host refused" in
+# the guest, no hypercall error counted by the host)
+check_hotdrop() {
+	local IF e0 e1 n0
+	vt_check hotdrop/load vt_kmod_load venet || return
+	IF=$(venet_if) || { vt_fail hotdrop/netdev "no venet netdev"; rmmod venet; return; }
+	ip link set dev "$IF" up
+	vt_check hotdrop/carrier-on wait_carrier "$IF" 1
+	e0=$(vt_host hc_errors) || { vt_fail hotdrop/hc-errors "$e0"; rmmod venet; return; }
+	n0=$(dmesg | grep -c 'host refused')
+	vt_check hotdrop/drop vt_host drop
+	vt_check hotdrop/netdev-gone vt_wait 20 netdev_gone "$IF"
+	vt_check hotdrop/no-refusal-logged test "$(dmesg | grep -c 'host refused')" = "$n0"
+	e1=$(vt_host hc_errors)
+	vt_check hotdrop/no-hc-errors-on-host test "$e1" = "$e0"
+	log "hot drop: host hc_errors $e0 -> $e1"
+	vt_check hotdrop/add vt_host add
+	vt_check hotdrop/netdev-back venet_if
+	vt_check hotdrop/unload rmmod venet
+}
+
+# the 2009 series built the driver as vbus-enet.ko: `modprobe vbus_enet`
+# (a modules-load.d line written for it) still loads venet
+check_alias() {
+	local d
+	d=/lib/modules/$(uname -r)/extra
+	mkdir -p "$d"
+	cp "$VT_KMOD_DIR/venet.ko" "$d/"
+	vt_check alias/depmod depmod
+	vt_check alias/modprobe-vbus_enet modprobe vbus_enet
+	vt_check alias/venet-loaded test -d /sys/module/venet
+	vt_check alias/unload rmmod venet
+	rm -f "$d/venet.ko"
+}
+
+# shellcheck disable=SC2046 # one group per sg_enabled mode
+vt_run_checks $(for sg in $VT_SG_MODES; do echo "sg$sg"; done) small_rings hotdrop alias cycles
 vt_check enet-unloaded test ! -d /sys/module/venet
 
 vt_done

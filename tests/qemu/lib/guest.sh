@@ -1,6 +1,6 @@
 # shellcheck shell=dash
-# Guest-side helpers, sourced by a guest test script (/test/run.sh, which the
-# harness copies next to this file as /test/lib.sh):  . /test/lib.sh
+# Guest-side helpers, sourced by a guest test script (/test/run.sh, which
+# lab_stage copies next to this file as /test/lib.sh):  . /test/lib.sh
 # Runs under busybox sh (ash: POSIX sh plus `local`). Emits the protocol that lib/results.sh reads:
 #   VBUS-TEST PASS <name> | VBUS-TEST FAIL <name> <reason> | VBUS-TEST DONE
 # Test names must not contain spaces.
@@ -34,6 +34,54 @@ vt_check() {
 }
 
 vt_done() { echo "VBUS-TEST DONE"; }
+
+# vt_want NAME: NAME matches $VT_ONLY (an ERE from `run.sh SUITE:REGEX`,
+# in /test/config.sh); always true without one.
+vt_want() { [ -z "${VT_ONLY:-}" ] || echo "$1" | grep -qE -e "$VT_ONLY"; }
+
+# vt_run_checks NAME...: check_NAME for each NAME that vt_want, in order.
+# A check group must stand alone: it sets up what it needs and leaves the
+# guest as it found it, so that any one of them can run by itself.
+vt_run_checks() {
+	local c
+	for c in "$@"; do
+		if vt_want "$c"; then
+			echo "vt: check $c"
+			"check_$c"
+		else
+			echo "vt: skip $c (VT_ONLY=$VT_ONLY)"
+		fi
+	done
+}
+
+# The request channel to the host: the second serial port (lab.sh's
+# lab_serve, one line each way, no kernel messages on it). Opened once,
+# here: a request from a subshell then uses the same descriptor.
+VT_CHAN=/dev/ttyS1
+# A guest without the port (libvirt's, the harness's) gets an error on
+# open, and a failed `exec` redirection would end the script: try first.
+if (exec 9<>"$VT_CHAN") 2>/dev/null; then
+	stty -F "$VT_CHAN" raw -echo 2>/dev/null
+	exec 9<>"$VT_CHAN"
+fi
+
+# vt_host CMD ARGS...: ask the host (its req_CMD); prints the reply's
+# value; non-zero unless the reply is "ok [value]".
+vt_host() {
+	local reply
+	echo "$*" >&9
+	# shellcheck disable=SC3045 # busybox ash has read -t
+	if ! read -r -t 300 reply <&9; then
+		echo "no reply from the host to '$*'"
+		return 1
+	fi
+	reply=$(echo "$reply" | tr -d '\r')
+	case "$reply" in
+	ok) return 0 ;;
+	"ok "*) echo "${reply#ok }"; return 0 ;;
+	*) echo "host: $reply"; return 1 ;;
+	esac
+}
 
 # vt_uptime_cs: centiseconds since boot (/proc/uptime; no fork). A clock
 # for deadlines and durations: it counts what the guest sees, stalls of a

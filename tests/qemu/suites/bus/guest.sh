@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# Guest side of the bus tests (tests/qemu/run-bus-tests.sh); runs as
+# Guest side of the bus suite (host.sh next to it); runs as
 # /test/run.sh under busybox sh. Loads vbus_core, vbus_proxy,
 # vbus_pcibridge and vbus_test and checks the bus end to end against
 # vbus-hostd's "vbus-test" devices.
@@ -15,11 +15,13 @@
 #   VBT_CYCLES    rmmod/insmod cycles of all modules (default 10)
 #   VBT_LAT_N     samples of each latency figure (default 1000)
 #
-# Host requests: a line "VBUS-HOSTREQ <seq> <add|drop|kill|stop|cont> <id>" on the
-# console; the host script acts on each <seq> once. The guest repeats the
-# line while it waits (a console line can be garbled by kernel messages).
+# Host requests (vt_host): add ID, drop ID (`vbus-hostd ctl`), stop 0 /
+# cont 0 (SIGSTOP/SIGCONT to vbus-hostd), kill 0 (the host kills this
+# QEMU). Check groups of the main role (VT_ONLY): hotplug ring latency
+# reopen devdrop garbage hc_timeout rebind cycles; each starts and ends
+# with the modules loaded and VBT_DEVS bound.
 
-# shellcheck source=tests/qemu/guest/lib.sh
+# shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
 # shellcheck disable=SC1091
 [ -f /test/config.sh ] && . /test/config.sh
@@ -33,7 +35,6 @@
 BUS=/sys/bus/vbus-proxy/devices
 PCIDRV=/sys/bus/pci/drivers/vbus-pcibridge
 MODS="vbus_core vbus_proxy vbus_pcibridge vbus_test"
-REQ=0
 
 log() { echo "vbus-bus-tests: $*"; }
 
@@ -54,54 +55,37 @@ unload_all() {
 
 # wait_dev ID [SECS]: the device is on the bus and bound to vbus-test.
 wait_dev() {
-	local n=0 max=$((${2:-20} * 10))
-	while [ "$n" -lt "$max" ]; do
-		[ -e "$BUS/$1/driver" ] && return 0
-		n=$((n + 1))
-		usleep 100000
-	done
+	vt_wait "${2:-20}" test -e "$BUS/$1/driver" && return 0
+	# shellcheck disable=SC2012 # device ids are numbers
 	echo "device $1 not bound after ${2:-20} s (present: $(ls $BUS 2>/dev/null | tr '\n' ' '))"
 	return 1
 }
 
 # wait_gone ID [SECS]
 wait_gone() {
-	local n=0 max=$((${2:-20} * 10))
-	while [ "$n" -lt "$max" ]; do
-		[ -e "$BUS/$1" ] || return 0
-		n=$((n + 1))
-		usleep 100000
-	done
+	vt_wait "${2:-20}" test ! -e "$BUS/$1" && return 0
 	echo "device $1 still present after ${2:-20} s"
 	return 1
 }
 
 # hostreq CMD ID COND...: ask the host, then wait (up to 30 s) until COND
-# holds, repeating the request every 5 s.
+# holds (the host answers once it asked vbus-hostd; the bus acts later).
 hostreq() {
-	local cmd=$1 id=$2 t=0
+	local cmd=$1 id=$2
 	shift 2
-	REQ=$((REQ + 1))
-	while [ "$t" -lt 6 ]; do
-		echo "VBUS-HOSTREQ $REQ $cmd $id" >/dev/console
-		"$@" 5 >/dev/null && return 0
-		t=$((t + 1))
-	done
-	echo "host request $REQ ($cmd $id) not honoured"
-	return 1
+	vt_host "$cmd" "$id" || return 1
+	"$@" 30
 }
 
-# hostreq_call CMD ID WANT: ask the host to stop/cont vbus-hostd (the host
-# polls the log 5x a second), then make one-echo calls until one gives
-# WANT ("ok" or "-110"), up to 30 s, repeating the request with each call
-# (a console line can be garbled). A call that gives the other answer came
-# before the request took effect; any other answer fails. Prints the last.
+# hostreq_call CMD ID WANT: ask the host to stop/cont vbus-hostd, then
+# make one-echo calls until one gives WANT ("ok" or "-110"), up to 30 s.
+# A call that gives the other answer came before the signal took effect;
+# any other answer fails. Prints the last.
 hostreq_call() {
 	local end out
-	REQ=$((REQ + 1))
+	vt_host "$1" "$2" || return 1
 	end=$(($(vt_uptime_cs) + 3000))
 	while :; do
-		echo "VBUS-HOSTREQ $REQ $1 $2" >/dev/console
 		out=$(run "$first" run_call 1)
 		case "$out" in
 		"ok "*) [ "$3" = ok ] && { echo "$out"; return 0; } ;;
@@ -137,6 +121,7 @@ check_type() {
 only_devs() {
 	local want have
 	want=$(echo "$1" | tr ' ' '\n' | grep . | sort | tr '\n' ' ')
+	# shellcheck disable=SC2012 # device ids are numbers
 	have=$(ls "$BUS" | sort | tr '\n' ' ')
 	[ "$want" = "$have" ] || { echo "devices: want '$want' have '$have'"; return 1; }
 }
@@ -180,66 +165,78 @@ if [ "$VBT_ROLE" != main ]; then
 	vt_check "ring-1000-dev$first" ring_ok "$first" 1000
 	if [ "$VBT_ROLE" = victim ]; then
 		# The host kills QEMU now; we never get past this.
-		while :; do
-			echo "VBUS-HOSTREQ 1 kill 0" >/dev/console
-			sleep 2
-		done
+		vt_host kill 0
+		sleep 600
 	fi
 	vt_done
 	exit 0
 fi
 
 # ---- main ----
-vt_check call-echo run "$first" run_call 100
+check_hotplug() {
+	vt_check call-echo run "$first" run_call 100
 
-# hot add / hot drop (the host holds the add until the other guest of
-# this run is gone: the figures below are then measured alone)
-vt_check hot-add-3 hostreq add 3 wait_dev 3
-vt_check hot-added-3-type check_type 3
-vt_check hot-added-3-ring ring_ok 3 1000
-vt_check hot-drop-3 hostreq drop 3 wait_gone 3
+	# hot add / hot drop (the host holds the add until the other guest of
+	# this run is gone: the figures below are then measured alone)
+	vt_check hot-add-3 hostreq add 3 wait_dev 3
+	vt_check hot-added-3-type check_type 3
+	vt_check hot-added-3-ring ring_ok 3 1000
+	vt_check hot-drop-3 hostreq drop 3 wait_gone 3
+}
 
-if out=$(ring_ok "$first" "$VBT_MSGS"); then
-	log "RING $out"
-	vt_pass "ring-$VBT_MSGS-verified"
-else
-	vt_fail "ring-$VBT_MSGS-verified" "$out"
-fi
-cat "$PCIDRV"/*/vbus_stats | sed 's/^/  bridge: /'
+check_ring() {
+	local out
+	if out=$(ring_ok "$first" "$VBT_MSGS"); then
+		log "RING $out"
+		vt_pass "ring-$VBT_MSGS-verified"
+	else
+		vt_fail "ring-$VBT_MSGS-verified" "$out"
+	fi
+	cat "$PCIDRV"/*/vbus_stats | sed 's/^/  bridge: /'
+}
 
-if out=$(run "$first" run_hc_lat "$VBT_LAT_N"); then
-	log "HC-LATENCY $out"
-	vt_pass hypercall-latency
-else
-	vt_fail hypercall-latency "$out"
-fi
-if out=$(run "$first" run_irq_lat "$VBT_LAT_N"); then
-	log "EVENT-LATENCY $out"
-	vt_pass event-latency
-else
-	vt_fail event-latency "$out"
-fi
+check_latency() {
+	local out
+	if out=$(run "$first" run_hc_lat "$VBT_LAT_N"); then
+		log "HC-LATENCY $out"
+		vt_pass hypercall-latency
+	else
+		vt_fail hypercall-latency "$out"
+	fi
+	if out=$(run "$first" run_irq_lat "$VBT_LAT_N"); then
+		log "EVENT-LATENCY $out"
+		vt_pass event-latency
+	else
+		vt_fail event-latency "$out"
+	fi
+}
 
 # close + reopen: unbinding the driver closes the device, binding opens it
-vt_check close-reopen sh -c "rmmod vbus_test && insmod $VT_KMOD_DIR/vbus_test.ko"
-for d in $VBT_DEVS; do
-	vt_check "dev$d-rebound" wait_dev "$d" 20
-done
-vt_check ring-after-reopen ring_ok "$first" 1000
+check_reopen() {
+	local d
+	vt_check close-reopen sh -c "rmmod vbus_test && insmod $VT_KMOD_DIR/vbus_test.ko"
+	for d in $VBT_DEVS; do
+		vt_check "dev$d-rebound" wait_dev "$d" 20
+	done
+	vt_check ring-after-reopen ring_ok "$first" 1000
+}
 
 # DEVDROP while traffic flows on that device
-second=$(echo "$VBT_DEVS" | awk '{ print $2 }')
-if [ -n "$second" ]; then
-	( echo 5000000 >"$BUS/$second/run_ring" ) 2>/dev/null &
-	bg=$!
-	sleep 1
-	vt_check "drop-dev$second-under-traffic" hostreq drop "$second" wait_gone "$second"
-	wait "$bg" && log "busy run_ring ended with success (?)"
-	vt_check "other-dev-survives" ring_ok "$first" 1000
-	vt_check "re-add-dev$second" hostreq add "$second" wait_dev "$second"
-	vt_check "re-added-dev$second-ring" ring_ok "$second" 1000
-fi
-cat "$PCIDRV"/*/vbus_stats | sed 's/^/  bridge: /'
+check_devdrop() {
+	local second bg
+	second=$(echo "$VBT_DEVS" | awk '{ print $2 }')
+	if [ -n "$second" ]; then
+		( echo 5000000 >"$BUS/$second/run_ring" ) 2>/dev/null &
+		bg=$!
+		sleep 1
+		vt_check "drop-dev$second-under-traffic" hostreq drop "$second" wait_gone "$second"
+		wait "$bg" && log "busy run_ring ended with success (?)"
+		vt_check "other-dev-survives" ring_ok "$first" 1000
+		vt_check "re-add-dev$second" hostreq add "$second" wait_dev "$second"
+		vt_check "re-added-dev$second-ring" ring_ok "$second" 1000
+	fi
+	cat "$PCIDRV"/*/vbus_stats | sed 's/^/  bridge: /'
+}
 
 # ---- what a broken host could send (bridge fault injection) ----
 bstat() { awk -v k="$1" '$1 == k { print $2 }' "$PCIDRV"/*/vbus_stats; }
@@ -293,23 +290,40 @@ garbage() {
 	only_devs "$VBT_DEVS" || return 1
 	ring_ok "$first" 1000
 }
-vt_check host-garbage-survived garbage
+check_garbage() { vt_check host-garbage-survived garbage; }
 
 # a hypercall that never completes: vbus-hostd is stopped (SIGSTOP)
 P=/sys/module/vbus_pcibridge/parameters/hc_timeout_ms
+# said_count TEXT: lines of the guest's log that say TEXT
+said_count() { dmesg | grep -c "$1"; }
 hc_timeout() {
 	local r0 out
 	r0=$(bstat hc_timeouts)
 	echo 1000 >$P
 	hostreq_call stop 0 -110 || return 1
-	[ "$(bstat hc_timeouts)" -gt "$r0" ] || { echo "no timeout counted"; return 1; }
+	# a second call while the host is still stopped: counted, not logged
+	out=$(run "$first" run_call 1)
+	case "$out" in *-110*) ;; *) echo "second call gave '$out', not -ETIMEDOUT"; return 1 ;; esac
+	[ "$(bstat hc_timeouts)" -gt $((r0 + 1)) ] || { echo "not two timeouts counted"; return 1; }
 	hostreq_call cont 0 ok || return 1
 	echo 5000 >$P
 	run "$first" run_call 10 || return 1
 	ring_ok "$first" 1000
 }
-vt_check hypercall-timeout-survived hc_timeout
-echo 5000 >$P
+# The guest says once, in plain words, that the host stopped answering
+# (not a line per timed-out hypercall), and when it answers again.
+check_hc_timeout() {
+	local gone0 back0
+	gone0=$(said_count 'the host side (vbus-hostd) stopped answering')
+	back0=$(said_count 'the host side answers hypercalls again')
+	vt_check hypercall-timeout-survived hc_timeout
+	echo 5000 >$P
+	vt_check hc-timeout-said-once test \
+		"$(($(said_count 'the host side (vbus-hostd) stopped answering') - gone0))" = 1
+	vt_check hc-timeout-no-line-per-call test "$(said_count 'hypercall [0-9]* (seq [0-9]*) timed out')" = 0
+	vt_check hc-answers-again-said test \
+		"$(($(said_count 'the host side answers hypercalls again') - back0))" = 1
+}
 
 # unbind/bind the bridge with devices present and a driver bound
 rebind() {
@@ -323,37 +337,41 @@ rebind() {
 	done
 	ring_ok "$first" 1000
 }
-vt_check bridge-unbind-bind rebind
+check_rebind() { vt_check bridge-unbind-bind rebind; }
 
 # the bridge goes first, its devices still bound to vbus-test
-vt_check rmmod-bridge-first sh -c "rmmod vbus_pcibridge && [ -z \"\$(ls $BUS)\" ] && rmmod vbus_test"
+check_cycles() {
+	local i bad t0 t1 out
+	vt_check rmmod-bridge-first sh -c "rmmod vbus_pcibridge && [ -z \"\$(ls $BUS)\" ] && rmmod vbus_test"
 
-# unload/reload everything; slab must not grow
-cycle() {
-	unload_all || return 1
-	[ ! -d /sys/bus/vbus-proxy ] || { echo "vbus-proxy bus still there"; return 1; }
-	load_all || return 1
-	for d in $VBT_DEVS; do
-		wait_dev "$d" 20 || return 1
+	# unload/reload everything; slab must not grow
+	cycle() {
+		unload_all || return 1
+		[ ! -d /sys/bus/vbus-proxy ] || { echo "vbus-proxy bus still there"; return 1; }
+		load_all || return 1
+		for d in $VBT_DEVS; do
+			wait_dev "$d" 20 || return 1
+		done
+		ring_ok "$first" 200 >/dev/null || { echo "ring after reload failed"; return 1; }
+	}
+	vt_check reload-warmup cycle
+	vt_slab_snapshot /tmp/slab0
+	i=0
+	bad=
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	while [ "$i" -lt "$VBT_CYCLES" ]; do
+		out=$(cycle 2>&1) || { bad="cycle $i: $out"; break; }
+		i=$((i + 1))
 	done
-	ring_ok "$first" 200 >/dev/null || { echo "ring after reload failed"; return 1; }
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	if [ -z "$bad" ]; then vt_pass "rmmod-insmod-x$VBT_CYCLES"; else vt_fail "rmmod-insmod-x$VBT_CYCLES" "$bad"; fi
+	vt_slab_snapshot /tmp/slab1
+	log "CYCLES $i rmmod/insmod cycles with $(echo "$VBT_DEVS" | wc -w) devices in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; slab growth: $(vt_slab_growth /tmp/slab0 /tmp/slab1)"
+	vt_slab_check "slab-stable-after-$VBT_CYCLES-cycles" /tmp/slab0 /tmp/slab1 16
+	# every unload got BUSREG detach answered: no eventq memory was leaked
+	vt_check eventq-detached-on-unload sh -c '! dmesg | grep "did not detach"'
 }
-vt_check reload-warmup cycle
-vt_slab_snapshot /tmp/slab0
-i=0
-bad=
-t0=$(cut -d' ' -f1 /proc/uptime)
-while [ "$i" -lt "$VBT_CYCLES" ]; do
-	out=$(cycle 2>&1) || { bad="cycle $i: $out"; break; }
-	i=$((i + 1))
-done
-t1=$(cut -d' ' -f1 /proc/uptime)
-if [ -z "$bad" ]; then vt_pass "rmmod-insmod-x$VBT_CYCLES"; else vt_fail "rmmod-insmod-x$VBT_CYCLES" "$bad"; fi
-vt_slab_snapshot /tmp/slab1
-log "CYCLES $i rmmod/insmod cycles with $(echo "$VBT_DEVS" | wc -w) devices in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; slab growth: $(vt_slab_growth /tmp/slab0 /tmp/slab1)"
-vt_slab_check "slab-stable-after-$VBT_CYCLES-cycles" /tmp/slab0 /tmp/slab1 16
-# every unload got BUSREG detach answered: no eventq memory was leaked
-vt_check eventq-detached-on-unload sh -c '! dmesg | grep "did not detach"'
 
+vt_run_checks hotplug ring latency reopen devdrop garbage hc_timeout rebind cycles
 vt_check final-unload unload_all
 vt_done

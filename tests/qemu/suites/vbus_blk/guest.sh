@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# Guest side of the vbus-blk tests (tests/qemu/run-blk-tests.sh); runs as
+# Guest side of the vbus_blk suite (host.sh next to it); runs as
 # /test/run.sh under busybox sh. Loads the bus stack and vbus_blk.ko
 # against vbus-hostd's two vbus-blk devices (serial $VT_RW_SERIAL: a
 # read-write disk; serial $VT_RO_SERIAL: ro=1, filled by the host) and
@@ -15,9 +15,7 @@
 # the fsync returned; last, with the host dead, a request times out, the
 # device faults and fails what comes next at once.
 #
-# Host requests go over a second serial port (/dev/ttyS1, a FIFO pair on
-# the host, no kernel messages on it): one line "<cmd> <args>", one reply
-# line "ok [value]" or "fail <reason>". Commands (run-blk-tests.sh):
+# Host requests (vt_host, lib/guest.sh; host.sh's req_ functions):
 #   sha  rw|ro OFF LEN    sha256 of that byte range of the backing file
 #   blocks rw|ro          bytes the backing file has allocated (st_blocks*512)
 #   drop rw | add rw      `vbus-hostd ctl drop/add` of the rw disk
@@ -28,7 +26,7 @@
 #   VT_FIO_MB     MiB each fio job covers (the 4 jobs move >= 1 GiB)
 #   VT_CYCLES     load/unload cycles for the slab check (default 20)
 
-# shellcheck source=tests/qemu/guest/lib.sh
+# shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
 # shellcheck disable=SC1091
 [ -f /test/config.sh ] && . /test/config.sh
@@ -40,30 +38,8 @@
 : "${VT_CYCLES:=20}"
 
 MODS="vbus_core vbus_proxy vbus_pcibridge vbus_blk"
-CTL=/dev/ttyS1
 
 log() { echo "blk-tests: $*"; }
-
-# ---- the host channel ------------------------------------------------------
-stty -F "$CTL" raw -echo 2>/dev/null
-exec 3<>"$CTL"
-
-# host CMD...: ask, print the reply's value; non-zero unless "ok".
-host() {
-	local reply
-	echo "$*" >&3
-	# shellcheck disable=SC3045 # busybox ash has read -t
-	if ! read -r -t 300 reply <&3; then
-		echo "no reply from the host to '$*'"
-		return 1
-	fi
-	reply=$(echo "$reply" | tr -d '\r')
-	case "$reply" in
-	ok) return 0 ;;
-	"ok "*) echo "${reply#ok }"; return 0 ;;
-	*) echo "host: $reply"; return 1 ;;
-	esac
-}
 
 # ---- disks -----------------------------------------------------------------
 # disk SERIAL [SECS]: the vbdN whose serial is SERIAL (waits for it).
@@ -86,12 +62,7 @@ disk() {
 
 # gone NAME [SECS]: /sys/block/NAME disappears.
 gone() {
-	local n=0 max=$((${2:-20} * 5))
-	while [ "$n" -lt "$max" ]; do
-		[ -e "/sys/block/$1" ] || return 0
-		n=$((n + 1))
-		usleep 200000
-	done
+	vt_wait "${2:-20}" test ! -e "/sys/block/$1" && return 0
 	echo "$1 still there"
 	return 1
 }
@@ -130,9 +101,9 @@ sha_dev() {
 same_as_host() {
 	local g h
 	g=$(sha_dev "$1" "$3" "$4")
-	h=$(host sha "$2" "$3" "$4") || { echo "$h"; return 1; }
+	h=$(vt_host sha "$2" "$3" "$4") || { echo "$h"; return 1; }
 	[ "$g" = "$h" ] && return 0
-	echo "guest sha $g, host sha $h"
+	echo "guest sha $g, vt_host sha $h"
 	return 1
 }
 
@@ -147,7 +118,7 @@ write_pattern() {
 guest_to_host() {
 	local want got
 	want=$(write_pattern "$1" "$2" "$3") || { echo "write failed"; return 1; }
-	got=$(host sha rw "$2" "$3") || { echo "$got"; return 1; }
+	got=$(vt_host sha rw "$2" "$3") || { echo "$got"; return 1; }
 	[ "$want" = "$got" ] && return 0
 	echo "wrote sha $want, host file has $got"
 	return 1
@@ -202,9 +173,9 @@ ext4_cycle() {
 # ---- discard ---------------------------------------------------------------
 discard_sparse() {
 	local dev=$1 before after
-	before=$(host blocks rw) || { echo "$before"; return 1; }
+	before=$(vt_host blocks rw) || { echo "$before"; return 1; }
 	/usr/sbin/blkdiscard "/dev/$dev" || return 1
-	after=$(host blocks rw) || { echo "$after"; return 1; }
+	after=$(vt_host blocks rw) || { echo "$after"; return 1; }
 	log "DISCARD backing file allocated: $before -> $after bytes"
 	# fio left most of the file allocated; discard hands nearly all back
 	[ "$before" -ge $((VT_FIO_MB * 1048576 / 2)) ] ||
@@ -219,7 +190,7 @@ zeroout() {
 	/usr/sbin/blkdiscard -z -o 1048576 -l 1048576 "/dev/$dev" || return 1
 	z=$(head -c 1048576 /dev/zero | sha256sum | cut -d' ' -f1)
 	[ "$(sha_dev "$dev" 1048576 1048576)" = "$z" ] || { echo "guest does not read zeroes"; return 1; }
-	[ "$(host sha rw 1048576 1048576)" = "$z" ] || { echo "host file not zero"; return 1; }
+	[ "$(vt_host sha rw 1048576 1048576)" = "$z" ] || { echo "host file not zero"; return 1; }
 }
 
 # ---- read-only disk --------------------------------------------------------
@@ -274,10 +245,10 @@ fio_bg_ends() {
 hot_drop() {
 	local dev=$1 name
 	fio_bg_start "$dev"
-	vt_check hotdrop-drop host drop rw
+	vt_check hotdrop-drop vt_host drop rw
 	vt_check hotdrop-disk-gone gone "$dev" 30
 	vt_check hotdrop-fio-ends fio_bg_ends
-	vt_check hotdrop-readd host add rw
+	vt_check hotdrop-readd vt_host add rw
 	if name=$(disk "$VT_RW_SERIAL" 30); then
 		vt_pass hotdrop-disk-back
 		vt_check hotdrop-data-after-readd guest_to_host "$name" 8388608 1048576
@@ -314,8 +285,9 @@ cycle() {
 	sha_dev "$d" 0 1048576 >/dev/null || { rmmod vbus_blk; return 1; }
 	write_pattern "$d" 2097152 1048576 >/dev/null || { rmmod vbus_blk; return 1; }
 	if [ "${1:-}" = drop ]; then
-		host drop rw >/dev/null && gone "$d" >/dev/null &&
-			host add rw >/dev/null && d=$(disk "$VT_RW_SERIAL") &&
+		# shellcheck disable=SC2015 # whichever step fails, the same
+		vt_host drop rw >/dev/null && gone "$d" >/dev/null &&
+			vt_host add rw >/dev/null && d=$(disk "$VT_RW_SERIAL") &&
 			sha_dev "$d" 0 1048576 >/dev/null || { rmmod vbus_blk; return 1; }
 	fi
 	rmmod vbus_blk
@@ -375,6 +347,7 @@ polled_io() {
 		echo "${d:-no disk}"
 		rc=1
 	fi
+	# shellcheck disable=SC2015 # whichever step fails, the same
 	rmmod vbus_blk && vt_kmod_load vbus_blk || { echo "plain reload failed"; return 1; }
 	return "$rc"
 }
@@ -399,7 +372,7 @@ flush_kill() {
 	# buffered write, then fsync (a FLUSH after the writes reach the host)
 	dd if=/tmp/flush of="/dev/$dev" bs=1M seek=64 conv=fsync,notrunc 2>/dev/null ||
 		{ echo "write+fsync failed"; return 1; }
-	host killcheck rw 67108864 4194304 "$sum"
+	vt_host killcheck rw 67108864 4194304 "$sum"
 }
 
 # ---- a host that never answers: the timeout handler faults the device --------
@@ -424,59 +397,79 @@ timeout_fault() {
 # ============================================================================
 log "$(grep -c ^processor /proc/cpuinfo) CPUs, kernel $(uname -r)"
 mkdir -p /etc && ln -sf /proc/mounts /etc/mtab
-vt_check host-channel host hello || { vt_done; exit 1; }
+vt_check host-channel vt_host hello || { vt_done; exit 1; }
 vt_check load-modules load_all || { vt_done; exit 1; }
-RW=$(disk "$VT_RW_SERIAL") && vt_pass "disk-rw-$RW" || vt_fail disk-rw "$RW"
-RO=$(disk "$VT_RO_SERIAL") && vt_pass "disk-ro-$RO" || vt_fail disk-ro "$RO"
+if RW=$(disk "$VT_RW_SERIAL"); then vt_pass "disk-rw-$RW"; else vt_fail disk-rw "$RW"; fi
+if RO=$(disk "$VT_RO_SERIAL"); then vt_pass "disk-ro-$RO"; else vt_fail disk-ro "$RO"; fi
 case "$RW$RO" in *" "*) vt_done; exit 1 ;; esac
 log "rw disk $RW, ro disk $RO"
 
-vt_check rw-size attr "$RW" size $((VT_RW_BYTES / 512))
-vt_check ro-size attr "$RO" size $((VT_RO_BYTES / 512))
-vt_check rw-not-ro attr "$RW" ro 0
-vt_check ro-is-ro attr "$RO" ro 1
-vt_check rw-write-cache attr "$RW" queue/write_cache "write back"
-vt_check rw-discard attr_nonzero "$RW" queue/discard_max_bytes
-vt_check rw-write-zeroes attr_nonzero "$RW" queue/write_zeroes_max_bytes
-log "rw disk: $(ls -d "/sys/block/$RW/mq/"* | wc -l) hardware queue(s), nr_requests $(cat "/sys/block/$RW/queue/nr_requests")"
+check_sysfs() {
+	vt_check rw-size attr "$RW" size $((VT_RW_BYTES / 512))
+	vt_check ro-size attr "$RO" size $((VT_RO_BYTES / 512))
+	vt_check rw-not-ro attr "$RW" ro 0
+	vt_check ro-is-ro attr "$RO" ro 1
+	vt_check rw-write-cache attr "$RW" queue/write_cache "write back"
+	vt_check rw-discard attr_nonzero "$RW" queue/discard_max_bytes
+	vt_check rw-write-zeroes attr_nonzero "$RW" queue/write_zeroes_max_bytes
+	# shellcheck disable=SC2012 # queue numbers
+	log "rw disk: $(ls -d "/sys/block/$RW/mq/"* | wc -l) hardware queue(s), nr_requests $(cat "/sys/block/$RW/queue/nr_requests")"
+}
 
-vt_check ro-data-matches-host same_as_host "$RO" ro 0 "$VT_RO_BYTES"
-vt_check guest-to-host guest_to_host "$RW" 4194304 4194304
-vt_check host-sees-same same_as_host "$RW" rw 0 16777216
+check_data() {
+	vt_check ro-data-matches-host same_as_host "$RO" ro 0 "$VT_RO_BYTES"
+	vt_check guest-to-host guest_to_host "$RW" 4194304 4194304
+	vt_check host-sees-same same_as_host "$RW" rw 0 16777216
+}
 
 # fio: 4 jobs, each writes VT_FIO_MB MiB (sequential QD32: 3 times) and
 # reads it back verified: 1.4 GiB moved with the default 128 MiB
-vt_check fio-seq-128k-qd1 fio_verify seq1 "$RW" write 128k 1
-vt_check fio-seq-128k-qd32 fio_verify seq32 "$RW" write 128k 32 3
-vt_check fio-rand-4k-qd32 fio_verify rand32 "$RW" randwrite 4k 32
-vt_check fio-rand-4k-64k-qd1 fio_verify rand1 "$RW" randwrite 4k-64k 1
-for j in seq1 seq32 rand32 rand1; do
-	grep -E '^ *(read|write): IOPS' "/tmp/fio-$j.out" 2>/dev/null | sed "s/^ */blk-tests: FIO $j /"
-done
-vt_check host-sees-fio-data same_as_host "$RW" rw 0 "$VT_RW_BYTES"
+check_fio() {
+	local j
+	vt_check fio-seq-128k-qd1 fio_verify seq1 "$RW" write 128k 1
+	vt_check fio-seq-128k-qd32 fio_verify seq32 "$RW" write 128k 32 3
+	vt_check fio-rand-4k-qd32 fio_verify rand32 "$RW" randwrite 4k 32
+	vt_check fio-rand-4k-64k-qd1 fio_verify rand1 "$RW" randwrite 4k-64k 1
+	for j in seq1 seq32 rand32 rand1; do
+		grep -E '^ *(read|write): IOPS' "/tmp/fio-$j.out" 2>/dev/null | sed "s/^ */blk-tests: FIO $j /"
+	done
+	vt_check host-sees-fio-data same_as_host "$RW" rw 0 "$VT_RW_BYTES"
+}
 
-vt_check discard-makes-sparse discard_sparse "$RW"
-vt_check write-zeroes zeroout "$RW"
-ext4_cycle "$RW"
+check_discard() {
+	vt_check discard-makes-sparse discard_sparse "$RW"
+	vt_check write-zeroes zeroout "$RW"
+}
+check_ext4() { ext4_cycle "$RW"; }
+check_ro() {
+	vt_check ro-write-refused ro_write_fails "$RO"
+	vt_check ro-data-unchanged same_as_host "$RO" ro 0 "$VT_RO_BYTES"
+}
+# each leaves the rw disk present, maybe under another name
+check_hotdrop() {
+	hot_drop "$RW"
+	RW=$(disk "$VT_RW_SERIAL") || RW=
+	[ -n "$RW" ] && unbind_under_io "$RW"
+	RW=$(disk "$VT_RW_SERIAL") || RW=
+}
+check_cycles() { cycles; RW=$(disk "$VT_RW_SERIAL") || RW=; }
+check_poll() {
+	vt_check polled-io polled_io
+	cat /tmp/poll.log 2>/dev/null
+	vt_check poll-queues-refused poll_queues_refused
+	RW=$(disk "$VT_RW_SERIAL") || RW=
+}
+# last: it kills vbus-hostd
+check_flush() {
+	if [ -n "$RW" ]; then
+		vt_check flush-survives-hostd-kill flush_kill "$RW" &&
+			vt_check timeout-faults-device timeout_fault "$RW" &&
+			vt_check faulted-fails-fast vt_blk_fails_fast "$RW" 200
+		log "TIMEOUT a read from the faulted disk failed after $(cat /tmp/fast.secs 2>/dev/null || echo '?') s"
+	else
+		vt_fail flush-survives-hostd-kill "no rw disk"
+	fi
+}
 
-vt_check ro-write-refused ro_write_fails "$RO"
-vt_check ro-data-unchanged same_as_host "$RO" ro 0 "$VT_RO_BYTES"
-
-hot_drop "$RW"
-RW=$(disk "$VT_RW_SERIAL") || RW=
-[ -n "$RW" ] && unbind_under_io "$RW"
-cycles
-vt_check polled-io polled_io
-cat /tmp/poll.log 2>/dev/null
-vt_check poll-queues-refused poll_queues_refused
-
-RW=$(disk "$VT_RW_SERIAL") || RW=
-if [ -n "$RW" ]; then
-	vt_check flush-survives-hostd-kill flush_kill "$RW" &&
-		vt_check timeout-faults-device timeout_fault "$RW" &&
-		vt_check faulted-fails-fast vt_blk_fails_fast "$RW" 200
-	log "TIMEOUT a read from the faulted disk failed after $(cat /tmp/fast.secs 2>/dev/null || echo '?') s"
-else
-	vt_fail flush-survives-hostd-kill "no rw disk"
-fi
+vt_run_checks sysfs data fio discard ext4 ro hotdrop cycles poll flush
 vt_done

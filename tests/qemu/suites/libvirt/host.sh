@@ -1,129 +1,71 @@
 #!/usr/bin/env bash
 # A guest on vbus started by libvirt (docs/operations.md, "libvirt"): the
-# domain is dist/libvirt/vbus-guest.xml with this harness's kernel and
+# domain is dist/libvirt/vbus-guest.xml with this lab's kernel and
 # initramfs instead of a disk, started with `virsh create` in a private
 # session libvirtd (as nobody when run as root, under a temporary HOME:
 # the machine's libvirt is not touched), on a vbus-hostd with one
 # vbus-test device. The guest loads the bus modules, finds the device and
-# moves 1000 verified descriptors through it (the "rejoin" role of
-# guest/bus-tests.sh).
+# moves 1000 verified descriptors through it (the "rejoin" role of the
+# bus suite's guest.sh).
 #
 # libvirt runs hooks only from /etc/libvirt/hooks, which this test must
 # not write: it runs dist/libvirt/vbus-qemu-hook itself, on the live XML
 # libvirt will have (a fresh session daemon gives its first domain id 1,
 # which the test checks), exactly as libvirtd would on "start begin".
-# Prints PASS/FAIL lines and "N passed, N failed"; exits non-zero on failure.
 #
-#   tests/qemu/run-libvirt-tests.sh [--mem MiB] [--timeout SEC] [--no-build]
-#                                   [--hostd PATH]
-#   --no-build    use the .ko files and vbus-hostd already built
+#   tests/qemu/run.sh libvirt [--mem MiB] [--hostd PATH]
 #   --hostd PATH  this vbus-hostd binary (else the one built in build/cmake)
+# shellcheck disable=SC2317 # lv_cleanup: at exit
 set -euo pipefail
+# shellcheck source=tests/qemu/lib/lab.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/lab.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(cd "$here/../.." && pwd)
-# shellcheck source=tests/qemu/lib/suite.sh
-source "$here/lib/suite.sh"
-
-mem=512 timeout=600 build=1 hostd=
-while (($#)); do
-	case "$1" in
-	--mem) mem=$2; shift 2 ;;
-	--timeout) timeout=$2; shift 2 ;;
-	--no-build) build=0; shift ;;
-	--hostd) hostd=$2; shift 2 ;;
-	-h | --help) sed -n '2,/^set -e/{/^set -e/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-	*) vbus_err "unknown argument $1 (see --help)"; exit 2 ;;
-	esac
-done
-for v in "$mem" "$timeout"; do
-	[[ "$v" =~ ^[0-9]+$ ]] || { vbus_err "not a number: $v"; exit 2; }
-done
-
-passed=0 failed=0
-h_pass() { passed=$((passed + 1)); printf 'PASS %s\n' "$1"; }
-h_fail() { failed=$((failed + 1)); printf 'FAIL %s %s\n' "$1" "${*:2}"; }
-finish() {
-	printf '%d passed, %d failed\n' "$passed" "$failed"
-	((failed == 0))
-	exit $?
-}
+mem=512 hostd=
+lab_begin libvirt hostd:S -- "$@"
+[[ "$mem" =~ ^[0-9]+$ ]] || { vbus_err "--mem takes MiB here, not $mem"; exit 2; }
 for c in virsh python3; do
 	command -v "$c" >/dev/null || { h_fail deps "$c is missing (scripts/deps.sh)"; finish; }
 done
+VBUS_HOSTD=${hostd:-${VBUS_HOSTD:-}}
+lab_build --modules "$LAB_BUS_SUBDIRS" --cmake vbus-hostd
+lab_kos --bus kernel/vbus_test/vbus_test.ko
 
-vbus_fetch_kernel
-out="$VBUS_BUILD/qemu/libvirt-tests"
-cbuild="$VBUS_BUILD/cmake"
-mkdir -p "$out"
-if ((build)); then
-	if ! step=$(vbus_build_stack "kernel/bus kernel/pci_bridge kernel/vbus_test kernel/vbus_ipc" "$out" "$cbuild"); then
-		h_fail "$step" "build failed (log $out/$step.log)"
-		finish
-	fi
-fi
-kos=("$top/vbus_core.ko" "$top/kernel/bus/vbus_proxy.ko"
-	"$top/kernel/pci_bridge/vbus_pcibridge.ko" "$top/kernel/vbus_test/vbus_test.ko")
-for ko in "${kos[@]}"; do
-	[[ -f "$ko" ]] || { h_fail build "$ko not built"; finish; }
-done
-[[ -n "$hostd" ]] || hostd=$(vbus_find_hostd "$cbuild") ||
-	{ h_fail build "no vbus-hostd binary under $cbuild"; finish; }
-
-# ---- run directory: QEMU (session libvirt) and vbus-hostd run as $user ----
-run=$(mktemp -d /tmp/vbus-lv.XXXXXX)
+# ---- QEMU (session libvirt) and vbus-hostd run as $user ----
 chmod 755 "$run"
-ram=/dev/shm/vbus-lv-$$
 as_user=()
 if [[ $(id -u) == 0 ]]; then as_user=(runuser -u nobody --); fi
-hostd_pid=
-cleanup() {
-	virsh_s destroy vbus-lv >/dev/null 2>&1 || true
-	cp "$run/home/.cache/libvirt/qemu/log/vbus-lv.log" "$out/qemu.log" 2>/dev/null || true
-	vbus_stop_pid "$hostd_pid"
-	# the session daemon virsh started for this run (else it idles 120 s)
-	if [[ -f "$run/xdg/libvirt/libvirtd.pid" ]]; then
-		kill "$(cat "$run/xdg/libvirt/libvirtd.pid")" 2>/dev/null || true
-	fi
-	cp "$run/guest.log" "$out/guest.log" 2>/dev/null || true
-	[[ -n "${VBUS_KEEP_RUN:-}" ]] || rm -rf "$run"
-	rm -f "$ram"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-mkdir -p "$run/home/.config/libvirt" "$run/xdg" "$run/ram" "$run/stage/test"
-chmod 700 "$run/xdg"
-echo "memory_backing_dir = \"$run/ram\"" >"$run/home/.config/libvirt/qemu.conf"
 virsh_s() {
 	"${as_user[@]}" env HOME="$run/home" XDG_RUNTIME_DIR="$run/xdg" \
 		XDG_CONFIG_HOME="$run/home/.config" XDG_CACHE_HOME="$run/home/.cache" \
 		timeout 120 virsh -c qemu:///session "$@"
 }
+lv_cleanup() {
+	virsh_s destroy vbus-lv >/dev/null 2>&1 || true
+	cp "$run/home/.cache/libvirt/qemu/log/vbus-lv.log" "$out/qemu.log" 2>/dev/null || true
+	# the session daemon virsh started for this run (else it idles 120 s)
+	if [[ -f "$run/xdg/libvirt/libvirtd.pid" ]]; then
+		kill "$(cat "$run/xdg/libvirt/libvirtd.pid")" 2>/dev/null || true
+	fi
+	cp "$run/guest.log" "$out/guest.log" 2>/dev/null || true
+}
+lab_defer lv_cleanup
+mkdir -p "$run/home/.config/libvirt" "$run/xdg" "$run/ram"
+chmod 700 "$run/xdg"
+echo "memory_backing_dir = \"$run/ram\"" >"$run/home/.config/libvirt/qemu.conf"
 
-# ---- initramfs: the "rejoin" role of the bus tests, device 7 ----
-cp "$here/guest/lib.sh" "$run/stage/test/lib.sh"
-cp "$here/guest/bus-tests.sh" "$run/stage/test/run.sh"
-printf 'VBT_ROLE=rejoin\nVBT_DEVS="7"\nVBT_FOREIGN=""\n' >"$run/stage/test/config.sh"
-if vbus_initramfs_add_kmods "$run/stage" "${kos[@]}" &&
-	vbus_make_initramfs "$run/guest.cpio.gz" "$run/stage" >/dev/null; then
-	h_pass initramfs
-else
-	h_fail initramfs "could not build it"; finish
-fi
+lab_stage guest "$(dirname "$0")/../bus/guest.sh" "${kos[@]}" <<CONFIG
+VBT_ROLE=rejoin
+VBT_DEVS="7"
+VBT_FOREIGN=""
+CONFIG
+h_pass initramfs
 cp "$VBUS_VMLINUX" "$run/kernel"
 [[ ${#as_user[@]} -eq 0 ]] || chown -R nobody "$run"
 
 # ---- vbus-hostd, as the user QEMU runs as (its RAM file is 0600) ----
-"${as_user[@]}" "$hostd" --foreground --ctl "$run/ctl.sock" \
-	--guest "g1:sock=$run/g1.sock,mem=$ram,size=${mem}M" \
-	--device g1:type=vbus-test,id=7 >"$out/hostd.log" 2>&1 &
-hostd_pid=$!
-for _ in $(seq 100); do
-	[[ -S "$run/ctl.sock" && -S "$run/g1.sock" ]] && break
-	sleep 0.1
-done
-if [[ -S "$run/g1.sock" ]]; then h_pass hostd-started
-else h_fail hostd-started "log $out/hostd.log"; finish; fi
+LAB_HOSTD_WRAP=("${as_user[@]}")
+lab_hostd -- --guest "$(lab_guest g1 "${mem}M")" --device g1:type=vbus-test,id=7
+ram=/dev/shm/$tag-g1
 
 # ---- the domain: the shipped XML, with kernel/initrd instead of a disk ----
 python3 - "$top/dist/libvirt/vbus-guest.xml" "$run" "$ram" "$mem" \
@@ -157,10 +99,14 @@ PY
 chmod 644 "$run/guest.xml"
 
 # ---- the hook, as libvirtd runs it on "start begin" (id 1: see above) ----
-sed "s/<domain /<domain id=\"1\" /" "$run/guest.xml" |
+if sed "s/<domain /<domain id=\"1\" /" "$run/guest.xml" |
 	"${as_user[@]}" env VBUS_LIBVIRT_QEMU_CONF="$run/home/.config/libvirt/qemu.conf" \
-	"$top/dist/libvirt/vbus-qemu-hook" vbus-lv start begin - >"$out/hook.log" 2>&1 &&
-	h_pass hook || { h_fail hook "$(cat "$out/hook.log")"; finish; }
+	"$top/dist/libvirt/vbus-qemu-hook" vbus-lv start begin - >"$out/hook.log" 2>&1; then
+	h_pass hook
+else
+	h_fail hook "$(cat "$out/hook.log")"
+	finish
+fi
 
 # ---- start it, wait for the guest to power off ----
 t0=$(vbus_now)

@@ -1,30 +1,23 @@
 #!/usr/bin/env bash
-# Self-test of the QEMU harness: builds a throw-away module, boots guests that
+# Self-test of the QEMU lab: builds a throw-away module, boots guests that
 # must pass (50 insmod/rmmod cycles: refcount, slab stability, leak detector)
 # and guests that must be reported as failures (FAIL line + WARN splat, an
 # oops/panic, a hang killed by the timeout), and checks the log parser on
 # synthetic logs. Prints PASS/FAIL lines, boot times and "N passed, N failed".
+#
+#   tests/qemu/run.sh harness
 set -euo pipefail
+# shellcheck source=tests/qemu/lib/lab.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/lab.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=tests/qemu/lib/suite.sh
-source "$here/lib/suite.sh"
-
-t_start=$(vbus_now)
-passed=0
-failed=0
+lab_begin harness -- "$@"
 timings=()
-st_pass() { passed=$((passed + 1)); printf 'PASS harness-selftest/%s\n' "$1"; }
-st_fail() { failed=$((failed + 1)); printf 'FAIL harness-selftest/%s %s\n' "$1" "${*:2}"; }
+st_pass() { h_pass "harness-selftest/$1"; }
+st_fail() { h_fail "harness-selftest/$1" "${@:2}"; }
 indent() { sed 's/^/    /'; }
-
-vbus_fetch_kernel
 st_pass kernel-fetch
-
-work=$(mktemp -d "$VBUS_BUILD/qemu/selftest.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-logs="$VBUS_BUILD/qemu/selftest-logs"
-mkdir -p "$logs"
+work=$run
+logs=$out
 
 # --- a throw-away module -----------------------------------------------------
 mkdir -p "$work/mod"
@@ -81,8 +74,7 @@ if make -s -C "$VBUS_KBUILD" M="$work/mod" modules >"$work/mod/build.log" 2>&1; 
 else
 	indent <"$work/mod/build.log"
 	st_fail module-build "make -C $VBUS_KBUILD failed"
-	printf '%d passed, %d failed\n' "$passed" "$failed"
-	exit 1
+	finish
 fi
 
 # --- helpers -----------------------------------------------------------------
@@ -91,7 +83,7 @@ new_guest() {
 	local s="$work/$1"
 	mkdir -p "$s/test"
 	cp "$work/mod/vt_hello.ko" "$s/test/"
-	cp "$here/guest/lib.sh" "$s/test/lib.sh"
+	cp "$_lab_lib/guest.sh" "$s/test/lib.sh"
 	cat >"$s/test/run.sh"
 	vbus_make_initramfs "$work/$1.cpio.gz" "$s" >/dev/null
 }
@@ -223,5 +215,4 @@ if ((ok)); then st_pass parser-synthetic-logs; else st_fail parser-synthetic-log
 printf 'boot-to-result times (accel=%s, kernel %s, %s boot):\n' "$(vbus_qemu_accel)" "$VBUS_KVER" "$VBUS_KBOOT"
 printf '    %s\n' "${timings[@]}"
 printf 'harness self-test took %s s; logs in %s\n' "$(vbus_elapsed "$t_start")" "$logs"
-printf '%d passed, %d failed\n' "$passed" "$failed"
-((failed == 0))
+finish
