@@ -30,5 +30,5 @@ tar -C "$top" -cf - --exclude-vcs \
 	--exclude='*.mod.c' --exclude='.*.cmd' --exclude='*.cmd' --exclude='*.d' \
 	--exclude='modules.order' --exclude='Module.symvers' --exclude='.tmp_versions' \
 	"${test_subdirs[@]/#/--exclude=}" \
-	dkms.conf Kbuild Makefile core kernel dist/udev | tar -C "$dest" -xf -
+	dkms.conf Kbuild Makefile core kernel dist/udev/60-vbus-blk.rules | tar -C "$dest" -xf -
 echo "$dest"
