@@ -1,14 +1,16 @@
 # shellcheck shell=dash
 # Guest side of the shutdown suite (host.sh next to it); runs as
-# /test/run.sh under busybox sh. Loads the bus stack, vbus_blk and
-# vbus_test against vbus-hostd's vbus-blk disk (serial $VT_SERIAL) and
-# vbus-test device (id $VT_TEST_ID), then leaves traffic running: reads
-# and writes on the disk (requests in flight, checked), the vbus-test ring
-# (buffers posted for the host to fill). Then it ends, and /init's
-# `poweroff -f` shuts the kernel down with all of it in flight: the
-# bridge's .shutdown must close both devices and detach the eventq, which
-# the host checks once the guest is down (QEMU runs with -no-shutdown, so
-# it stays connected).
+# /test/run.sh under busybox sh. Loads the bus stack, vbus_blk, vbus_test
+# and vbus_ipc against vbus-hostd's vbus-blk disk (serial $VT_SERIAL),
+# vbus-test device (id $VT_TEST_ID) and vbus-ipc channel, then leaves
+# traffic running: reads and writes on the disk (requests in flight,
+# checked), the vbus-test ring (buffers posted for the host to fill), an
+# ipc-peer sending on /dev/vbus-ipc0 (session up, checked). Then it ends,
+# and /init's `poweroff -f` shuts the kernel down with all of it in
+# flight: the bridge's .shutdown must close both devices and detach the
+# eventq, vbus_ipc's must end the session (the file is never released),
+# which the host checks once the guest is down (QEMU runs with
+# -no-shutdown, so it stays connected).
 #
 # Knobs from /test/config.sh (written by the host script):
 #   VT_SERIAL    the disk's serial
@@ -41,6 +43,7 @@ busy() { [ "$(inflight "$1")" -gt 0 ]; }
 vt_check load vt_kmod_load vbus_pcibridge || { vt_done; exit 0; }
 vt_check load-blk vt_kmod_load vbus_blk
 vt_check load-test vt_kmod_load vbus_test
+vt_check load-ipc vt_kmod_load vbus_ipc
 
 check_traffic() {
 	local D T=/sys/bus/vbus-proxy/devices/$VT_TEST_ID
@@ -52,6 +55,9 @@ check_traffic() {
 	(while :; do dd if=/dev/zero of="/dev/$D" bs=64k count=512 2>/dev/null; done) &
 	(echo 100000000 >"$T/run_ring") 2>/dev/null &
 	vt_check traffic/in-flight vt_wait 20 busy "$D"
+	# the file stays open through the poweroff: only .shutdown ends it
+	/test/ipc-peer guest /dev/vbus-ipc0 send 100000000 --timeout 600000 >/tmp/ipc.out 2>&1 &
+	vt_check traffic/ipc-attached vt_wait 30 grep -q attached /tmp/ipc.out
 	echo "shutdown: powering off with $(inflight "$D") disk request(s) in flight"
 }
 
