@@ -77,7 +77,7 @@ struct vbus_pci_bridge {
 	u32 hc_seq;			/* under hc_lock */
 	bool hc_unanswered;		/* under hc_lock: said so, once */
 	struct list_head hc_leaks;	/* under hc_lock: unanswered buffers */
-	size_t hc_leaked_bytes;		/* under hc_lock (read racily) */
+	size_t hc_leaked_bytes;		/* under hc_lock (READ_ONCE outside) */
 
 	/* eventq (north side); its signal is ours, never freed by a put */
 	struct ioq eventq;

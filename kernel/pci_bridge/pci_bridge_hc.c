@@ -22,9 +22,10 @@ MODULE_PARM_DESC(hc_timeout_ms, "hypercall timeout in ms (default 5000)");
 
 /*
  * What a host that stops answering can make us leak: past this, hypercalls
- * fail at once (-EIO) until it answers one again. The buffers are small
- * (a request struct, a device call's few bytes), so an honest host that
- * restarts mid-call many times stays far below it: each answer reclaims.
+ * fail at once (-EIO) until it has answered the last one we made (late: a
+ * stopped host that runs again does). The buffers are small (a request
+ * struct, a device call's few bytes), so an honest host that restarts
+ * mid-call many times stays far below it: each answer reclaims.
  */
 #define VBUS_PCI_HC_LEAK_MAX	(1024 * 1024)
 
@@ -45,7 +46,7 @@ static void hc_leak(struct vbus_pci_bridge *b, void *buf, size_t len)
 	struct vbus_pci_hc_leak *l = kmalloc(sizeof(*l), GFP_KERNEL);
 
 	vbus_pci_stat_inc(b, hc_leaked);
-	b->hc_leaked_bytes += len;
+	WRITE_ONCE(b->hc_leaked_bytes, b->hc_leaked_bytes + len);
 	if (!l)
 		return;
 	l->buf = buf;
@@ -54,11 +55,13 @@ static void hc_leak(struct vbus_pci_bridge *b, void *buf, size_t len)
 }
 
 /*
- * Under hc_lock, after the host answered the call with the newest seq.
- * There is one mailbox and the host serves it in order: it reads hc_seq,
- * then the mailbox, answers, and only then looks at hc_seq again. So once
- * it answered a later call it is done with every earlier buffer (a late
- * answer to an earlier one came before it), and a new host (host_epoch)
+ * Under hc_lock, once hc_done says the host answered the newest seq we
+ * issued (after the virt_rmb that pairs with the host's wmb before its
+ * hc_done store, so its writes into the buffers came before). There is
+ * one mailbox and the host serves it in order: it reads hc_seq, then the
+ * mailbox, answers, and only then looks at hc_seq again. So once it
+ * answered the newest call it is done with every earlier buffer (a late
+ * answer to an earlier one came before), and a new host (host_epoch)
  * never knew them: they may go back to the allocator.
  */
 static void hc_reclaim(struct vbus_pci_bridge *b)
@@ -67,7 +70,7 @@ static void hc_reclaim(struct vbus_pci_bridge *b)
 
 	list_for_each_entry_safe(l, tmp, &b->hc_leaks, node) {
 		list_del(&l->node);
-		b->hc_leaked_bytes -= l->len;
+		WRITE_ONCE(b->hc_leaked_bytes, b->hc_leaked_bytes - l->len);
 		kfree(l->buf);
 		kfree(l);
 	}
@@ -159,13 +162,6 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 		return -EINVAL;
 	if (!data)
 		datalen = 0;
-	/* racy read: the cap is approximate by one call's buffer at most */
-	if (READ_ONCE(b->hc_leaked_bytes) > VBUS_PCI_HC_LEAK_MAX) {
-		dev_err_ratelimited(&b->pdev->dev,
-				    "hypercall %u refused: %zu bytes of unanswered hypercalls are leaked already\n",
-				    vector, READ_ONCE(b->hc_leaked_bytes));
-		return -EIO;
-	}
 
 	buf = kmalloc(off + datalen, GFP_KERNEL);
 	if (!buf)
@@ -185,6 +181,19 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 		mutex_unlock(&b->hc_lock);
 		kfree(buf);
 		return -ENOTCONN;
+	}
+	if (!list_empty(&b->hc_leaks) && hc_done(b, b->hc_seq)) {
+		/* a late answer to our last call: see hc_reclaim() */
+		virt_rmb();
+		hc_reclaim(b);
+	}
+	if (b->hc_leaked_bytes > VBUS_PCI_HC_LEAK_MAX) {
+		mutex_unlock(&b->hc_lock);
+		kfree(buf);
+		dev_err_ratelimited(&b->pdev->dev,
+				    "hypercall %u refused: %zu bytes of unanswered hypercalls are leaked already\n",
+				    vector, READ_ONCE(b->hc_leaked_bytes));
+		return -EIO;
 	}
 	vbus_pci_stat_inc(b, hypercalls);
 
@@ -222,12 +231,12 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 		return -ETIMEDOUT;
 	}
 	hc_answered(b);
-	hc_reclaim(b);
 	/*
 	 * hc_done before hc_result and the buffer: pairs with the host's wmb
 	 * between writing them and hc_done.
 	 */
 	virt_rmb();
+	hc_reclaim(b);
 	ret = READ_ONCE(shm->hc_result);
 	mutex_unlock(&b->hc_lock);
 
