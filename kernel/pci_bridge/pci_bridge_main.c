@@ -34,7 +34,8 @@ static ssize_t vbus_stats_show(struct device *d, struct device_attribute *attr,
 			  "ev_budget %ld\ndevadd %ld\ndevdrop %ld\n"
 			  "shmsignal %ld\nshmclose %ld\nhost_peer %u\n"
 			  "host_epoch %u\nhost_down %ld\nreattach %ld\n"
-			  "reattach_fail %ld\nreconnect %ld\nreprobe %ld\n",
+			  "reattach_fail %ld\nreconnect %ld\nreprobe %ld\n"
+			  "hc_leaked_bytes %zu\n",
 			  atomic_long_read(&s->hypercalls),
 			  atomic_long_read(&s->hc_timeouts),
 			  atomic_long_read(&s->hc_leaked),
@@ -52,7 +53,8 @@ static ssize_t vbus_stats_show(struct device *d, struct device_attribute *attr,
 			  atomic_long_read(&s->reattach),
 			  atomic_long_read(&s->reattach_fail),
 			  atomic_long_read(&s->reconnect),
-			  atomic_long_read(&s->reprobe));
+			  atomic_long_read(&s->reprobe),
+			  READ_ONCE(b->hc_leaked_bytes));
 }
 static DEVICE_ATTR_RO(vbus_stats);
 

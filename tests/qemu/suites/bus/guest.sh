@@ -305,9 +305,13 @@ hc_timeout() {
 	out=$(run "$first" run_call 1)
 	case "$out" in *-110*) ;; *) echo "second call gave '$out', not -ETIMEDOUT"; return 1 ;; esac
 	[ "$(bstat hc_timeouts)" -gt $((r0 + 1)) ] || { echo "not two timeouts counted"; return 1; }
+	# the unanswered calls' buffers are kept from the allocator ...
+	[ "$(bstat hc_leaked_bytes)" -gt 0 ] || { echo "hc_leaked_bytes '$(bstat hc_leaked_bytes)' after two timeouts"; return 1; }
 	hostreq_call cont 0 ok || return 1
 	echo 5000 >$P
 	run "$first" run_call 10 || return 1
+	# ... until the host answers again: then they go back (issue 20.6)
+	[ "$(bstat hc_leaked_bytes)" = 0 ] || { echo "hc_leaked_bytes still $(bstat hc_leaked_bytes) after answers"; return 1; }
 	ring_ok "$first" 1000
 }
 # The guest says once, in plain words, that the host stopped answering
