@@ -230,11 +230,31 @@ static int v6_post_room(struct ioq *ioq, unsigned int n)
 	return (int)ioq_min_u(ioq->count - used, n);
 }
 
-static void v6_post_publish(struct ioq *ioq, unsigned int n)
+/*
+ * A role's shadow against the shared copy of the counter it writes. Only
+ * this side writes that counter, so in an honest run the two are equal
+ * when we are about to publish; a difference is the peer writing a
+ * counter that is not its own (rewinding our tail, say), which no later
+ * check could tell from a real state. Fault rather than publish over it.
+ * A plain load of our own store: nothing to order.
+ */
+static int v6_own_intact(struct ioq *ioq, const __u32 *p, __u32 shadow)
 {
+	if (VBUS_READ(*p) != shadow)
+		return ioq_faulted(ioq, "ioq: peer wrote our counter");
+	return 0;
+}
+
+static int v6_post_publish(struct ioq *ioq, unsigned int n)
+{
+	int err = v6_own_intact(ioq, ioq->tailp, ioq->push.tail);
+
+	if (err)
+		return err;
 	ioq->push.tail += n;
 	/* [R1] the descriptor bodies before the tail; pairs with [A1] */
 	VBUS_STORE_RELEASE(*ioq->tailp, ioq->push.tail);
+	return 0;
 }
 
 /* Consumer: descriptors posted and not consumed, up to @n. */
@@ -254,14 +274,19 @@ static int v6_consume_avail(struct ioq *ioq, unsigned int n)
 	return (int)ioq_min_u(avail, n);
 }
 
-static void v6_consume_publish(struct ioq *ioq, unsigned int n)
+static int v6_consume_publish(struct ioq *ioq, unsigned int n)
 {
+	int err = v6_own_intact(ioq, ioq->vheadp, ioq->consume.head);
+
+	if (err)
+		return err;
 	ioq->consume.head += n;
 	/*
 	 * [R2] our reads of the bodies and buffers (and writes to them)
 	 * before the head; pairs with [A2] in the reaper
 	 */
 	VBUS_STORE_RELEASE(*ioq->vheadp, ioq->consume.head);
+	return 0;
 }
 
 /*
@@ -289,11 +314,16 @@ static int v6_reap_avail(struct ioq *ioq, unsigned int n)
 	return (int)ioq_min_u(avail, n);
 }
 
-static void v6_reap_publish(struct ioq *ioq, unsigned int n)
+static int v6_reap_publish(struct ioq *ioq, unsigned int n)
 {
+	int err = v6_own_intact(ioq, ioq->iheadp, ioq->reap.head);
+
+	if (err)
+		return err;
 	ioq->reap.head += n;
 	/* [R3] our reads of the completions before the head; pairs with [A3] */
 	VBUS_STORE_RELEASE(*ioq->iheadp, ioq->reap.head);
+	return 0;
 }
 
 /* The role this side plays on an index, or none. */
@@ -313,14 +343,38 @@ static enum ioq_role role_of(struct ioq *ioq, enum ioq_idx_type type)
 	}
 }
 
-/* Shared counters of an index, read for a query (not a role's hot path). */
+/*
+ * Shared counters of an index, read for a query (not a role's hot path).
+ * All three, in the order they move (inuse head, valid head, tail): an
+ * honest ring then always reads inuse_head <= valid_head <= tail with at
+ * most count between the ends, even while the roles run. A valid head
+ * outside [inuse_head, tail] is no more possible than a window over
+ * count, and faults the same way, after the same bounded re-reads as
+ * ioq_load_pair() (a query may catch the counters at different moments).
+ */
 static int v6_count(struct ioq *ioq, enum ioq_idx_type type,
 		    __u32 *headp, __u32 *tailp)
 {
-	__u32 *hp = type == ioq_idx_consume ? ioq->vheadp : ioq->iheadp;
+	int tries = 3;
+	__u32 ih, vh, t, head;
 
-	/* [A1]/[A2]: as the roles' reloads; a query reads both */
-	return ioq_load_pair(ioq, hp, ioq->tailp, headp, tailp);
+	do {
+		/* [A3], [A2], [A1]: as the roles' reloads; a query reads all */
+		ih = VBUS_LOAD_ACQUIRE(*ioq->iheadp);
+		vh = VBUS_LOAD_ACQUIRE(*ioq->vheadp);
+		t = VBUS_LOAD_ACQUIRE(*ioq->tailp);
+		if (t - ih <= ioq->count && vh - ih <= t - ih)
+			break;
+	} while (--tries);
+
+	if (!tries)
+		return ioq_faulted(ioq, "ioq: index out of range");
+	head = type == ioq_idx_consume ? vh : ih;
+	if (headp)
+		*headp = head;
+	if (tailp)
+		*tailp = t;
+	return (int)(t - head);
 }
 
 /* ---- queries ---- */
@@ -536,8 +590,7 @@ static int v6_iter_push(struct ioq_iterator *iter)
 		return room ? room : -ENOSPC;	/* full first, as in v5 */
 	if (!iter->desc || iter->pos != ioq->push.tail)
 		return -EINVAL;
-	v6_post_publish(ioq, 1);		/* [R1] */
-	return 0;
+	return v6_post_publish(ioq, 1);		/* [R1] */
 }
 
 int ioq_iter_push(struct ioq_iterator *iter, int flags)
@@ -570,8 +623,7 @@ static int v6_iter_pop(struct ioq_iterator *iter)
 			return n ? n : -ENOENT;
 		if (!iter->desc || iter->pos != ioq->consume.head)
 			return -EINVAL;
-		v6_consume_publish(ioq, 1);	/* [R2] */
-		return 0;
+		return v6_consume_publish(ioq, 1);	/* [R2] */
 	case ioq_role_reap:
 		n = v6_reap_avail(ioq, 1);
 		if (n < 0)
@@ -581,8 +633,7 @@ static int v6_iter_pop(struct ioq_iterator *iter)
 			       -ENOENT : -EINVAL;
 		if (!iter->desc || iter->pos != ioq->reap.head)
 			return -EINVAL;
-		v6_reap_publish(ioq, 1);	/* [R3] */
-		return 0;
+		return v6_reap_publish(ioq, 1);		/* [R3] */
 	default:
 		return -EINVAL;
 	}
@@ -646,7 +697,9 @@ int ioq_post_end(struct ioq *ioq, unsigned int n, int flags)
 	} else {
 		if (n > ioq->count - (ioq->push.tail - ioq->push.head))
 			return -EINVAL;
-		v6_post_publish(ioq, n);		/* [R1] */
+		ret = v6_post_publish(ioq, n);		/* [R1] */
+		if (ret)
+			return ret;
 	}
 	return end_signal(ioq, flags);
 }
@@ -681,7 +734,9 @@ int ioq_consume_end(struct ioq *ioq, unsigned int n, int flags)
 	} else {
 		if (n > ioq->consume.tail - ioq->consume.head)
 			return -EINVAL;
-		v6_consume_publish(ioq, n);		/* [R2] */
+		ret = v6_consume_publish(ioq, n);	/* [R2] */
+		if (ret)
+			return ret;
 	}
 	return end_signal(ioq, flags);
 }
@@ -716,7 +771,9 @@ int ioq_reap_end(struct ioq *ioq, unsigned int n, int flags)
 	} else {
 		if (n > ioq->reap.done - ioq->reap.head)
 			return -EINVAL;
-		v6_reap_publish(ioq, n);		/* [R3] */
+		ret = v6_reap_publish(ioq, n);		/* [R3] */
+		if (ret)
+			return ret;
 	}
 	return end_signal(ioq, flags);
 }

@@ -191,6 +191,23 @@ void _shm_signal_wakeup(struct shm_signal *s)
 		 */
 		do {
 			/*
+			 * Every notifier run counts against the budget, the
+			 * ones the outer loop starts for pending as well as
+			 * the ones dirty repeats: a peer that keeps setting
+			 * either must not keep this context forever. We only
+			 * get here with work left (enabled, and dirty or
+			 * pending): leave pending as it is (set, the peer
+			 * does not cross again) and come back through the
+			 * deferred notify.
+			 */
+			if (!budget) {
+				s->in_wakeup = 0;
+				vbus_unlock(&s->lock, iflags);
+				vbus_defer_schedule(&s->deferred_notify);
+				return;
+			}
+			budget--;
+			/*
 			 * [B4] dirty=0 before the notifier reads the shared
 			 * memory. Pairs with [B0] and [B1] in the peer's
 			 * inject: a dirty=1 stored after ours is seen by the
@@ -221,18 +238,6 @@ void _shm_signal_wakeup(struct shm_signal *s)
 
 			vbus_lock(&s->lock, iflags);
 			dirty = VBUS_READ(irq->dirty);
-			if (dirty && !--budget) {
-				/*
-				 * A peer that keeps us dirty must not keep
-				 * this context forever: leave pending set (so
-				 * it does not cross again) and come back
-				 * through the deferred notify.
-				 */
-				s->in_wakeup = 0;
-				vbus_unlock(&s->lock, iflags);
-				vbus_defer_schedule(&s->deferred_notify);
-				return;
-			}
 		} while (VBUS_READ(irq->enabled) && dirty &&
 			 !shm_signal_faulted(s));
 

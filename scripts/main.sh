@@ -3,6 +3,11 @@
 # real traffic through vbus:
 #   1. deps      scripts/deps.sh (when present)
 #   2. userspace cmake into build/cmake (libioq, tools, vbus-hostd, tests)
+#   2b. refusals what vbus-hostd refuses, in its own words: a RAM file
+#                another user could reach, a disk on a live guest's RAM
+#                file or twice through a hard link, /dev/zero as config, a
+#                supervised daemon that forks, a ctl client of another uid
+#                (scripts/hostd-refusals.sh)
 #   3. modules   the guest kernel that matches the installed headers
 #                (tests/qemu, cached in build/qemu) and `make modules`
 #   4. venet     boots one guest (TCG unless hardware KVM) with the vbus
@@ -14,7 +19,7 @@
 #                (`vbus-hostd ctl ... stats`)
 #   4b. ipc      the same kind of guest with a vbus-ipc channel: a guest
 #                process and a host process exchange 20000 checked messages
-#                (tests/qemu/run.sh ipc --demo)
+#                (tests/qemu/run.sh vbus_ipc --demo)
 #   5. vbus-blk  boots one guest with a vbus-blk disk (vbus-hostd, io_uring
 #                on a backing file) next to a virtio-blk disk: short fio
 #                runs on both (IOPS, MB/s, latency, host CPU per I/O; one of them
@@ -101,6 +106,14 @@ hostd="$cbuild/userspace/hostd/daemon/vbus-hostd"
 echo "built: $(find "$cbuild" -maxdepth 4 -type f -perm -u+x \( -name 'vbus-*' -o -name 'ioq-*' \) -printf '%f ' | sort)"
 done_step userspace ok "$(elapsed "$t0")" "$hostd"
 
+# ---- 2b. what vbus-hostd refuses ---------------------------------------------------------------
+step "2b. vbus-hostd refuses what another user or guest could reach"
+t0=$(date +%s.%N)
+if ! "$top/scripts/hostd-refusals.sh" "$hostd"; then
+	fail refusals "$(elapsed "$t0")" "vbus-hostd accepted one of them"
+fi
+done_step refusals ok "$(elapsed "$t0")" "scripts/hostd-refusals.sh"
+
 # ---- 3. guest kernel + modules ------------------------------------------------------------------
 step "3. guest kernel and modules"
 t0=$(date +%s.%N)
@@ -125,7 +138,7 @@ done_step venet ok "$(elapsed "$t0")" "$VBUS_BUILD/main/venet/results.json"
 step "4b. vbus-ipc: a guest process <-> a host process over their own channel"
 t0=$(date +%s.%N)
 rc=0
-VBUS_BUILD="$VBUS_BUILD" bash "$top/tests/qemu/run.sh" ipc --no-build --demo --msgs 20000 \
+VBUS_BUILD="$VBUS_BUILD" bash "$top/tests/qemu/run.sh" vbus_ipc --no-build --demo --msgs 20000 \
 	--timeout 300 | grep -E '^(FAIL|    |guest:|[0-9]+ passed)' || rc=$?
 ((rc == 0)) || fail ipc "$(elapsed "$t0")" "the exchange failed (logs in $VBUS_BUILD/qemu/vbus_ipc)"
 done_step ipc ok "$(elapsed "$t0")" "20000 messages each way, checked"

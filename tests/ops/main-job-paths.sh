@@ -21,13 +21,27 @@ else
 	echo "ok: scripts/main.sh finds vbus-hostd at <build>/$rel"
 fi
 
+# parses SCRIPT FLAG: a case pattern of SCRIPT's own option parsing
+# ("--flag)" or "--flag |"), or an option spec ("flag:...") of its
+# lab_begin/lab_parse call (tests/qemu/lib/lab.sh), or one of the options
+# lab_parse gives every caller (its "specs=(...)" line)
+parses() {
+	local script=$src/$1 flag=$2 specs
+	grep -Eq -- "(^|[[:space:]|(])${flag}[[:space:]]*[|)]" "$script" && return 0
+	grep -q 'lab/lab.sh\|lib/lab.sh' "$script" || return 1
+	specs=$(sed -e ':a' -e '/\\$/{N;s/\\\n//;ba}' "$script" |
+		grep -E '^[[:space:]]*lab_(begin|parse) ')
+	specs+=" $(grep -E '^[[:space:]]*local specs=\(' "$src/tests/qemu/lib/lab.sh")"
+	grep -Eq -- "[[:space:](]${flag#--}:" <<<"$specs"
+}
+
 # "$top/SCRIPT" --a --b ... (continuation lines included): each flag must
-# be a case pattern of SCRIPT's option parsing ("--flag)" or "--flag |")
+# be parsed by SCRIPT
 n=0
 # shellcheck disable=SC2016 # $top is text in scripts/main.sh
 while read -r script flag; do
 	n=$((n + 1))
-	if grep -Eq -- "(^|[[:space:]|(])${flag}[[:space:]]*[|)]" "$src/$script"; then
+	if parses "$script" "$flag"; then
 		echo "ok: $script parses $flag"
 	else
 		fail "scripts/main.sh passes $flag to $script, which does not parse it"
@@ -35,6 +49,8 @@ while read -r script flag; do
 done < <(sed -e ':a' -e '/\\$/{N;s/\\\n//;ba}' "$main" |
 	grep -oE '"\$top/[a-z/._-]+\.sh"[^|;&]*' |
 	awk '{ s = $1; gsub(/"|\$top\//, "", s)
+	       # tests/qemu/run.sh SUITE ...: the flags go to the suite
+	       if (s == "tests/qemu/run.sh") s = "tests/qemu/suites/" $2 "/host.sh"
 	       for (i = 2; i <= NF; i++) if ($i ~ /^--[a-z-]+$/) print s, $i }' | sort -u)
 ((n > 0)) || fail "found no script calls with flags in scripts/main.sh"
 ((fails == 0)) && echo "main-job-paths: ok ($n flags)"

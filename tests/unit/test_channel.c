@@ -300,9 +300,11 @@ static void attach_rejects_short_region_and_bad_fds(void **state)
 	assert_int_equal(ioq_channel_create(&n, 16, NULL), 0);
 	ioq_channel_fds(n, &fds);
 
-	small = memfd_create("small", MFD_CLOEXEC);
+	/* sealed: an unsealed memfd is refused before its size is looked at */
+	small = memfd_create("small", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	assert_true(small >= 0);
 	assert_int_equal(ftruncate(small, 16), 0);
+	assert_int_equal(fcntl(small, F_ADD_SEALS, F_SEAL_SHRINK), 0);
 	bad = fds;
 	bad.shm_fd = small;
 	assert_int_equal(ioq_channel_attach(&s, ioq_locality_south, &bad),

@@ -11,6 +11,12 @@
  * the ring, and the shm-signal protocol (core/shm_signal.c) decides when a
  * doorbell is needed. So a doorbell that coalesces with an earlier one, or
  * one that arrives when there is nothing new, is harmless.
+ *
+ * The peer may be hostile (docs/libioq.md, "What a peer can and cannot do
+ * to you"): it shares the eventfds' descriptions and maps the ring. So the
+ * doorbells are rung and drained without ever blocking (doorbell.c), a
+ * region must be sealed against shrinking (region.c), and one wait runs
+ * one wakeup, at most SHM_SIGNAL_WAKEUP_BUDGET notifier runs.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +30,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <vbus/ioq_channel.h>
+#include "doorbell.h"
 #include "region.h"
 
 struct ioq_channel {
@@ -57,29 +64,9 @@ static int peer_fd(const struct ioq_channel *ch)
 						  ch->fds.kick_north_fd;
 }
 
-static int eventfd_ring(int fd)
-{
-	uint64_t one = 1;
-	ssize_t n;
-
-	do {
-		n = write(fd, &one, sizeof(one));
-	} while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(one))
-		return 0;
-	/*
-	 * EAGAIN: the counter is at its maximum, so the reader has not
-	 * consumed earlier doorbells yet and will wake anyway. Adding one
-	 * more would not change what it sees.
-	 */
-	if (n < 0 && errno == EAGAIN)
-		return 0;
-	return n < 0 ? -errno : -EIO;
-}
-
 static int channel_inject(struct shm_signal *s)
 {
-	return eventfd_ring(peer_fd(channel_of(s, signal)));
+	return ioq_doorbell_ring(peer_fd(channel_of(s, signal)));
 }
 
 static const struct shm_signal_ops channel_signal_ops = {
@@ -90,7 +77,7 @@ static const struct shm_signal_ops channel_signal_ops = {
 static void channel_kick_self(void *arg)
 {
 	struct ioq_channel *ch = arg;
-	int err = eventfd_ring(own_fd(ch));
+	int err = ioq_doorbell_ring(own_fd(ch));
 
 	/*
 	 * Still pending: the next ioq_channel_wait() runs it, it just may
@@ -277,7 +264,13 @@ int ioq_channel_attach(struct ioq_channel **chp, enum ioq_locality locale,
 		goto fail;
 	ch->fds.kick_north_fd = err;
 	if ((err = check_eventfd(ch->fds.kick_south_fd)) ||
-	    (err = check_eventfd(ch->fds.kick_north_fd)))
+	    (err = check_eventfd(ch->fds.kick_north_fd)) ||
+	    (err = ioq_doorbell_check(ch->fds.kick_south_fd)) ||
+	    (err = ioq_doorbell_check(ch->fds.kick_north_fd)))
+		goto fail;
+	/* before the first access: a region the peer can shrink is SIGBUS */
+	err = ioq_region_check(ch->fds.shm_fd);
+	if (err)
 		goto fail;
 
 	err = ioq_region_map(ch->fds.shm_fd, (void **)&ch->head,
@@ -336,7 +329,6 @@ int ioq_channel_pollfd(const struct ioq_channel *ch)
 int ioq_channel_wait(struct ioq_channel *ch, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = own_fd(ch), .events = POLLIN };
-	uint64_t v;
 	int n;
 
 	if (shm_signal_faulted(&ch->signal))
@@ -357,17 +349,25 @@ int ioq_channel_wait(struct ioq_channel *ch, int timeout_ms)
 	/*
 	 * Consume the doorbell before looking at shared memory: a doorbell
 	 * that rings after this read is for updates the wakeup may not see,
-	 * and it must stay readable for the next wait. EAGAIN: another
-	 * thread of ours got here first; the wakeup below is still right.
+	 * and it must stay readable for the next wait. Empty by now (another
+	 * thread of ours, or the peer, read it first): the wakeup below is
+	 * still right.
 	 */
-	if (read(pfd.fd, &v, sizeof(v)) < 0 && errno != EAGAIN &&
-	    errno != EINTR)
-		return -errno;
+	n = ioq_doorbell_drain(pfd.fd);
+	if (n < 0)
+		return n;
 
 	ch->notified = 0;
+	/*
+	 * One wakeup per wait, so at most SHM_SIGNAL_WAKEUP_BUDGET notifier
+	 * runs (<vbus/shm_signal.h>). It is also all a deferred notify (an
+	 * enable that found work, a wakeup out of budget) would run, so take
+	 * that request instead of running it after: a wakeup that runs out
+	 * again schedules it anew, and its kick rings our own eventfd for
+	 * the next wait.
+	 */
+	vbus_defer_cancel(&ch->signal.deferred_notify);
 	_shm_signal_wakeup(&ch->signal);
-	/* a wakeup that ran out of budget, or an enable that found work */
-	vbus_defer_run(&ch->signal.deferred_notify);
 
 	if (shm_signal_faulted(&ch->signal))
 		return -EIO;

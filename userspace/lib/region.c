@@ -50,6 +50,23 @@ fail:
 	return err;
 }
 
+int ioq_region_check(int fd)
+{
+	struct stat st;
+	int seals;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	/* a named file is trusted like its owner (docs/libioq.md) */
+	if (st.st_nlink)
+		return 0;
+	/* no name: a memfd (or an unlinked file), the peer's to shrink */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0)
+		return errno == EINVAL ? -EPERM : -errno;
+	return (seals & F_SEAL_SHRINK) ? 0 : -EPERM;
+}
+
 int ioq_region_map(int fd, void **addr, size_t *len)
 {
 	struct stat st;

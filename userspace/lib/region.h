@@ -24,6 +24,17 @@ IOQ_HIDDEN size_t ioq_region_size(__u32 count);
 IOQ_HIDDEN int ioq_region_create(const char *path, size_t len);
 
 /*
+ * May we map @fd from a peer? A region with no name (a memfd, or a file
+ * unlinked since) must carry F_SEAL_SHRINK: a peer that shrinks it turns
+ * our next access to the ring into SIGBUS. Growing does no harm (we map
+ * the size fstat says at attach and never remap), so F_SEAL_GROW is not
+ * required. A named file is accepted: whoever can write it is trusted not
+ * to truncate it (docs/libioq.md, "What a peer can and cannot do to
+ * you"). Returns 0, -EPERM (unsealed), or -errno.
+ */
+IOQ_HIDDEN int ioq_region_check(int fd);
+
+/*
  * Map all of the region behind @fd read/write and shared. Its size comes
  * from fstat, never from the peer's header: a peer that lies about count
  * is caught by ioq_ring_check() against this length. Returns 0 or -errno.

@@ -31,14 +31,14 @@ for f in "$man"/*.3; do
 	fi
 	pages+=("$n")
 	mandoc -T lint -W warning "$f" || fail "mandoc -T lint: $n.3"
-	for name in $(awk '/^\.Nm /{print $2}' "$f"); do
+	while read -r name; do
 		[ -f "$man/$name.3" ] || fail "$n.3 lists $name in NAME but there is no $name.3 (.so man3/$n.3)"
-	done
+	done < <(awk '/^\.Nm /{print $2}' "$f")
 done
 
-for s in $(sed 's,/\*.*\*/,,g' "$map" | awk '/global:/{g=1;next} /local:/{g=0} g && /;/{gsub(/[[:space:];]/,""); if ($0!="") print}'); do
+while read -r s; do
 	[ -f "$man/$s.3" ] || fail "libioq.map exports $s but there is no man page $s.3 (add it to the NAME and SYNOPSIS of its family's page, and a .so link)"
-done
+done < <(sed 's,/\*.*\*/,,g' "$map" | awk '/global:/{g=1;next} /local:/{g=0} g && /;/{gsub(/[[:space:];]/,""); if ($0!="") print}')
 
 cmake --install "$build" --prefix "$T/p" > "$T/install.log" 2>&1 ||
 	{ echo "FAIL: cmake --install:"; cat "$T/install.log"; exit 1; }

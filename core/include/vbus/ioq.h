@@ -352,9 +352,12 @@ static inline int ioq_signal(struct ioq *ioq, int flags)
 }
 
 /*
- * Queries. Each reads the shared indexes once; a pair that the peer has
- * corrupted (more than size descriptors in flight) faults the channel and
- * returns -EIO.
+ * Queries. Each reads the shared indexes once; indexes that the peer has
+ * corrupted (more than size descriptors in flight; on v6 also a valid
+ * head outside [inuse head, tail]) fault the channel and return -EIO, as
+ * does every later call. A counter this side writes that the peer
+ * rewrote to another consistent value is caught at this side's next
+ * push or pop (the role's shadow of it), not by a query.
  */
 int ioq_count(struct ioq *ioq, enum ioq_idx_type type);
 int ioq_remain(struct ioq *ioq, enum ioq_idx_type type);

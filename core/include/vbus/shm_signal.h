@@ -51,6 +51,9 @@ VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct shm_signal_desc, irq[1]) == 11,
 /*
  * Most notifier runs one _shm_signal_wakeup() makes before it yields to the
  * deferred notify, so a peer that keeps signalling cannot hold it forever.
+ * Every run counts: the ones a dirty flag the peer keeps setting repeats
+ * and the ones a pending flag it keeps setting again starts. (A libioq
+ * channel runs one wakeup per ioq_channel_wait().)
  */
 #define SHM_SIGNAL_WAKEUP_BUDGET 64
 

@@ -37,7 +37,7 @@ fi
 # pattern needs one): on x86 an mfence or a locked instruction.
 if [ "$(uname -m)" = x86_64 ]; then
 	printf '#include <vbus/platform.h>\nvoid f(void) { vbus_mb(); }\n' > "$tmp/mb.c"
-	# shellcheck disable=SC2046
+	# shellcheck disable=SC2046,SC2086 # word lists: pkg-config's flags, $nourcu
 	"$cc" -std=gnu11 -O2 -S -o "$tmp/mb.s" $(pkg-config --cflags libioq) $nourcu "$tmp/mb.c"
 	grep -Eq '\<(mfence|lock)\>' "$tmp/mb.s" ||
 		{ echo "vbus_mb() is no full fence for a consumer:"; cat "$tmp/mb.s"; exit 1; }
