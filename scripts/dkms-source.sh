@@ -3,7 +3,9 @@
 # "Guest modules with DKMS"): DEST gets dkms.conf, Kbuild, Makefile and
 # the sources of the modules users run (core/, kernel/), without build
 # products and without the test modules (Kbuild's VBUS_TEST_SUBDIRS, whose
-# selftest also compiles tests/common/; dkms.conf does not build them).
+# selftest also compiles tests/common/; dkms.conf does not build them),
+# and the guest's udev rule for vbus-blk disk names (dist/udev/: DKMS does
+# not install udev rules; docs/operations.md says where it goes).
 #
 #   scripts/dkms-source.sh [DEST]    default /usr/src/vbus-VERSION
 #
@@ -28,5 +30,5 @@ tar -C "$top" -cf - --exclude-vcs \
 	--exclude='*.mod.c' --exclude='.*.cmd' --exclude='*.cmd' --exclude='*.d' \
 	--exclude='modules.order' --exclude='Module.symvers' --exclude='.tmp_versions' \
 	"${test_subdirs[@]/#/--exclude=}" \
-	dkms.conf Kbuild Makefile core kernel | tar -C "$dest" -xf -
+	dkms.conf Kbuild Makefile core kernel dist/udev/60-vbus-blk.rules | tar -C "$dest" -xf -
 echo "$dest"

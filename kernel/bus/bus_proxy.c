@@ -173,19 +173,40 @@ EXPORT_SYMBOL_GPL(vbus_driver_unregister);
  * it by guest-physical address); the ioq context is a separate allocation.
  * The ioq's single reference owns both; ioq_put() drops the signal
  * reference first (core/ioq.c) and then calls the release below.
+ *
+ * @signal is a reference of our own on the ring's signal, so that the
+ * release can still reach the signal's deferred-notify tasklet after
+ * ioq_put() dropped the ioq's (the bridge's SHMCLOSE may have dropped the
+ * cookie table's before: then ours is the last one).
  */
 struct vbus_driver_ioq {
 	struct ioq ioq;
 	struct ioq_ring_head *head;
+	struct shm_signal *signal;
 };
 
+/*
+ * Process context: tasklet_kill() sleeps. The signal's descriptor lives in
+ * the ring (head->signal), and its deferred notify (a tasklet) reads it and
+ * calls the notifier in @ioq. A host that holds dirty=1 keeps that tasklet
+ * rescheduling itself (the wakeup budget in core/shm_signal.c), also after
+ * SHMCLOSE, so it is killed (and waited for, if running) before the ring
+ * and the ioq go back to the allocator. Nothing schedules it again: the
+ * driver closed the device first, so the bridge took the signal out of its
+ * cookie table (no SHMSIGNAL dispatch reaches it), and the driver no longer
+ * enables it. The bridge's free kills it once more before the signal goes.
+ */
 static void vbus_driver_ioq_release(struct ioq *ioq)
 {
 	struct vbus_driver_ioq *dioq = container_of(ioq, struct vbus_driver_ioq,
 						    ioq);
+	struct shm_signal *signal = dioq->signal;
 
+	might_sleep();
+	vbus_defer_cancel(&signal->deferred_notify);
 	kfree(dioq->head);
 	kfree(dioq);
+	shm_signal_put(signal);
 }
 
 static const struct ioq_ops vbus_driver_ioq_ops = {
@@ -252,6 +273,7 @@ int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 		goto err_format;
 	}
 	dioq->head = head;
+	dioq->signal = shm_signal_get(signal);
 	*ioqp = &dioq->ioq;
 	return 0;
 

@@ -35,6 +35,13 @@
 #define VBUS_PCI_DRV_NAME	"vbus-pcibridge"
 #define VBUS_PCI_EVENTQ_COUNT	1024	/* transport.md: 1024 entries */
 #define VBUS_PCI_EVENTQ_BUDGET	64	/* events per tasklet run */
+/*
+ * What a host can make one bridge allocate (pci_bridge_dev.c). Below the
+ * eventq's size, so that an honest host's DEVADDs of a re-attach fit in
+ * the ring at once (pci_bridge_epoch.c drains it before dropping stale).
+ */
+#define VBUS_PCI_MAX_DEVICES	512
+#define VBUS_PCI_MAX_PENDING_EVENTS	(2 * VBUS_PCI_MAX_DEVICES)
 
 struct vbus_pci_stats {
 	atomic_long_t hypercalls;
@@ -69,6 +76,8 @@ struct vbus_pci_bridge {
 	wait_queue_head_t hc_wq;	/* woken by MSI-X vector HC */
 	u32 hc_seq;			/* under hc_lock */
 	bool hc_unanswered;		/* under hc_lock: said so, once */
+	struct list_head hc_leaks;	/* under hc_lock: unanswered buffers */
+	size_t hc_leaked_bytes;		/* under hc_lock (READ_ONCE outside) */
 
 	/* eventq (north side); its signal is ours, never freed by a put */
 	struct ioq eventq;
@@ -89,6 +98,7 @@ struct vbus_pci_bridge {
 	struct list_head devices;
 	bool dying;
 	atomic_t ndevs;			/* 1 + proxies not yet released */
+	atomic_t ev_pending;		/* DEVADD/DEVDROP works queued */
 	struct completion devs_gone;	/* ndevs reached 0 */
 
 	/* host restarts (pci_bridge_epoch.c) */
@@ -137,6 +147,7 @@ struct vbus_pci_signal {
 	u32 cookie;			/* our key in bridge->signals */
 	bool detached;			/* device closed: inject is a no-op */
 	struct list_head detach_node;	/* local list in signals_detach */
+	struct work_struct close_work;	/* SHMCLOSE: kill, drop the table's */
 	struct work_struct free_work;
 };
 
@@ -144,6 +155,7 @@ struct vbus_pci_signal {
 
 /* pci_bridge_hc.c */
 #define VBUS_PCI_HC_NO_DATAP ((size_t)-1)
+void vbus_pci_hc_forget_leaks(struct vbus_pci_bridge *b);
 int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 		       void *req, u32 reqlen, size_t datap_off,
 		       void *data, u32 datalen);
@@ -173,7 +185,7 @@ void vbus_pci_eventq_free(struct vbus_pci_bridge *b);
 void vbus_pci_eventq_wake(struct vbus_pci_bridge *b);
 
 int vbus_pci_eventq_reset(struct vbus_pci_bridge *b);
-void vbus_pci_eventq_run_now(struct vbus_pci_bridge *b);
+bool vbus_pci_eventq_run_now(struct vbus_pci_bridge *b);
 
 /* pci_bridge_epoch.c: calls hc, eventq and dev; none of them calls it */
 void vbus_pci_epoch_init(struct vbus_pci_bridge *b);
@@ -194,6 +206,7 @@ void vbus_pci_debugfs_exit(void);
 void vbus_pci_queue_devadd(struct vbus_pci_bridge *b,
 			   const struct vbus_pci_add_event *ev);
 void vbus_pci_queue_devdrop(struct vbus_pci_bridge *b, u64 id);
+void vbus_pci_devices_quiesce(struct vbus_pci_bridge *b);
 void vbus_pci_devices_remove_all(struct vbus_pci_bridge *b);
 void vbus_pci_devices_disconnect(struct vbus_pci_bridge *b);
 void vbus_pci_devices_drop_stale(struct vbus_pci_bridge *b);

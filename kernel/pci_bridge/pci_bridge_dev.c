@@ -369,7 +369,8 @@ static void vbus_pci_dev_unlist_drop(struct vbus_pci_bridge *b,
 }
 
 /*
- * A new host announces @dev again. Same type: keep the proxy and let its
+ * A new host announces @dev again (the caller marked it announced and
+ * holds a reference). Same type: keep the proxy and let its
  * driver reconnect; true when that worked, or when the host moved again
  * (the device waits for the next one, still stale). Otherwise the old
  * device is dropped and the caller adds the announced one anew (its
@@ -380,9 +381,6 @@ static bool vbus_pci_dev_readd(struct vbus_pci_bridge *b,
 {
 	int ret = -ENODEV;
 
-	mutex_lock(&b->dev_lock);
-	dev->announced = true;
-	mutex_unlock(&b->dev_lock);
 	if (!strcmp(dev->type, type)) {
 		mutex_lock(&dev->lock);
 		WRITE_ONCE(dev->stale, false);
@@ -435,6 +433,13 @@ void vbus_pci_devices_drop_stale(struct vbus_pci_bridge *b)
 	}
 }
 
+/* The work item is done: one fewer pending (event_work_alloc()). */
+static void event_work_free(struct vbus_pci_event_work *ew)
+{
+	atomic_dec(&ew->bridge->ev_pending);
+	kfree(ew);
+}
+
 static void vbus_pci_devadd_work(struct work_struct *work)
 {
 	struct vbus_pci_event_work *ew = container_of(work,
@@ -454,15 +459,38 @@ static void vbus_pci_devadd_work(struct work_struct *work)
 				     ew->id);
 		goto out_unlock;
 	}
+	if (dev) {
+		/*
+		 * Past dev_lock the device is not ours to use without a
+		 * reference: a re-attach's drop_stale (the reattach work, not
+		 * this ordered queue) may drop it meanwhile. announced, set
+		 * under the same hold, keeps drop_stale off it from here on.
+		 */
+		dev->announced = true;
+		get_device(&dev->vdev.dev);
+	}
 	mutex_unlock(&b->dev_lock);
-	if (dev && vbus_pci_dev_readd(b, dev, ew->type))
-		goto out;
+	if (dev) {
+		bool kept = vbus_pci_dev_readd(b, dev, ew->type);
+
+		put_device(&dev->vdev.dev);
+		if (kept)
+			goto out;
+	}
 
 	if (!type_ok(ew->type)) {
 		vbus_pci_stat_inc(b, ev_bad);
 		dev_warn_ratelimited(&b->pdev->dev,
 				     "DEVADD of id %llu with a bad type ignored\n",
 				     ew->id);
+		goto out;
+	}
+	/* ndevs: the bridge's own count + proxies not yet released */
+	if (atomic_read(&b->ndevs) > VBUS_PCI_MAX_DEVICES) {
+		vbus_pci_stat_inc(b, ev_bad);
+		dev_err_ratelimited(&b->pdev->dev,
+				    "DEVADD of id %llu ignored: the bridge has %u devices already\n",
+				    ew->id, VBUS_PCI_MAX_DEVICES);
 		goto out;
 	}
 
@@ -498,7 +526,7 @@ static void vbus_pci_devadd_work(struct work_struct *work)
 out_unlock:
 	mutex_unlock(&b->dev_lock);
 out:
-	kfree(ew);
+	event_work_free(ew);
 }
 
 static void vbus_pci_devdrop_work(struct work_struct *work)
@@ -527,17 +555,32 @@ static void vbus_pci_devdrop_work(struct work_struct *work)
 				     "DEVDROP of unknown id %llu ignored\n",
 				     ew->id);
 	}
-	kfree(ew);
+	event_work_free(ew);
 }
 
-/* From the eventq tasklet: no sleeping. */
+/*
+ * From the eventq tasklet: no sleeping. Each DEVADD/DEVDROP costs a work
+ * item until the ordered queue gets to it (registration is slow): a host
+ * that floods them gets at most VBUS_PCI_MAX_PENDING_EVENTS queued, the
+ * rest is dropped, counted and logged. An honest host never comes near:
+ * a re-attach announces at most VBUS_PCI_MAX_DEVICES devices.
+ */
 static struct vbus_pci_event_work *event_work_alloc(struct vbus_pci_bridge *b,
 						    u64 id, work_func_t fn)
 {
 	struct vbus_pci_event_work *ew;
 
+	if (atomic_inc_return(&b->ev_pending) > VBUS_PCI_MAX_PENDING_EVENTS) {
+		atomic_dec(&b->ev_pending);
+		vbus_pci_stat_inc(b, ev_bad);
+		dev_err_ratelimited(&b->pdev->dev,
+				    "event for device %llu dropped: %u device events wait already\n",
+				    id, VBUS_PCI_MAX_PENDING_EVENTS);
+		return NULL;
+	}
 	ew = kzalloc(sizeof(*ew), GFP_ATOMIC);
 	if (!ew) {
+		atomic_dec(&b->ev_pending);
 		dev_err_ratelimited(&b->pdev->dev,
 				    "event for device %llu lost: out of memory\n",
 				    id);
@@ -574,6 +617,39 @@ void vbus_pci_queue_devdrop(struct vbus_pci_bridge *b, u64 id)
 		queue_work(b->wq, &ew->work);
 }
 
+/* No device is added or dropped after this (remove, shutdown). */
+static void vbus_pci_devices_freeze(struct vbus_pci_bridge *b)
+{
+	mutex_lock(&b->dev_lock);
+	b->dying = true;
+	mutex_unlock(&b->dev_lock);
+	/* a DEVADD already past its dying check finishes and lists itself */
+	flush_workqueue(b->wq);
+}
+
+/*
+ * Shutdown (reboot, poweroff, kexec): close every device, so the host lets
+ * go of its shms and of every buffer posted on them (DEVCLOSE), without
+ * unregistering anything: the drivers' remove would tear down disks the
+ * system may still have mounted read-only. A driver that still posts
+ * finds its signals detached (inject is a no-op) and its calls refused
+ * (no handle). Lock order: dev_lock, then dev->lock (as in disconnect).
+ */
+void vbus_pci_devices_quiesce(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_device *dev;
+
+	vbus_pci_devices_freeze(b);
+	mutex_lock(&b->dev_lock);
+	list_for_each_entry(dev, &b->devices, node) {
+		mutex_lock(&dev->lock);
+		if (dev->handle)
+			vbus_pci_dev_close_locked(dev);
+		mutex_unlock(&dev->lock);
+	}
+	mutex_unlock(&b->dev_lock);
+}
+
 /*
  * Bridge teardown: no new devices from here on, drop every device and
  * wait until the last proxy is released (its release is our code).
@@ -583,11 +659,7 @@ void vbus_pci_devices_remove_all(struct vbus_pci_bridge *b)
 	struct vbus_pci_device *dev, *tmp;
 	LIST_HEAD(list);
 
-	mutex_lock(&b->dev_lock);
-	b->dying = true;
-	mutex_unlock(&b->dev_lock);
-	/* a DEVADD already past its dying check finishes and lists itself */
-	flush_workqueue(b->wq);
+	vbus_pci_devices_freeze(b);
 
 	mutex_lock(&b->dev_lock);
 	list_splice_init(&b->devices, &list);

@@ -72,10 +72,18 @@ static void vbus_pci_reattach(struct vbus_pci_bridge *b, u32 epoch)
 	}
 	/*
 	 * BUSREG's answer comes after the host posted every DEVADD: handle
-	 * them here and let the ordered workqueue carry them out, then
-	 * whatever is still stale is not the new host's.
+	 * them all here (the whole ring, not one tasklet budget) and let the
+	 * ordered workqueue carry them out, then whatever is still stale is
+	 * not the new host's. A host that keeps the ring full does not get
+	 * live devices dropped by it: what it did not announce yet stays,
+	 * disconnected, until a later re-attach or the bridge's removal.
 	 */
-	vbus_pci_eventq_run_now(b);
+	if (!vbus_pci_eventq_run_now(b)) {
+		dev_warn_ratelimited(&b->pdev->dev,
+				     "host epoch %u: the host keeps the eventq full; not dropping devices it did not announce yet\n",
+				     epoch);
+		return;
+	}
 	flush_workqueue(b->wq);
 	vbus_pci_devices_drop_stale(b);
 	dev_info(&b->pdev->dev, "host epoch %u: bus re-attached\n", epoch);

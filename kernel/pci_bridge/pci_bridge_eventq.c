@@ -71,21 +71,25 @@ static void eventq_handle(struct vbus_pci_bridge *b,
 	}
 }
 
-static void vbus_pci_eventq_tasklet(struct tasklet_struct *t)
+/*
+ * One pass: at most VBUS_PCI_EVENTQ_BUDGET events. True when it stopped on
+ * the budget with more waiting (the caller comes back for them).
+ */
+static bool vbus_pci_eventq_pass(struct vbus_pci_bridge *b)
 {
-	struct vbus_pci_bridge *b = from_tasklet(b, t, eventq_tasklet);
 	struct ioq *ioq = &b->eventq;
 	struct ioq_iterator reap, post;
 	struct vbus_pci_event ev;
 	int budget = VBUS_PCI_EVENTQ_BUDGET;
+	bool more = false;
 	int done = 0;
 	int ret;
 
 	if (READ_ONCE(b->eventq_stop))
-		return;
+		return false;
 	vbus_pci_inject_drain(b, eventq_handle);
 	if (shm_signal_faulted(ioq->signal))
-		return;
+		return false;
 	vbus_pci_stat_inc(b, ev_runs);
 
 	ioq_iter_init(ioq, &reap, ioq_idx_reap, IOQ_ITER_REAP);
@@ -108,7 +112,7 @@ static void vbus_pci_eventq_tasklet(struct tasklet_struct *t)
 		if (!budget) {
 			/* more waiting: let others run, come back */
 			vbus_pci_stat_inc(b, ev_budget);
-			tasklet_schedule(&b->eventq_tasklet);
+			more = true;
 			break;
 		}
 		budget--;
@@ -130,6 +134,15 @@ static void vbus_pci_eventq_tasklet(struct tasklet_struct *t)
 	/* tell the host there are free slots again (and retry its backlog) */
 	if (done)
 		ioq_signal(ioq, 0);
+	return more;
+}
+
+static void vbus_pci_eventq_tasklet(struct tasklet_struct *t)
+{
+	struct vbus_pci_bridge *b = from_tasklet(b, t, eventq_tasklet);
+
+	if (vbus_pci_eventq_pass(b))
+		tasklet_schedule(&b->eventq_tasklet);
 }
 
 /* ioq notifier, from _shm_signal_wakeup() of the eventq signal. */
@@ -251,17 +264,39 @@ int vbus_pci_eventq_reset(struct vbus_pci_bridge *b)
 }
 
 /*
- * Handle what the host posted, now, in the caller's (process) context:
- * the tasklet held off so it never runs twice at once, BHs off as in a
- * tasklet (the signal table's lock is taken _bh elsewhere).
+ * A re-attach must see every DEVADD the new host posted before it drops
+ * the devices not announced, so it drains the ring, not one budget's
+ * worth: with more than VBUS_PCI_EVENTQ_BUDGET devices, one pass left
+ * live devices "stale". A full ring is VBUS_PCI_EVENTQ_COUNT events; the
+ * bound only stops a host that keeps refilling it.
  */
-void vbus_pci_eventq_run_now(struct vbus_pci_bridge *b)
+#define VBUS_PCI_EVENTQ_DRAIN_PASSES \
+	(2 * VBUS_PCI_EVENTQ_COUNT / VBUS_PCI_EVENTQ_BUDGET)
+static_assert(VBUS_PCI_MAX_DEVICES < VBUS_PCI_EVENTQ_COUNT);
+
+/*
+ * Handle what the host posted, now, in the caller's (process) context,
+ * until the ring is empty: the tasklet held off so it never runs twice at
+ * once, BHs off per pass as in a tasklet (the signal table's lock is taken
+ * _bh elsewhere). False when the host kept the ring from draining.
+ */
+bool vbus_pci_eventq_run_now(struct vbus_pci_bridge *b)
 {
+	bool more = true;
+	int pass;
+
 	tasklet_disable(&b->eventq_tasklet);
-	local_bh_disable();
-	vbus_pci_eventq_tasklet(&b->eventq_tasklet);
-	local_bh_enable();
+	for (pass = 0; more && pass < VBUS_PCI_EVENTQ_DRAIN_PASSES; pass++) {
+		local_bh_disable();
+		more = vbus_pci_eventq_pass(b);
+		local_bh_enable();
+		cond_resched();
+	}
 	tasklet_enable(&b->eventq_tasklet);
+	/* what came after the last pass waits for the interrupt's tasklet */
+	if (more)
+		tasklet_schedule(&b->eventq_tasklet);
+	return !more;
 }
 
 int vbus_pci_eventq_register(struct vbus_pci_bridge *b)

@@ -5,8 +5,10 @@
  * The request struct and the call's data buffer are copied into one
  * kmalloc'ed bounce buffer that the host reaches by guest-physical address:
  * callers may pass stack memory (not physically addressable with
- * VMAP_STACK), and a buffer whose call timed out must never return to the
- * allocator because the host may still write it. One call at a time
+ * VMAP_STACK), and a buffer whose call timed out returns to the allocator
+ * only once the host answered a later call (it may still write it until
+ * then); a host that answers nothing can make us keep at most
+ * VBUS_PCI_HC_LEAK_MAX bytes so. One call at a time
  * (hc_lock); the wait is bounded (hc_timeout_ms), never an unbounded spin.
  */
 #include <linux/module.h>
@@ -17,6 +19,76 @@
 static unsigned int vbus_pci_hc_timeout_ms = 5000;
 module_param_named(hc_timeout_ms, vbus_pci_hc_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(hc_timeout_ms, "hypercall timeout in ms (default 5000)");
+
+/*
+ * What a host that stops answering can make us leak: past this, hypercalls
+ * fail at once (-EIO) until it has answered the last one we made (late: a
+ * stopped host that runs again does). The buffers are small (a request
+ * struct, a device call's few bytes), so an honest host that restarts
+ * mid-call many times stays far below it: each answer reclaims.
+ */
+#define VBUS_PCI_HC_LEAK_MAX	(1024 * 1024)
+
+/* A buffer the host may still write (its call was never answered). */
+struct vbus_pci_hc_leak {
+	struct list_head node;	/* bridge->hc_leaks, under hc_lock */
+	void *buf;		/* never read or written by us again */
+	size_t len;
+};
+
+/*
+ * Under hc_lock: the call of @buf was not answered; keep it away from the
+ * allocator until the host answers a later one. Without memory for the
+ * record, it stays leaked for good (still counted).
+ */
+static void hc_leak(struct vbus_pci_bridge *b, void *buf, size_t len)
+{
+	struct vbus_pci_hc_leak *l = kmalloc(sizeof(*l), GFP_KERNEL);
+
+	vbus_pci_stat_inc(b, hc_leaked);
+	WRITE_ONCE(b->hc_leaked_bytes, b->hc_leaked_bytes + len);
+	if (!l)
+		return;
+	l->buf = buf;
+	l->len = len;
+	list_add_tail(&l->node, &b->hc_leaks);
+}
+
+/*
+ * Under hc_lock, once hc_done says the host answered the newest seq we
+ * issued (after the virt_rmb that pairs with the host's wmb before its
+ * hc_done store, so its writes into the buffers came before). There is
+ * one mailbox and the host serves it in order: it reads hc_seq, then the
+ * mailbox, answers, and only then looks at hc_seq again. So once it
+ * answered the newest call it is done with every earlier buffer (a late
+ * answer to an earlier one came before), and a new host (host_epoch)
+ * never knew them: they may go back to the allocator.
+ */
+static void hc_reclaim(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_hc_leak *l, *tmp;
+
+	list_for_each_entry_safe(l, tmp, &b->hc_leaks, node) {
+		list_del(&l->node);
+		WRITE_ONCE(b->hc_leaked_bytes, b->hc_leaked_bytes - l->len);
+		kfree(l->buf);
+		kfree(l);
+	}
+}
+
+/*
+ * Bridge teardown: the records go; what is still leaked stays so (the
+ * host answered nothing since, so it may still write it).
+ */
+void vbus_pci_hc_forget_leaks(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_hc_leak *l, *tmp;
+
+	list_for_each_entry_safe(l, tmp, &b->hc_leaks, node) {
+		list_del(&l->node);
+		kfree(l);
+	}
+}
 
 /* MSI-X vector HC (its handler is in pci_bridge_epoch.c). */
 void vbus_pci_hc_wake(struct vbus_pci_bridge *b)
@@ -110,6 +182,19 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 		kfree(buf);
 		return -ENOTCONN;
 	}
+	if (!list_empty(&b->hc_leaks) && hc_done(b, b->hc_seq)) {
+		/* a late answer to our last call: see hc_reclaim() */
+		virt_rmb();
+		hc_reclaim(b);
+	}
+	if (b->hc_leaked_bytes > VBUS_PCI_HC_LEAK_MAX) {
+		mutex_unlock(&b->hc_lock);
+		kfree(buf);
+		dev_err_ratelimited(&b->pdev->dev,
+				    "hypercall %u refused: %zu bytes of unanswered hypercalls are leaked already\n",
+				    vector, READ_ONCE(b->hc_leaked_bytes));
+		return -EIO;
+	}
 	vbus_pci_stat_inc(b, hypercalls);
 
 	/* seq 0 is what hc_done reads before the first answer: skip it */
@@ -133,16 +218,16 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 				  msecs_to_jiffies(vbus_pci_hc_timeout_ms));
 	if (!hc_done(b, seq) && READ_ONCE(b->host_down)) {
 		/* as a timeout, without the wait: buf may still be written */
-		vbus_pci_stat_inc(b, hc_leaked);
+		hc_leak(b, buf, off + datalen);
 		mutex_unlock(&b->hc_lock);
 		return -ENOTCONN;
 	}
 	if (!left && !hc_done(b, seq)) {
 		vbus_pci_stat_inc(b, hc_timeouts);
-		vbus_pci_stat_inc(b, hc_leaked);
 		hc_timed_out(b, vector, seq, off + datalen);
-		mutex_unlock(&b->hc_lock);
 		/* buf is deliberately not freed: the host may still write it */
+		hc_leak(b, buf, off + datalen);
+		mutex_unlock(&b->hc_lock);
 		return -ETIMEDOUT;
 	}
 	hc_answered(b);
@@ -151,6 +236,7 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 	 * between writing them and hc_done.
 	 */
 	virt_rmb();
+	hc_reclaim(b);
 	ret = READ_ONCE(shm->hc_result);
 	mutex_unlock(&b->hc_lock);
 

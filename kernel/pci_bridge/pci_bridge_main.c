@@ -13,6 +13,8 @@
  * memory: devices go first (each closed: DEVCLOSE), then the eventq is
  * detached (BUSREG count 0) while events still flow, then interrupts and
  * work stop, and memory is freed last, unless the host may still write it.
+ * Shutdown (reboot, kexec) closes and detaches the same way but frees
+ * nothing.
  */
 #include <linux/module.h>
 #include <linux/pci.h>
@@ -32,7 +34,8 @@ static ssize_t vbus_stats_show(struct device *d, struct device_attribute *attr,
 			  "ev_budget %ld\ndevadd %ld\ndevdrop %ld\n"
 			  "shmsignal %ld\nshmclose %ld\nhost_peer %u\n"
 			  "host_epoch %u\nhost_down %ld\nreattach %ld\n"
-			  "reattach_fail %ld\nreconnect %ld\nreprobe %ld\n",
+			  "reattach_fail %ld\nreconnect %ld\nreprobe %ld\n"
+			  "hc_leaked_bytes %zu\n",
 			  atomic_long_read(&s->hypercalls),
 			  atomic_long_read(&s->hc_timeouts),
 			  atomic_long_read(&s->hc_leaked),
@@ -50,7 +53,8 @@ static ssize_t vbus_stats_show(struct device *d, struct device_attribute *attr,
 			  atomic_long_read(&s->reattach),
 			  atomic_long_read(&s->reattach_fail),
 			  atomic_long_read(&s->reconnect),
-			  atomic_long_read(&s->reprobe));
+			  atomic_long_read(&s->reprobe),
+			  READ_ONCE(b->hc_leaked_bytes));
 }
 static DEVICE_ATTR_RO(vbus_stats);
 
@@ -139,6 +143,7 @@ static void vbus_pci_teardown(struct vbus_pci_bridge *b)
 		memunmap(b->shm);
 	pci_release_regions(pdev);
 	pci_disable_device(pdev);
+	vbus_pci_hc_forget_leaks(b);
 	kfree(b);
 }
 
@@ -151,6 +156,7 @@ static struct vbus_pci_bridge *vbus_pci_alloc(struct pci_dev *pdev)
 		return NULL;
 	b->pdev = pdev;
 	mutex_init(&b->hc_lock);
+	INIT_LIST_HEAD(&b->hc_leaks);
 	init_waitqueue_head(&b->hc_wq);
 	mutex_init(&b->dev_lock);
 	INIT_LIST_HEAD(&b->devices);
@@ -310,6 +316,32 @@ static void vbus_pci_remove(struct pci_dev *pdev)
 	dev_info(&pdev->dev, "vbus bridge removed\n");
 }
 
+/*
+ * Reboot, poweroff, kexec (device_shutdown()): the host must stop writing
+ * our memory (rx buffers posted on venet rings, block reads, the eventq)
+ * before the firmware or the next kernel owns it. Nothing is freed or
+ * unregistered: the machine is going down, and the drivers' remove would
+ * tear down disks that may still be mounted read-only. Every device is
+ * closed (DEVCLOSE), then the eventq is detached (BUSREG count 0) while
+ * events still flow, then the device stops interrupting (TCG drops MSI-X
+ * from a device that is not bus master; the next kernel sets it again).
+ * A host that does not answer gets what remove gives it: the hypercall
+ * times out and is logged.
+ */
+static void vbus_pci_shutdown(struct pci_dev *pdev)
+{
+	struct vbus_pci_bridge *b = pci_get_drvdata(pdev);
+
+	if (!b)
+		return;
+	/* no re-attach under our feet (it would open devices again) */
+	vbus_pci_epoch_stop(b);
+	vbus_pci_devices_quiesce(b);
+	vbus_pci_eventq_detach(b);
+	pci_clear_master(pdev);
+	dev_info(&pdev->dev, "vbus bridge quiesced for shutdown\n");
+}
+
 static const struct pci_device_id vbus_pci_tbl[] = {
 	{ PCI_DEVICE(VBUS_PCI_IVSHMEM_VENDOR, VBUS_PCI_IVSHMEM_DEVICE) },
 	{ 0 },
@@ -321,6 +353,7 @@ static struct pci_driver vbus_pci_driver = {
 	.id_table = vbus_pci_tbl,
 	.probe = vbus_pci_probe,
 	.remove = vbus_pci_remove,
+	.shutdown = vbus_pci_shutdown,
 	.dev_groups = vbus_pci_groups,
 };
 

@@ -11,7 +11,8 @@
  * References on a struct vbus_pci_signal: the caller of the shm op gets one
  * (usually handed to ioq_init), and the cookie table holds one for the host
  * until SHMCLOSE or the device's close, whichever comes first (xa_erase
- * decides which). SHMSIGNAL dispatch runs under rcu_read_lock(); close
+ * decides which; after SHMCLOSE the close work holds it until it has killed
+ * the deferred notify). SHMSIGNAL dispatch runs under rcu_read_lock(); close
  * erases, waits for an RCU grace period, and only then drops the table's
  * reference, so no dispatch can run on a signal whose ring the driver is
  * about to free.
@@ -25,7 +26,7 @@
 #include <linux/rcupdate.h>
 #include "pci_bridge.h"
 
-/* Frees signals in process context (tasklet_kill may sleep). */
+/* SHMCLOSE and frees, in process context (tasklet_kill() sleeps). */
 static struct workqueue_struct *vbus_pci_free_wq;
 
 /*
@@ -118,6 +119,23 @@ static void dev_signal_fault(struct shm_signal *s, const char *msg)
 			    sig->handle, msg);
 }
 
+/*
+ * The host closed the shm (SHMCLOSE; the signal is out of the cookie
+ * table, so no dispatch reaches it any more). A host that still holds
+ * dirty=1 would keep the deferred notify rescheduling itself on the ring
+ * for as long as the driver keeps it: stop it now. The driver may enable
+ * the signal again, which can schedule it once more; the ring's release
+ * (bus_proxy.c) kills it for good before the ring memory is freed.
+ */
+static void dev_signal_close(struct work_struct *work)
+{
+	struct vbus_pci_signal *sig = container_of(work, struct vbus_pci_signal,
+						   close_work);
+
+	vbus_defer_cancel(&sig->signal.deferred_notify);
+	shm_signal_put(&sig->signal);
+}
+
 static void dev_signal_free(struct work_struct *work)
 {
 	struct vbus_pci_signal *sig = container_of(work, struct vbus_pci_signal,
@@ -158,6 +176,7 @@ struct vbus_pci_signal *vbus_pci_signal_alloc(struct vbus_pci_device *dev,
 			desc);
 	sig->bridge = dev->bridge;
 	sig->dev = dev;
+	INIT_WORK(&sig->close_work, dev_signal_close);
 	return sig;
 }
 
@@ -284,9 +303,11 @@ void vbus_pci_event_shmclose(struct vbus_pci_bridge *b, u64 cookie)
 	WRITE_ONCE(sig->detached, true);
 	/*
 	 * Dispatch runs only in the eventq tasklet, which is where we are:
-	 * no reader can hold @sig, so no grace period is needed here.
+	 * no reader can hold @sig, so no grace period is needed here. The
+	 * table's reference goes to the close work, which kills the deferred
+	 * notify first (tasklet_kill() sleeps: not here).
 	 */
-	shm_signal_put(&sig->signal);
+	queue_work(vbus_pci_free_wq, &sig->close_work);
 }
 
 int vbus_pci_signal_module_init(void)

@@ -639,6 +639,13 @@ static void vbus_blk_complete_rq(struct request *rq)
  * Is @rq still ours to time out: on a ring slot (remind the host, under
  * vq->lock: the ring may go at a disconnect) or parked for a host that is
  * away? take_back moves a request from one to the other atomically.
+ *
+ * A slot can be taken while vq->ioq is NULL: a disconnect releases the
+ * rings (vbus_blk_rings_release() clears vq->ioq under vq->lock) before
+ * vbus_blk_take_back() empties the slots, and takes vq->lock in between.
+ * A timeout in that window finds the request on its slot with no ring to
+ * signal: it is still ours (parked a moment later), there is just nobody
+ * to remind.
  */
 static bool vbus_blk_waiting(struct vbus_blk_queue *vq, struct request *rq,
 			     bool *parked)
@@ -649,7 +656,7 @@ static bool vbus_blk_waiting(struct vbus_blk_queue *vq, struct request *rq,
 
 	spin_lock_irqsave(&vq->lock, flags);
 	on_ring = vq->slots[cmd->slot] == rq;
-	if (on_ring)
+	if (on_ring && vq->ioq)
 		ioq_signal(vq->ioq, 0);
 	spin_unlock_irqrestore(&vq->lock, flags);
 

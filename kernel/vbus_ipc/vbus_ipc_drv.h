@@ -55,6 +55,7 @@ enum vbus_ipc_sess { VBUS_IPC_WAITING, VBUS_IPC_UP, VBUS_IPC_ENDED };
 
 /* vbus_ipc_fops.c */
 int vbus_ipc_chardev_add(struct vbus_ipc *ipc);
+void vbus_ipc_chardev_quiesce(struct vbus_ipc *ipc);
 void vbus_ipc_chardev_remove(struct vbus_ipc *ipc);
 /* vbus_ipc_main.c */
 void vbus_ipc_release(struct kref *ref);

@@ -42,8 +42,11 @@ static enum vbus_ipc_sess vbus_ipc_sess(struct vbus_ipc *ipc)
 	 * Acquire: the session number and the rings vbus-hostd formatted are
 	 * read after the state; pairs with its release store of the state
 	 * in session_start() (userspace/hostd/devices/vbus_ipc/vbus_ipc_dev.c).
+	 * virt_: the other side is a host process, not a CPU of this kernel
+	 * (a CONFIG_SMP=n guest still needs the barrier), as everywhere else
+	 * the guest orders against the host.
 	 */
-	state = smp_load_acquire(&shm->state);
+	state = virt_load_acquire(&shm->state);
 	session = READ_ONCE(shm->session);
 	sopen = READ_ONCE(shm->session_open);
 	if (READ_ONCE(ipc->served))
@@ -248,6 +251,25 @@ int vbus_ipc_chardev_add(struct vbus_ipc *ipc)
 	if (!ret)
 		ipc->misc_registered = true;
 	return ret;
+}
+
+/*
+ * Shutdown (reboot, poweroff, kexec): a file still open will never be
+ * released, so end its session now as release would (guest_close, CTRL
+ * doorbell): the host process learns the guest side is gone instead of
+ * waiting on a peer that vanished with the kernel. The file then answers
+ * as after remove (-EPIPE, -ENODEV); nothing is freed.
+ */
+void vbus_ipc_chardev_quiesce(struct vbus_ipc *ipc)
+{
+	mutex_lock(&ipc->lock);
+	if (ipc->busy && !ipc->removed) {
+		WRITE_ONCE(ipc->shm->guest_close, ipc->my_open);
+		vbus_ipc_doorbell(ipc, VBUS_IPC_VEC_CTRL);
+	}
+	WRITE_ONCE(ipc->removed, true);
+	mutex_unlock(&ipc->lock);
+	wake_up_interruptible_all(&ipc->wq);
 }
 
 void vbus_ipc_chardev_remove(struct vbus_ipc *ipc)

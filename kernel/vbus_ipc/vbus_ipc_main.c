@@ -200,6 +200,24 @@ static void vbus_ipc_remove(struct pci_dev *pdev)
 	kref_put(&ipc->ref, vbus_ipc_release);
 }
 
+/*
+ * Reboot, poweroff, kexec: the host never writes guest RAM for vbus-ipc
+ * (the region is BAR2, the host's memory), so there is nothing to detach;
+ * but an open session ends as a release would end it (the host process
+ * must not wait for a guest that is gone), and the device stops
+ * interrupting (TCG drops MSI-X from a device that is not bus master; the
+ * next kernel sets it again). Nothing is freed.
+ */
+static void vbus_ipc_shutdown(struct pci_dev *pdev)
+{
+	struct vbus_ipc *ipc = pci_get_drvdata(pdev);
+
+	if (!ipc)
+		return;
+	vbus_ipc_chardev_quiesce(ipc);
+	pci_clear_master(pdev);
+}
+
 static const struct pci_device_id vbus_ipc_ids[] = {
 	{ PCI_DEVICE(0x1af4, 0x1110) },	/* ivshmem; BAR2 decides */
 	{ }
@@ -211,6 +229,7 @@ static struct pci_driver vbus_ipc_driver = {
 	.id_table = vbus_ipc_ids,
 	.probe = vbus_ipc_probe,
 	.remove = vbus_ipc_remove,
+	.shutdown = vbus_ipc_shutdown,
 };
 module_pci_driver(vbus_ipc_driver);
 

@@ -500,16 +500,25 @@ void venet_tx_reap(struct venet_priv *priv)
 netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 {
 	struct venet_priv *priv = netdev_priv(dev);
-	struct ioq *ioq = priv->txq;
 	struct venet_tx_slot *slot;
 	struct ioq_iterator iter;
 	enum venet_tx_verdict v;
+	struct ioq *ioq;
 	bool doorbell;
 
 	spin_lock_bh(&priv->txlock);
-	/* what the host completed meanwhile: no interrupt needed for it */
-	__venet_tx_reap(priv);
-	v = venet_tx_room(priv, dev);
+	/*
+	 * detached first: venet_detach() freed the tx ring (priv->txq is
+	 * NULL), and the reap below reads it. venet_tx_room() checks again
+	 * after the reap, which may have faulted the ring.
+	 */
+	if (READ_ONCE(priv->detached)) {
+		v = VENET_TX_DROP;
+	} else {
+		/* what the host completed meanwhile: no interrupt needed */
+		__venet_tx_reap(priv);
+		v = venet_tx_room(priv, dev);
+	}
 	if (v == VENET_TX_BUSY) {
 		spin_unlock_bh(&priv->txlock);
 		return NETDEV_TX_BUSY;
@@ -528,6 +537,7 @@ netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
 		return NETDEV_TX_OK;
 	}
 
+	ioq = priv->txq;
 	if (ioq_full(ioq, ioq_idx_reap)) {
 		netif_stop_queue(dev);
 		netif_trans_update(dev);

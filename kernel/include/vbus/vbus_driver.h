@@ -100,8 +100,9 @@ void vbus_driver_unregister(struct vbus_driver *drv);
 /*
  * Allocate and register an IOQ of @ringsize descriptors (power of two) as
  * shm @id of @dev, north side, with its signal. On success *@ioq holds one
- * reference (ioq_put() to free: the ring memory and signal go with it).
- * The device must be open. Call close() before the last ioq_put(): the
+ * reference (ioq_put() to free: the ring memory and signal go with it;
+ * the last ioq_put() sleeps, process context only). The device must be
+ * open. Call close() before the last ioq_put(): the
  * host may use the ring until it has answered DEVCLOSE. On error nothing
  * is left allocated, except after -ETIMEDOUT (the host may have kept the
  * ring), when the ring memory is deliberately leaked.

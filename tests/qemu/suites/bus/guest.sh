@@ -14,12 +14,13 @@
 #   VBT_MSGS      descriptors of the big ring run (default 100000)
 #   VBT_CYCLES    rmmod/insmod cycles of all modules (default 10)
 #   VBT_LAT_N     samples of each latency figure (default 1000)
+#   VBT_FLOOD     DEVADDs of the flood check (default 520; 0: skipped)
 #
 # Host requests (vt_host): add ID, drop ID (`vbus-hostd ctl`), stop 0 /
 # cont 0 (SIGSTOP/SIGCONT to vbus-hostd), kill 0 (the host kills this
 # QEMU). Check groups of the main role (VT_ONLY): hotplug ring latency
-# reopen devdrop garbage hc_timeout rebind cycles; each starts and ends
-# with the modules loaded and VBT_DEVS bound.
+# reopen devdrop garbage flood hc_timeout rebind cycles; each starts and
+# ends with the modules loaded and VBT_DEVS bound.
 
 # shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
@@ -31,6 +32,7 @@
 : "${VBT_MSGS:=100000}"
 : "${VBT_CYCLES:=10}"
 : "${VBT_LAT_N:=1000}"
+: "${VBT_FLOOD:=520}"
 
 BUS=/sys/bus/vbus-proxy/devices
 PCIDRV=/sys/bus/pci/drivers/vbus-pcibridge
@@ -292,6 +294,47 @@ garbage() {
 }
 check_garbage() { vt_check host-garbage-survived garbage; }
 
+# A DEVADD flood (issue 20.6): a host that announces more devices than a
+# bridge takes (VBUS_PCI_MAX_DEVICES, 512 proxies) gets the rest refused,
+# counted (ev_bad) and logged, not registered. Type vbus-flood has no
+# driver: no probe, so the flood is cheap. The injection queue holds 8
+# events: a full one (-EBUSY) is retried.
+FLOOD_MAX=512
+inject_retry() {
+	local n=0
+	until inject "$@" 2>/dev/null; do
+		n=$((n + 1))
+		[ "$n" -lt 1000 ] || { echo "inject $* kept failing"; return 1; }
+		usleep 5000
+	done
+}
+# shellcheck disable=SC2012 # device ids are numbers
+ndevs() { ls "$BUS" | wc -l; }
+flood() {
+	local i n bad0 said0 extra
+	bad0=$(bstat ev_bad)
+	said0=$(said_count 'devices already')
+	extra=$((VBT_FLOOD + $(ndevs) - FLOOD_MAX))
+	i=0
+	while [ "$i" -lt "$VBT_FLOOD" ]; do
+		inject_retry devadd $((10000 + i)) vbus-flood || return 1
+		i=$((i + 1))
+	done
+	# each DEVADD past the cap counts one ev_bad; the last is the last
+	vt_wait 120 ev_bad_above "$bad0" "$extra" || return 1
+	n=$(ndevs)
+	[ "$n" = "$FLOOD_MAX" ] || { echo "$n devices on the bus after $VBT_FLOOD DEVADDs, the cap is $FLOOD_MAX"; return 1; }
+	[ $(($(said_count 'devices already') - said0)) -ge 1 ] || { echo "the refusal was not logged"; return 1; }
+	i=0
+	while [ "$i" -lt "$VBT_FLOOD" ]; do
+		inject_retry devdrop $((10000 + i)) || return 1
+		i=$((i + 1))
+	done
+	vt_wait 120 only_devs "$VBT_DEVS" || return 1
+	ring_ok "$first" 1000
+}
+check_flood() { if [ "$VBT_FLOOD" -gt 0 ]; then vt_check devadd-flood-capped flood; fi; }
+
 # a hypercall that never completes: vbus-hostd is stopped (SIGSTOP)
 P=/sys/module/vbus_pcibridge/parameters/hc_timeout_ms
 # said_count TEXT: lines of the guest's log that say TEXT
@@ -305,9 +348,13 @@ hc_timeout() {
 	out=$(run "$first" run_call 1)
 	case "$out" in *-110*) ;; *) echo "second call gave '$out', not -ETIMEDOUT"; return 1 ;; esac
 	[ "$(bstat hc_timeouts)" -gt $((r0 + 1)) ] || { echo "not two timeouts counted"; return 1; }
+	# the unanswered calls' buffers are kept from the allocator ...
+	[ "$(bstat hc_leaked_bytes)" -gt 0 ] || { echo "hc_leaked_bytes '$(bstat hc_leaked_bytes)' after two timeouts"; return 1; }
 	hostreq_call cont 0 ok || return 1
 	echo 5000 >$P
 	run "$first" run_call 10 || return 1
+	# ... until the host answers again: then they go back (issue 20.6)
+	[ "$(bstat hc_leaked_bytes)" = 0 ] || { echo "hc_leaked_bytes still $(bstat hc_leaked_bytes) after answers"; return 1; }
 	ring_ok "$first" 1000
 }
 # The guest says once, in plain words, that the host stopped answering
@@ -372,6 +419,6 @@ check_cycles() {
 	vt_check eventq-detached-on-unload sh -c '! dmesg | grep "did not detach"'
 }
 
-vt_run_checks hotplug ring latency reopen devdrop garbage hc_timeout rebind cycles
+vt_run_checks hotplug ring latency reopen devdrop garbage flood hc_timeout rebind cycles
 vt_check final-unload unload_all
 vt_done

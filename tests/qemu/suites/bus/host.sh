@@ -9,8 +9,8 @@
 #   2. g1 main (guest.sh): devices, types, open/close/call/shm, verified
 #      descriptors, hypercall and event latency, hot add / drop through
 #      `vbus-hostd ctl` (the guest's requests), DEVDROP under traffic,
-#      injected garbage, a stopped vbus-hostd, rmmod/insmod cycles
-#      without slab growth;
+#      injected garbage, a DEVADD flood past the bridge's device cap, a
+#      stopped vbus-hostd, rmmod/insmod cycles without slab growth;
 #   3. g2 again ("rejoin"): the daemon serves a guest whose QEMU was killed.
 #
 #   tests/qemu/run.sh bus[:REGEX] [--msgs N] [--cycles N] [--lat-n N]
@@ -20,7 +20,7 @@
 #   --lat-n N     samples per latency figure (default 1000)
 #   --timeout SEC per guest (default 900)
 # Check groups (REGEX): victim rejoin, and main's hotplug ring latency
-# reopen devdrop garbage hc_timeout rebind cycles.
+# reopen devdrop garbage flood hc_timeout rebind cycles.
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh

@@ -9,7 +9,8 @@
 # random, QD1 and QD32, direct I/O); ext4 (mkfs, files, fsck -n, remount,
 # checksums); discard makes the backing file sparse; the read-only disk
 # rejects writes and keeps its data; hot drop under fio and re-add; driver
-# unbind under fio; load/unload cycles (every 4th with a hot drop + add of
+# unbind under fio; udev names the disks with dist/udev/60-vbus-blk.rules
+# (by-id, by-uuid, by-label); load/unload cycles (every 4th with a hot drop + add of
 # the rw disk) without slab growth; flush: data fsynced in the guest is in
 # the backing file after the host kills vbus-hostd (SIGKILL) right after
 # the fsync returned; last, with the host dead, a request times out, the
@@ -445,6 +446,32 @@ check_ro() {
 	vt_check ro-write-refused ro_write_fails "$RO"
 	vt_check ro-data-unchanged same_as_host "$RO" ro 0 "$VT_RO_BYTES"
 }
+# dist/udev/60-vbus-blk.rules (issue 20.14): the initramfs has no udev of
+# its own, so the host stages its udevadm (also systemd-udevd, by name)
+# and our rule alone; by-id from the serial, by-uuid and by-label from an
+# ext4 made here with a UUID and label of ours, not read back from udev.
+UDEV_UUID=5c3a1e2d-7b44-4f0e-9a6c-1d2e3f405162
+same_dev() { [ "$(readlink -f "$1")" = "$2" ] || { echo "$1 -> $(readlink -f "$1"), not $2"; return 1; }; }
+check_udev() {
+	local udevadm
+	if ! udevadm=$(command -v udevadm) || [ ! -f /test/60-vbus-blk.rules ]; then
+		vt_fail udev-staged "no udevadm or rule in the initramfs"
+		return
+	fi
+	vt_check udev-mkfs mkfs.ext4 -q -F -L vbt-label -U "$UDEV_UUID" "/dev/$RW" || return
+	mkdir -p /etc/udev/rules.d /run/udev
+	cp /test/60-vbus-blk.rules /etc/udev/rules.d/
+	ln -sf "$udevadm" /tmp/systemd-udevd
+	vt_check udev-daemon /tmp/systemd-udevd --daemon || return
+	vt_check udev-trigger udevadm trigger --action=add --subsystem-match=block
+	vt_check udev-settle udevadm settle --timeout=60
+	vt_check udev-by-id same_dev "/dev/disk/by-id/vbus-$VT_RW_SERIAL" "/dev/$RW"
+	vt_check udev-by-uuid same_dev "/dev/disk/by-uuid/$UDEV_UUID" "/dev/$RW"
+	vt_check udev-by-label same_dev /dev/disk/by-label/vbt-label "/dev/$RW"
+	vt_check udev-ro-by-id same_dev "/dev/disk/by-id/vbus-$VT_RO_SERIAL" "/dev/$RO"
+	udevadm control --exit
+	rm -rf /dev/disk
+}
 # each leaves the rw disk present, maybe under another name
 check_hotdrop() {
 	hot_drop "$RW"
@@ -471,5 +498,5 @@ check_flush() {
 	fi
 }
 
-vt_run_checks sysfs data fio discard ext4 ro hotdrop cycles poll flush
+vt_run_checks sysfs data fio discard ext4 ro udev hotdrop cycles poll flush
 vt_done

@@ -5,7 +5,8 @@
 # vbt-ro, ro=1; both strict=1: a malformed request from our driver faults
 # the device). The guest (guest.sh): sysfs, data both ways checked against
 # the backing files, fio verify=crc32c, discard (the file gets sparse),
-# write-zeroes, ext4, read-only, hot drop + re-add and unbind + bind under
+# write-zeroes, ext4, read-only, the udev rule (dist/udev: by-id, by-uuid,
+# by-label links), hot drop + re-add and unbind + bind under
 # fio, load/unload cycles without slab growth, polled I/O, the flush check
 # (the host SIGKILLs vbus-hostd as soon as the guest says its fsync
 # returned, then checks the data is in the file) and last, with vbus-hostd
@@ -19,8 +20,8 @@
 #                 and verifies all of it, sequential QD32 3 times
 #                 (default 128: 1.4 GiB of I/O)
 #   --timeout SEC kill the guest after SEC seconds (default 1200)
-# Check groups (REGEX): sysfs data fio discard ext4 ro hotdrop cycles poll
-# flush.
+# Check groups (REGEX): sysfs data fio discard ext4 ro udev hotdrop cycles
+# poll flush.
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
@@ -33,7 +34,7 @@ ro_mb=16
 
 lab_build --modules "$LAB_BUS_SUBDIRS kernel/vbus_blk" --cmake vbus-hostd
 lab_kos --bus kernel/vbus_blk/vbus_blk.ko
-lab_tools fio mkfs.ext4 fsck.ext4 blkdiscard fstrim
+lab_tools fio mkfs.ext4 fsck.ext4 blkdiscard fstrim udevadm
 
 rw_img="$run/rw.img" ro_img="$run/ro.img"
 truncate -s "${disk_mb}M" "$rw_img"
@@ -45,7 +46,8 @@ ro_spec="type=vbus-blk,id=2,file=$ro_img,serial=vbt-ro,ro=1,strict=1"
 # shellcheck disable=SC2154 # lab_tools
 lab_stage guest "$(dirname "$0")/guest.sh" "${kos[@]}" crc32c_generic ext4 \
 	--bin "$tool_fio" --bin "$tool_mkfs_ext4" --bin "$tool_fsck_ext4" \
-	--bin "$tool_blkdiscard" --bin "$tool_fstrim" <<CONFIG
+	--bin "$tool_blkdiscard" --bin "$tool_fstrim" --bin "$tool_udevadm" \
+	--file "$top/dist/udev/60-vbus-blk.rules" <<CONFIG
 VT_RW_SERIAL=vbt-rw
 VT_RO_SERIAL=vbt-ro
 VT_RW_BYTES=$((disk_mb * 1024 * 1024))
