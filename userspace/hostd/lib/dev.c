@@ -104,15 +104,20 @@ int hostd_dev_fail(struct hostd_dev *dev, int err, const char *fmt, ...)
 	return err;
 }
 
-int hostd_dev_claim(struct hostd_dev *dev, const char *what,
-		    const char *name)
+/*
+ * Claim @key for @dev; messages name the resource @what @name, and the
+ * holder as "device N of guest G" (plus " (as @as)" when given).
+ */
+static int dev_claim(struct hostd_dev *dev, const char *what,
+		     const char *name, const char *key, const char *as)
 {
-	char desc[96], holder[96];
+	char desc[160], holder[192];
 	int ret;
 
-	snprintf(desc, sizeof(desc), "device %u of guest %s", dev->id,
-		 dev->env.guest);
-	ret = hostd_claim(what, name, dev, desc, holder, sizeof(holder));
+	snprintf(desc, sizeof(desc), "device %u of guest %s%s%s%s", dev->id,
+		 dev->env.guest, as ? " (as " : "", as ? as : "",
+		 as ? ")" : "");
+	ret = hostd_claim(what, key, dev, desc, holder, sizeof(holder));
 	if (ret == -EBUSY)
 		return hostd_dev_fail(dev, ret, "%s %s is already used by %s",
 				      what, name, holder);
@@ -122,10 +127,16 @@ int hostd_dev_claim(struct hostd_dev *dev, const char *what,
 	return 0;
 }
 
+int hostd_dev_claim(struct hostd_dev *dev, const char *what,
+		    const char *name)
+{
+	return dev_claim(dev, what, name, name, NULL);
+}
+
 int hostd_dev_claim_file(struct hostd_dev *dev, const char *what,
 			 const char *path, int fd, bool writable)
 {
-	char key[64], desc[160], holder[192];
+	char key[64], holder[192];
 	struct stat st;
 	int ret;
 
@@ -135,15 +146,9 @@ int hostd_dev_claim_file(struct hostd_dev *dev, const char *what,
 	/* the inode, not the name: a hard link is the same disk */
 	snprintf(key, sizeof(key), "inode %llx:%llx",
 		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
-	snprintf(desc, sizeof(desc), "device %u of guest %s (as %s)", dev->id,
-		 dev->env.guest, path);
-	ret = hostd_claim(what, key, dev, desc, holder, sizeof(holder));
-	if (ret == -EBUSY)
-		return hostd_dev_fail(dev, ret, "%s %s is already used by %s",
-				      what, path, holder);
+	ret = dev_claim(dev, what, path, key, path);
 	if (ret < 0)
-		return hostd_dev_fail(dev, ret, "%s %s: %s", what, path,
-				      strerror(-ret));
+		return ret;
 	ret = hostd_file_lock(fd, writable, holder, sizeof(holder));
 	if (ret == -EBUSY)
 		return hostd_dev_fail(dev, ret,
