@@ -16,11 +16,13 @@
 #include <fcntl.h>
 #include <endian.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include "daemon.h"
 
@@ -269,6 +271,82 @@ static void test_protocol(void **state)
 	unlink(cfg.mem);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Holds the guest's thread until *arg is set: a stuck loop. */
+static int hold_loop(struct hostd_guest *g, void *arg)
+{
+	volatile int *go = arg;
+
+	(void)g;
+	while (!__atomic_load_n(go, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return 0;
+}
+
+static void *stuck_thread(void *arg)
+{
+	void **a = arg;
+
+	hostd_guest_call(a[0], hold_loop, a[1]);
+	return NULL;
+}
+
+/*
+ * The control path never waits without limit on a guest: with the
+ * guest's thread stuck, ctl answers "busy" within about a second (list:
+ * the guest's state is busy) and nothing of the request runs later
+ * (5e8fef9 waited for as long as the thread was stuck).
+ */
+static void test_ctl_busy_guest(void **state)
+{
+	struct hostd_guest_cfg cfg = { .name = "b", .size = 4 << 20 };
+	struct hostd_guest *g = calloc(1, sizeof(*g)), *gs[1] = { g };
+	struct hostd_buf out = { 0 };
+	static volatile int go;
+	void *args[2] = { g, (void *)&go };
+	char err[256];
+	pthread_t t;
+	double t0;
+
+	(void)state;
+	snprintf(cfg.sock, sizeof(cfg.sock), "%s/b.sock", dir);
+	snprintf(cfg.mem, sizeof(cfg.mem), "%s/b.ram", dir);
+	assert_int_equal(hostd_guest_init(g, &cfg, -1, err, sizeof(err)), 0);
+	assert_int_equal(hostd_guest_start(g), 0);
+	go = 0;
+	assert_int_equal(pthread_create(&t, NULL, stuck_thread, args), 0);
+	usleep(100000);		/* the loop takes hold_loop first */
+
+	t0 = now_s();
+	daemon_ctl_exec("add b type=vbus-test,id=9", gs, 1, &out);
+	assert_true(now_s() - t0 < 10);
+	assert_non_null(strstr(out.s, "ERR guest b is busy"));
+	hostd_buf_free(&out);
+	daemon_ctl_exec("list", gs, 1, &out);
+	assert_non_null(strstr(out.s, "guest=b state=busy"));
+	hostd_buf_free(&out);
+
+	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	/* the abandoned add never ran; the next one does */
+	daemon_ctl_exec("list", gs, 1, &out);
+	assert_null(strstr(out.s, "id=9"));
+	hostd_buf_free(&out);
+	daemon_ctl_exec("add b type=vbus-test,id=9", gs, 1, &out);
+	assert_non_null(strstr(out.s, "OK"));
+	hostd_buf_free(&out);
+	hostd_guest_fini(g);
+	free(g);
+	unlink(cfg.mem);
+}
+
 static void test_send_framing(void **state)
 {
 	int sv[2], fd;
@@ -322,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_send_framing),
 		cmocka_unit_test(test_socket_in_use),
 		cmocka_unit_test(test_protocol),
+		cmocka_unit_test(test_ctl_busy_guest),
 	};
 	int ret;
 

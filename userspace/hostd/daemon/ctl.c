@@ -103,14 +103,43 @@ static int on_drop(struct hostd_guest *g, void *arg)
 
 /* ---- the commands ------------------------------------------------------------ */
 
+/*
+ * A guest whose thread has not taken the request within this is busy (a
+ * device's long close, a stuck loop): ctl says so instead of waiting, so
+ * neither the client nor SIGTERM (same thread) waits on a guest.
+ */
+#define CTL_GUEST_MS 1000
+
+static int on_guest(struct ctl_req *r, struct hostd_guest *g,
+		    int (*fn)(struct hostd_guest *g, void *arg))
+{
+	int ret = 0, err = hostd_guest_call_within(g, fn, r, CTL_GUEST_MS,
+						  &ret);
+
+	if (err == -ETIMEDOUT)
+		return ctl_fail(r, -EBUSY,
+				"guest %s is busy: its thread did not take the request within %u ms; try again",
+				g->name, CTL_GUEST_MS);
+	return err ? err : ret;
+}
+
 static int cmd_list(struct ctl_req *r)
 {
 	unsigned int i;
 
 	hostd_stat_begin(&r->out, NULL);
 	hostd_stat_list(&r->out, "guests");
-	for (i = 0; i < r->n; i++)
-		hostd_guest_call(r->guests[i], on_list, r);
+	for (i = 0; i < r->n; i++) {
+		int ret;
+
+		if (hostd_guest_call_within(r->guests[i], on_list, r,
+					    CTL_GUEST_MS, &ret) != -ETIMEDOUT)
+			continue;
+		hostd_stat_begin(&r->out, NULL);
+		hostd_stat_str(&r->out, "guest", r->guests[i]->name);
+		hostd_stat_str(&r->out, "state", "busy");
+		hostd_stat_end(&r->out);
+	}
 	hostd_stat_list_end(&r->out);
 	hostd_stat_end(&r->out);
 	return 0;
@@ -123,7 +152,7 @@ static int cmd_add(struct ctl_req *r)
 	if (daemon_parse_dev_spec(r->tok[2], r->g->name, &r->dc, r->err,
 				 sizeof(r->err)))
 		return -EINVAL;
-	ret = hostd_guest_call(r->g, on_add, r);
+	ret = on_guest(r, r->g, on_add);
 	if (!ret)
 		hostd_buf_printf(&r->body, "added %s device %u to %s\n",
 				 r->dc.type, r->dc.id, r->g->name);
@@ -136,7 +165,7 @@ static int cmd_drop(struct ctl_req *r)
 	int ret = parse_id(r, r->tok[2]);
 
 	if (!ret)
-		ret = hostd_guest_call(r->g, on_drop, r);
+		ret = on_guest(r, r->g, on_drop);
 	if (!ret)
 		hostd_buf_printf(&r->body, "dropped device %u from %s\n", r->id,
 				 r->g->name);
@@ -150,7 +179,7 @@ static int cmd_stats(struct ctl_req *r)
 	r->one = r->nt == 3;
 	if (r->one)
 		ret = parse_id(r, r->tok[2]);
-	return ret ? ret : hostd_guest_call(r->g, on_stats, r);
+	return ret ? ret : on_guest(r, r->g, on_stats);
 }
 
 static const struct {

@@ -149,6 +149,16 @@ static int guest_call_fn(void *arg)
 	return c->fn(c->g, c->arg);
 }
 
+int hostd_guest_call_within(struct hostd_guest *g,
+			    int (*fn)(struct hostd_guest *g, void *arg),
+			    void *arg, unsigned int ms, int *ret)
+{
+	/* on our stack even if we give up: the loop never runs a call then */
+	struct guest_call c = { .g = g, .fn = fn, .arg = arg };
+
+	return hostd_loop_call_within(&g->loop, guest_call_fn, &c, ms, ret);
+}
+
 int hostd_guest_call(struct hostd_guest *g,
 		     int (*fn)(struct hostd_guest *g, void *arg), void *arg)
 {

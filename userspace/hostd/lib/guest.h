@@ -60,6 +60,12 @@ void hostd_guest_stop(struct hostd_guest *g);
 /* Run @fn on the guest's thread (inline when it has none) and wait. */
 int hostd_guest_call(struct hostd_guest *g,
 		     int (*fn)(struct hostd_guest *g, void *arg), void *arg);
+/* The same, @fn's result in *@ret and 0; -ETIMEDOUT (and @fn never runs)
+ * if the thread has not taken the call within @ms: the control path never
+ * waits without limit on a guest. */
+int hostd_guest_call_within(struct hostd_guest *g,
+			    int (*fn)(struct hostd_guest *g, void *arg),
+			    void *arg, unsigned int ms, int *ret);
 /*
  * Restarts (docs/operations.md, "Restarts"). @fn runs on the guest's
  * thread when QEMU connected (@up) or went away for good; set before

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 #include "eventfd.h"
 #include "log.h"
@@ -18,11 +19,16 @@
 
 #define LOOP_BATCH 16
 
+/*
+ * A call handed to the loop's thread. Under cmd_lock: @started when the
+ * loop takes it, @done with @ret when it returns. A caller that gave up
+ * before @started sets @abandoned and leaves: the loop frees it unrun.
+ */
 struct hostd_loop_cmd {
 	int (*fn)(void *arg);
 	void *arg;
 	int ret;
-	bool done;
+	bool started, done, abandoned;
 	pthread_cond_t cond;
 	struct hostd_loop_cmd *next;
 };
@@ -222,6 +228,12 @@ void hostd_loop_stop(struct hostd_loop *l)
 
 /* ---- calls from other threads ------------------------------------------------ */
 
+static void cmd_free(struct hostd_loop_cmd *c)
+{
+	pthread_cond_destroy(&c->cond);
+	free(c);
+}
+
 static void on_wake(void *arg, int fd, __u32 events)
 {
 	struct hostd_loop *l = arg;
@@ -240,9 +252,18 @@ static void on_wake(void *arg, int fd, __u32 events)
 		list = c;
 	}
 	for (c = list; c; c = next) {
+		bool gone;
 		int ret;
 
 		next = c->next;
+		pthread_mutex_lock(&l->cmd_lock);
+		gone = c->abandoned;
+		c->started = !gone;
+		pthread_mutex_unlock(&l->cmd_lock);
+		if (gone) {
+			cmd_free(c);
+			continue;
+		}
 		ret = c->fn(c->arg);
 		pthread_mutex_lock(&l->cmd_lock);
 		c->ret = ret;
@@ -252,30 +273,82 @@ static void on_wake(void *arg, int fd, __u32 events)
 	}
 }
 
-int hostd_loop_call(struct hostd_loop *l, int (*fn)(void *arg), void *arg)
+/* Until @c is done (true), or until @deadline (CLOCK_MONOTONIC) if it has
+ * not started by then (false: the loop frees @c unrun). Under cmd_lock. */
+static bool cmd_wait(struct hostd_loop *l, struct hostd_loop_cmd *c,
+		     const struct timespec *deadline)
 {
-	struct hostd_loop_cmd c = { .fn = fn, .arg = arg };
-	int ret;
+	while (!c->done) {
+		if (!deadline) {
+			pthread_cond_wait(&c->cond, &l->cmd_lock);
+			continue;
+		}
+		if (pthread_cond_timedwait(&c->cond, &l->cmd_lock, deadline) ==
+		    ETIMEDOUT && !c->started) {
+			c->abandoned = true;
+			return false;
+		}
+		if (c->started)
+			deadline = NULL;	/* bounded work: it will end */
+	}
+	return true;
+}
 
-	if (!l->thread_started || pthread_equal(pthread_self(), l->thread))
-		return fn(arg);
+int hostd_loop_call_within(struct hostd_loop *l, int (*fn)(void *arg),
+			   void *arg, unsigned int ms, int *ret)
+{
+	struct hostd_loop_cmd *c;
+	pthread_condattr_t ca;
+	struct timespec dl;
+	bool ran;
 
-	pthread_cond_init(&c.cond, NULL);
+	if (!l->thread_started || pthread_equal(pthread_self(), l->thread)) {
+		*ret = fn(arg);
+		return 0;
+	}
+	/*
+	 * On the heap: a caller that gives up leaves it to the loop, which
+	 * may still find it on its list (and then frees it without running).
+	 */
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fn = fn;
+	c->arg = arg;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
 	pthread_mutex_lock(&l->cmd_lock);
-	c.next = l->cmds;
-	l->cmds = &c;
+	c->next = l->cmds;
+	l->cmds = c;
 	pthread_mutex_unlock(&l->cmd_lock);
 	hostd_eventfd_write(l->wake_fd);
-	/*
-	 * No timeout: @c lives on this stack until the loop is done with it,
-	 * and the loop never blocks (non-blocking fds, bounded work).
-	 */
 	pthread_mutex_lock(&l->cmd_lock);
-	while (!c.done)
-		pthread_cond_wait(&c.cond, &l->cmd_lock);
-	ret = c.ret;
+	ran = cmd_wait(l, c, ms ? &dl : NULL);
+	if (ran)
+		*ret = c->ret;
 	pthread_mutex_unlock(&l->cmd_lock);
-	pthread_cond_destroy(&c.cond);
+	if (!ran)
+		return -ETIMEDOUT;	/* @c is the loop's to free now */
+	cmd_free(c);
+	return 0;
+}
+
+int hostd_loop_call(struct hostd_loop *l, int (*fn)(void *arg), void *arg)
+{
+	int ret = 0;
+
+	/* no limit: the loop never blocks (non-blocking fds, bounded work) */
+	if (hostd_loop_call_within(l, fn, arg, 0, &ret) < 0)
+		return -ENOMEM;
 	return ret;
 }
 
@@ -317,6 +390,14 @@ void hostd_loop_fini(struct hostd_loop *l)
 	if (!l->live)
 		return;
 	hostd_loop_stop(l);
+	/* calls given up on before the loop took them: nobody else frees them */
+	while (l->cmds) {
+		struct hostd_loop_cmd *c = l->cmds;
+
+		l->cmds = c->next;
+		if (c->abandoned)
+			cmd_free(c);
+	}
 	hostd_list_for_each_entry(w, pos, &l->watches, struct hostd_loop_watch,
 				  node) {
 		hostd_list_del(&w->node);

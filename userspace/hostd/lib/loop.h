@@ -73,5 +73,12 @@ int hostd_loop_start(struct hostd_loop *l);
 void hostd_loop_stop(struct hostd_loop *l);
 /* Run @fn on the loop's thread (inline when it has none) and wait. */
 int hostd_loop_call(struct hostd_loop *l, int (*fn)(void *arg), void *arg);
+/*
+ * The same, with @fn's result in *@ret and 0; but if the loop has not
+ * taken the call within @ms (it is busy, or stuck): -ETIMEDOUT, and @fn
+ * never runs. Once taken, it is waited for. @ms 0: no limit. -ENOMEM.
+ */
+int hostd_loop_call_within(struct hostd_loop *l, int (*fn)(void *arg),
+			   void *arg, unsigned int ms, int *ret);
 
 #endif /* VBUS_HOSTD_LOOP_H */
