@@ -209,24 +209,6 @@ fail_nofile:
 	return err;
 }
 
-/*
- * A doorbell fd that is not an eventfd (a peer's mistake or malice) would
- * make poll() spin or writes block; refuse it. Without /proc we cannot tell
- * and accept it.
- */
-static int check_eventfd(int fd)
-{
-	char link[64], target[64];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, target, sizeof(target) - 1);
-	if (n < 0)
-		return errno == EBADF ? -EBADF : 0;
-	target[n] = '\0';
-	return strcmp(target, "anon_inode:[eventfd]") ? -EINVAL : 0;
-}
-
 static int dup_fd(int fd)
 {
 	int nfd;
@@ -263,9 +245,7 @@ int ioq_channel_attach(struct ioq_channel **chp, enum ioq_locality locale,
 	if ((err = dup_fd(fds->kick_north_fd)) < 0)
 		goto fail;
 	ch->fds.kick_north_fd = err;
-	if ((err = check_eventfd(ch->fds.kick_south_fd)) ||
-	    (err = check_eventfd(ch->fds.kick_north_fd)) ||
-	    (err = ioq_doorbell_check(ch->fds.kick_south_fd)) ||
+	if ((err = ioq_doorbell_check(ch->fds.kick_south_fd)) ||
 	    (err = ioq_doorbell_check(ch->fds.kick_north_fd)))
 		goto fail;
 	/* before the first access: a region the peer can shrink is SIGBUS */

@@ -82,12 +82,31 @@ int ioq_doorbell_drain(int fd)
 	return doorbell_io(fd, POLLIN);
 }
 
+/*
+ * Not an eventfd (a peer's mistake or malice): poll() would spin or a
+ * write block. Without /proc we cannot tell and accept it.
+ */
+static int is_eventfd(int fd)
+{
+	char link[64], target[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return errno == EBADF ? -EBADF : 0;
+	target[n] = '\0';
+	return strcmp(target, "anon_inode:[eventfd]") ? -EINVAL : 0;
+}
+
 int ioq_doorbell_check(int fd)
 {
 	char path[64], line[128];
 	FILE *f;
-	int sem = 0;
+	int sem = 0, err = is_eventfd(fd);
 
+	if (err)
+		return err;
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	f = fopen(path, "re");
 	if (!f)

@@ -29,11 +29,11 @@ IOQ_HIDDEN int ioq_doorbell_ring(int fd);
 IOQ_HIDDEN int ioq_doorbell_drain(int fd);
 
 /*
- * An eventfd this library can use as a doorbell: not EFD_SEMAPHORE (a
- * read would take 1 from a counter the peer can set to 2^64 - 2, and
- * every wait would return at once, forever). 0, or -EINVAL. Where the
- * kernel does not say (no "eventfd-semaphore" line in fdinfo, before
- * Linux 6.3) it is accepted.
+ * @fd can be a doorbell: an eventfd (-EINVAL otherwise, -EBADF when
+ * closed), and not EFD_SEMAPHORE (a read would take 1 from a counter the
+ * peer can set to 2^64 - 2, and every wait would return at once, forever:
+ * -EINVAL). What the kernel does not say (no /proc; no
+ * "eventfd-semaphore" line in fdinfo before Linux 6.3) is accepted.
  */
 IOQ_HIDDEN int ioq_doorbell_check(int fd);
 
