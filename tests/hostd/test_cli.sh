@@ -20,6 +20,8 @@ expect_fail "huge size" "bad size|between 1M and 1T" "${C[@]}" --guest "g1:sock=
 expect_fail "bad machine" "machine must be q35 or pc" "${C[@]}" --guest "$G,machine=arm"
 expect_fail "missing mem" "missing mem=" "${C[@]}" --guest "g1:sock=a,size=1G"
 expect_fail "unknown guest key" "unknown parameter 'foo'" "${C[@]}" --guest "$G,foo=1"
+expect_fail "unknown QEMU user" "qemu_uid=no-such-user-x: no such user" "${C[@]}" --guest "$G,qemu_uid=no-such-user-x"
+expect_fail "unknown QEMU group" "qemu_gid=no-such-group-x: no such group" "${C[@]}" --guest "$G,qemu_gid=no-such-group-x"
 expect_fail "malformed pair" "malformed 'size'" "${C[@]}" --guest "g1:sock=a,mem=b,size"
 expect_fail "duplicate key" "sock= given twice" "${C[@]}" --guest "$G,sock=x"
 expect_fail "duplicate guest" "guest g1 defined twice" "${C[@]}" --guest "$G" --guest "$G"
@@ -126,7 +128,7 @@ expect_ok "list devices" "^id=1 type=vbus-test state=closed$" list
 expect_ok "list --json" '^\{"guests": \[\{"guest": "g1".*"guest": "g2".*"id": 7, "type": "vbus-test", "state": "closed"\}\]\}\]\}$' list --json
 expect_ok "add" "added vbus-test device 3 to g1" add g1 type=vbus-test,id=3
 expect_ok "stats" "^id=3 type=vbus-test state=closed calls=0 .* faults=0 ring=0 rounds=0 requeues=0$" stats g1
-expect_ok "stats guest" "^guest=g1 state=waiting connections=0 hypercalls=0 .* bus_faults=0$" stats g1
+expect_ok "stats guest" "^guest=g1 state=waiting connections=0 refused=0 hypercalls=0 .* bus_faults=0$" stats g1
 expect_ok "stats one --json" '^\{"guest": "g1".*"devices": \[\{"id": 3,' stats g1 3 --json
 expect_ok "drop" "dropped device 3 from g1" drop g1 3
 expect_fail "drop again" "guest g1 has no device 3" ctl "${C[@]}" drop g1 3

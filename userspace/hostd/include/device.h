@@ -57,6 +57,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 #include <vbus/platform.h>
 #include <vbus/shm_signal.h>
 #include <vbus/ioq.h>
@@ -304,6 +306,24 @@ void hostd_kick_fini(struct hostd_kick *k);
  * with the reason in @err (the same words as for the guest's socket).
  */
 int hostd_sock_listen(const char *path, char *err, size_t errlen);
+
+/*
+ * Who may connect to a socket QEMU connects to (the guest's qemu_uid= and
+ * qemu_gid=): root and the daemon's own user always may; the uid, and a
+ * process with the gid among its groups, when set.
+ */
+struct hostd_peer_rule {
+	bool uid_set, gid_set;
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * May the process connected on @fd in (SO_PEERCRED, SO_PEERGROUPS)? Its
+ * credentials go to @cr either way (uid and gid -1, pid 0 if unknown).
+ */
+bool hostd_sock_peer_ok(int fd, const struct hostd_peer_rule *rule,
+			struct ucred *cr);
 
 /* The most descriptors one hostd_send_fds() carries. */
 #define HOSTD_SEND_FDS_MAX	8

@@ -104,7 +104,8 @@ void hostd_guest_fini(struct hostd_guest *g)
 
 int hostd_guest_listen(struct hostd_guest *g, char *err, size_t errlen)
 {
-	return hostd_ivshmem_listen(&g->iv, g->cfg.sock, err, errlen);
+	return hostd_ivshmem_listen(&g->iv, g->cfg.sock, &g->cfg.qemu, err,
+				    errlen);
 }
 
 int hostd_guest_start(struct hostd_guest *g)
@@ -186,6 +187,7 @@ static void guest_counters(struct hostd_guest *g, struct hostd_stats_out *out)
 	const struct hostd_evq *q = &g->bus.evq;
 
 	hostd_stat_u64(out, "connections", g->iv.connections);
+	hostd_stat_u64(out, "refused", g->iv.refused);
 	hostd_stat_u64(out, "hypercalls", g->hc.calls);
 	hostd_stat_u64(out, "hc_errors", g->hc.errors);
 	hostd_stat_u64(out, "doorbells", g->sig.doorbells);

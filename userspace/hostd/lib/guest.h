@@ -32,6 +32,7 @@ struct hostd_guest_cfg {
 	char mem[PATH_MAX];
 	__u64 size;
 	enum hostd_machine machine;
+	struct hostd_peer_rule qemu;	/* qemu_uid=, qemu_gid= */
 };
 
 struct hostd_guest {
