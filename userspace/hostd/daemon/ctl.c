@@ -125,6 +125,8 @@ static int on_guest(struct ctl_req *r, struct hostd_guest *g,
 
 static int cmd_list(struct ctl_req *r)
 {
+	/* one wait for all: busy guests cost CTL_GUEST_MS together, not each */
+	__u64 deadline = hostd_now_ns() + CTL_GUEST_MS * 1000000ull;
 	unsigned int i;
 
 	hostd_stat_begin(&r->out, NULL);
@@ -132,8 +134,13 @@ static int cmd_list(struct ctl_req *r)
 	for (i = 0; i < r->n; i++) {
 		int ret;
 
-		if (hostd_guest_call_within(r->guests[i], on_list, r,
-					    CTL_GUEST_MS, &ret) != -ETIMEDOUT)
+		__u64 now = hostd_now_ns();
+		/* at least 1 ms: 0 would be no limit */
+		unsigned int ms = now < deadline ?
+				  (unsigned int)((deadline - now) / 1000000) + 1 : 1;
+
+		if (hostd_guest_call_within(r->guests[i], on_list, r, ms,
+					    &ret) != -ETIMEDOUT)
 			continue;
 		hostd_stat_begin(&r->out, NULL);
 		hostd_stat_str(&r->out, "guest", r->guests[i]->name);
@@ -305,24 +312,31 @@ static int ms_left(__u64 deadline)
 	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
 
-/* Wait for @events on @fd until @deadline: true when it came. */
-static bool wait_for(int fd, short events, __u64 deadline)
+/*
+ * Wait for @events on @fd until @deadline: true when they came; false at
+ * the deadline or once @stop_fd (the signalfd, or -1) is readable.
+ */
+static bool wait_for(int fd, short events, int stop_fd, __u64 deadline)
 {
-	struct pollfd p = { .fd = fd, .events = events };
+	struct pollfd p[2] = {
+		{ .fd = fd, .events = events },
+		{ .fd = stop_fd, .events = POLLIN },
+	};
 	int ms;
 
 	while ((ms = ms_left(deadline)) > 0) {
-		int r = poll(&p, 1, ms);
+		int r = poll(p, stop_fd >= 0 ? 2 : 1, ms);
 
 		if (r > 0)
-			return true;
+			return !p[1].revents && p[0].revents;
 		if (r < 0 && errno != EINTR)
 			return false;
 	}
 	return false;
 }
 
-static int write_all(int fd, const char *p, size_t len, __u64 deadline)
+static int write_all(int fd, const char *p, size_t len, int stop_fd,
+		     __u64 deadline)
 {
 	while (len) {
 		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -330,7 +344,8 @@ static int write_all(int fd, const char *p, size_t len, __u64 deadline)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN && wait_for(fd, POLLOUT, deadline))
+			if (errno == EAGAIN &&
+			    wait_for(fd, POLLOUT, stop_fd, deadline))
 				continue;
 			return -errno;
 		}
@@ -345,7 +360,8 @@ static int write_all(int fd, const char *p, size_t len, __u64 deadline)
  * deadline is for the whole line: a client that sends a byte at a time
  * cannot hold the thread that serves ctl and signals for longer.
  */
-static size_t read_line(int fd, char *line, size_t max, __u64 deadline)
+static size_t read_line(int fd, char *line, size_t max, int stop_fd,
+			__u64 deadline)
 {
 	size_t len = 0;
 
@@ -354,7 +370,8 @@ static size_t read_line(int fd, char *line, size_t max, __u64 deadline)
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 && errno == EAGAIN && wait_for(fd, POLLIN, deadline))
+		if (r < 0 && errno == EAGAIN &&
+		    wait_for(fd, POLLIN, stop_fd, deadline))
 			continue;
 		if (r <= 0)
 			break;
@@ -385,7 +402,16 @@ static bool peer_allowed(int fd)
 	return false;
 }
 
-void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
+/* A signal waits on @stop_fd: the daemon is going down. */
+static bool stopping(int stop_fd)
+{
+	struct pollfd p = { .fd = stop_fd, .events = POLLIN };
+
+	return stop_fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
+void daemon_ctl_serve(int fd, int stop_fd, struct hostd_guest **guests,
+		      unsigned int n)
 {
 	__u64 deadline = hostd_now_ns() + CTL_DEADLINE_MS * 1000000ull;
 	struct hostd_buf out = { 0 };
@@ -393,8 +419,10 @@ void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
 	size_t len;
 
 	/* the request is read either way: the client writes before it reads */
-	len = read_line(fd, line, sizeof(line), deadline);
-	if (!peer_allowed(fd))
+	len = read_line(fd, line, sizeof(line), stop_fd, deadline);
+	if (stopping(stop_fd))
+		hostd_log("control socket: a request left unanswered: shutting down");
+	else if (!peer_allowed(fd))
 		hostd_buf_printf(&out, "ERR permission denied\n");
 	else if (len == sizeof(line) - 1 && !memchr(line, '\n', len))
 		hostd_buf_printf(&out, "ERR request too long\n");
@@ -402,9 +430,9 @@ void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
 		daemon_ctl_exec(line, guests, n, &out);
 	deadline = hostd_now_ns() + CTL_DEADLINE_MS * 1000000ull;
 	if (out.oom)
-		write_all(fd, "ERR out of memory\n", 18, deadline);
+		write_all(fd, "ERR out of memory\n", 18, stop_fd, deadline);
 	else if (out.len)
-		write_all(fd, out.s, out.len, deadline);
+		write_all(fd, out.s, out.len, stop_fd, deadline);
 	hostd_buf_free(&out);
 	close(fd);
 }
@@ -460,8 +488,8 @@ int daemon_ctl_client(const char *path, const char *line, FILE *out)
 	if (fd < 0)
 		return 1;
 	deadline = hostd_now_ns() + CTL_DEADLINE_MS * 1000000ull;
-	if (write_all(fd, line, strlen(line), deadline) < 0 ||
-	    write_all(fd, "\n", 1, deadline) < 0) {
+	if (write_all(fd, line, strlen(line), -1, deadline) < 0 ||
+	    write_all(fd, "\n", 1, -1, deadline) < 0) {
 		fprintf(stderr, "vbus-hostd ctl: send: %s\n", strerror(errno));
 		close(fd);
 		return 1;

@@ -59,8 +59,13 @@ void daemon_config_free(struct daemon_config *c);
 
 /* ---- ctl.c: the control socket ---- */
 int daemon_ctl_listen(const char *path, char *err, size_t errlen);
-/* Serve one connection on @fd against @guests. */
-void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n);
+/*
+ * Serve one connection on @fd against @guests. Given up (no reply) as
+ * soon as @stop_fd (the signalfd) is readable: SIGTERM never waits for a
+ * client.
+ */
+void daemon_ctl_serve(int fd, int stop_fd, struct hostd_guest **guests,
+		      unsigned int n);
 /* Execute one command line; the reply (first line OK/ERR) goes to @out. */
 void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 		    unsigned int n, struct hostd_buf *out);

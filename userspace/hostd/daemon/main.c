@@ -19,12 +19,14 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include "daemon.h"
 #include "fdstore.h"
@@ -188,6 +190,7 @@ struct daemon {
 	unsigned int nguests;
 	int ctl_fd;
 	int sig_fd;
+	int stop_efd;			/* written when the stop begins */
 	int report_fd;			/* pipe to the waiting parent, or -1 */
 	struct daemon_fdstore store;	/* what an earlier daemon left us */
 	unsigned int adopted;		/* guests whose QEMU we took over */
@@ -318,6 +321,69 @@ static int setup_guest(struct daemon *d, unsigned int i, char *err,
 	return adopt_guest(d, g, err, errlen);
 }
 
+/*
+ * The unit's TimeoutStopSec= is 10 s; a stop gets half of it, counted
+ * from the signal. Past that, something is stuck (a guest's thread in a
+ * file system that does not answer, and the main thread waiting for it
+ * to take or finish a ctl request, or to stop): the kernel closes what
+ * is left, and the admin sees exit 1 and a line saying so instead of a
+ * SIGKILL after TimeoutStopSec. The watchdog is a thread of its own, so
+ * a main thread stuck anywhere cannot hold it up.
+ */
+#define STOP_MS 5000
+
+static int stop_done;		/* __atomic: the cleanup finished */
+
+static void *stop_watchdog(void *arg)
+{
+	const struct daemon *d = arg;
+	struct timespec ts = { .tv_sec = STOP_MS / 1000,
+			       .tv_nsec = (STOP_MS % 1000) * 1000000L };
+	/* the signal itself (not read here: daemon_loop reads it), or the
+	 * main thread saying it stops (it may have read the signal first) */
+	struct pollfd p[2] = {
+		{ .fd = d->sig_fd, .events = POLLIN },
+		{ .fd = d->stop_efd, .events = POLLIN },
+	};
+
+	while (poll(p, 2, -1) < 0 && errno == EINTR)
+		;
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+	if (__atomic_load_n(&stop_done, __ATOMIC_ACQUIRE))
+		return NULL;
+	hostd_log("shutdown still not done %d ms after the signal (a guest's thread is stuck): exiting without it",
+		  STOP_MS);
+	_exit(1);
+}
+
+static int start_watchdog(struct daemon *d, char *err, size_t errlen)
+{
+	pthread_t t;
+	int ret;
+
+	d->stop_efd = hostd_eventfd_new();
+	if (d->stop_efd < 0) {
+		snprintf(err, errlen, "eventfd: %s", strerror(-d->stop_efd));
+		return -1;
+	}
+	ret = pthread_create(&t, NULL, stop_watchdog, d);
+	if (ret) {
+		snprintf(err, errlen, "thread: %s", strerror(ret));
+		return -1;
+	}
+	pthread_detach(t);
+	return 0;
+}
+
+/* The cleanup, bounded by the watchdog (which the process's exit ends). */
+static void daemon_stop(struct daemon *d)
+{
+	hostd_eventfd_write(d->stop_efd);
+	daemon_cleanup(d);
+	__atomic_store_n(&stop_done, 1, __ATOMIC_RELEASE);
+}
+
 /* Everything up to "ready". 0, or -1 with the reason in @err. */
 static int daemon_setup(struct daemon *d, char *err, size_t errlen)
 {
@@ -326,7 +392,8 @@ static int daemon_setup(struct daemon *d, char *err, size_t errlen)
 	unsigned int i;
 	int ret;
 
-	if (setup_signals(d, err, errlen) < 0)
+	if (setup_signals(d, err, errlen) < 0 ||
+	    start_watchdog(d, err, errlen) < 0)
 		return -1;
 	d->guests = calloc(c->nguests, sizeof(*d->guests));
 	if (!d->guests) {
@@ -392,7 +459,8 @@ static void daemon_loop(struct daemon *d)
 			int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
 
 			if (fd >= 0)
-				daemon_ctl_serve(fd, d->guests, d->nguests);
+				daemon_ctl_serve(fd, d->sig_fd, d->guests,
+						 d->nguests);
 		}
 	}
 }
@@ -492,7 +560,7 @@ static void report_ready(struct daemon *d)
 static int run(struct daemon_config *c)
 {
 	struct daemon d = { .cfg = c, .ctl_fd = -1, .sig_fd = -1,
-			    .report_fd = -1 };
+			    .stop_efd = -1, .report_fd = -1 };
 	char err[2048];
 	int ret;
 
@@ -516,7 +584,7 @@ static int run(struct daemon_config *c)
 	daemon_sd_notifyf("READY=1\nSTATUS=serving %u guest(s) (%u taken over), control socket %s",
 			 d.nguests, d.adopted, c->ctl);
 	daemon_loop(&d);
-	daemon_cleanup(&d);
+	daemon_stop(&d);
 	return 0;
 }
 

@@ -209,6 +209,12 @@ void hostd_dev_fault(struct hostd_dev *dev, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 bool hostd_dev_faulted(const struct hostd_dev *dev);
 
+/*
+ * The daemon is going down (its guest's loop was told to stop): a close
+ * must not wait for anything that may not come (SIGTERM is bounded).
+ */
+bool hostd_dev_stopping(const struct hostd_dev *dev);
+
 /* Rate-limited log line prefixed with the guest and device (not a fault). */
 void hostd_dev_log(struct hostd_dev *dev, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -47,6 +47,11 @@ bool hostd_dev_faulted(const struct hostd_dev *dev)
 	return dev->faulted;
 }
 
+bool hostd_dev_stopping(const struct hostd_dev *dev)
+{
+	return hostd_loop_stopping(dev->env.loop);
+}
+
 void hostd_dev_account(struct hostd_dev *dev, __u64 descs, __u64 bytes)
 {
 	dev->cnt.descs += descs;

@@ -218,12 +218,18 @@ int hostd_loop_start(struct hostd_loop *l)
 
 void hostd_loop_stop(struct hostd_loop *l)
 {
+	/* also without a thread: a device's close then knows (stopping) */
+	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
 	if (!l->thread_started)
 		return;
-	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
 	hostd_eventfd_write(l->wake_fd);
 	pthread_join(l->thread, NULL);
 	l->thread_started = false;
+}
+
+bool hostd_loop_stopping(const struct hostd_loop *l)
+{
+	return __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
 }
 
 /* ---- calls from other threads ------------------------------------------------ */

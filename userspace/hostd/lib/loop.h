@@ -71,6 +71,8 @@ int hostd_loop_poll(struct hostd_loop *l, int timeout_ms);
 /* A thread that polls until hostd_loop_stop(). */
 int hostd_loop_start(struct hostd_loop *l);
 void hostd_loop_stop(struct hostd_loop *l);
+/* hostd_loop_stop() was called (from any thread; stays true). */
+bool hostd_loop_stopping(const struct hostd_loop *l);
 /* Run @fn on the loop's thread (inline when it has none) and wait. */
 int hostd_loop_call(struct hostd_loop *l, int (*fn)(void *arg), void *arg);
 /*
