@@ -110,6 +110,8 @@ static int on_drop(struct hostd_guest *g, void *arg)
  */
 #define CTL_GUEST_MS 1000
 
+#define CTL_BUSY "guest %s is busy: its thread did not take the request within %u ms; try again"
+
 static int on_guest(struct ctl_req *r, struct hostd_guest *g,
 		    int (*fn)(struct hostd_guest *g, void *arg))
 {
@@ -117,9 +119,45 @@ static int on_guest(struct ctl_req *r, struct hostd_guest *g,
 						  &ret);
 
 	if (err == -ETIMEDOUT)
-		return ctl_fail(r, -EBUSY,
-				"guest %s is busy: its thread did not take the request within %u ms; try again",
-				g->name, CTL_GUEST_MS);
+		return ctl_fail(r, -EBUSY, CTL_BUSY, g->name, CTL_GUEST_MS);
+	return err ? err : ret;
+}
+
+static void ctl_req_free(struct ctl_req *r)
+{
+	daemon_dev_cfg_free(&r->dc);
+	hostd_buf_free(&r->body);
+	free(r);
+}
+
+/* On the guest's thread: a request ctl left (on_guest_or_leave) ended. */
+static void ctl_late(void *arg, int ret)
+{
+	struct ctl_req *r = arg;
+
+	hostd_log("control socket: guest %s: a request answered 'busy' after %u ms has finished: %s",
+		  r->g->name, CTL_GUEST_MS,
+		  ret >= 0 ? "OK" : r->err[0] ? r->err : strerror(-ret));
+	ctl_req_free(r);
+}
+
+/*
+ * For what can block on the guest's thread (a device's open or close):
+ * a request still running after CTL_GUEST_MS is left to finish there.
+ * CTL_LEFT: @r is the guest thread's now (ctl_late frees it).
+ */
+#define CTL_LEFT 1
+
+static int on_guest_or_leave(struct ctl_req *r,
+			     int (*fn)(struct hostd_guest *g, void *arg))
+{
+	int ret = 0, err = hostd_guest_call_or_leave(r->g, fn, ctl_late, r,
+						    CTL_GUEST_MS, &ret);
+
+	if (err == -ETIMEDOUT)
+		return ctl_fail(r, -EBUSY, CTL_BUSY, r->g->name, CTL_GUEST_MS);
+	if (err == -EINPROGRESS)
+		return CTL_LEFT;
 	return err ? err : ret;
 }
 
@@ -159,7 +197,9 @@ static int cmd_add(struct ctl_req *r)
 	if (daemon_parse_dev_spec(r->tok[2], r->g->name, &r->dc, r->err,
 				 sizeof(r->err)))
 		return -EINVAL;
-	ret = on_guest(r, r->g, on_add);
+	ret = on_guest_or_leave(r, on_add);
+	if (ret == CTL_LEFT)
+		return ret;
 	if (!ret)
 		hostd_buf_printf(&r->body, "added %s device %u to %s\n",
 				 r->dc.type, r->dc.id, r->g->name);
@@ -172,7 +212,9 @@ static int cmd_drop(struct ctl_req *r)
 	int ret = parse_id(r, r->tok[2]);
 
 	if (!ret)
-		ret = on_guest(r, r->g, on_drop);
+		ret = on_guest_or_leave(r, on_drop);
+	if (ret == CTL_LEFT)
+		return ret;
 	if (!ret)
 		hostd_buf_printf(&r->body, "dropped device %u from %s\n", r->id,
 				 r->g->name);
@@ -230,7 +272,8 @@ static struct hostd_guest *find_guest(struct ctl_req *r, const char *name)
 	return NULL;
 }
 
-static int ctl_dispatch(struct ctl_req *r)
+/* @g: the guest the request names, if any (it outlives @r) */
+static int ctl_dispatch(struct ctl_req *r, struct hostd_guest **g)
 {
 	unsigned int i;
 
@@ -243,6 +286,7 @@ static int ctl_dispatch(struct ctl_req *r)
 			if (!r->g)
 				return ctl_fail(r, -ENOENT, HOSTD_ERR_NO_GUEST,
 						r->tok[1]);
+			*g = r->g;
 		}
 		return ctl_cmds[i].run(r);
 	}
@@ -253,6 +297,7 @@ void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 		    unsigned int n, struct hostd_buf *out)
 {
 	struct ctl_req *r = calloc(1, sizeof(*r));
+	struct hostd_guest *g = NULL;
 	char buf[CTL_LINE_MAX];
 	int ret;
 
@@ -270,7 +315,13 @@ void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 	}
 	if (!ret) {
 		hostd_stat_init(&r->out, &r->body, r->json);
-		ret = ctl_dispatch(r);
+		ret = ctl_dispatch(r, &g);
+	}
+	if (ret == CTL_LEFT) {
+		/* @r is no longer ours: the guest's thread frees it */
+		hostd_buf_printf(out, "ERR guest %s is busy: the request did not finish within %u ms (a device's open or close waits); it goes on on the guest's thread, and the log says how it ends\n",
+				 g->name, CTL_GUEST_MS);
+		return;
 	}
 	if (r->body.oom)
 		hostd_buf_printf(out, "ERR out of memory\n");
@@ -278,8 +329,7 @@ void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 		hostd_buf_printf(out, "ERR %s\n", r->err[0] ? r->err : strerror(-ret));
 	else
 		hostd_buf_printf(out, "OK\n%s", r->body.len ? r->body.s : "");
-	hostd_buf_free(&r->body);
-	free(r);
+	ctl_req_free(r);
 }
 
 /* ---- the socket ------------------------------------------------------------ */

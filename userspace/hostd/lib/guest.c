@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "guest.h"
 
@@ -140,6 +141,7 @@ void hostd_guest_going_down(struct hostd_guest *g)
 struct guest_call {
 	struct hostd_guest *g;
 	int (*fn)(struct hostd_guest *g, void *arg);
+	void (*release)(void *arg, int ret);
 	void *arg;
 };
 
@@ -158,6 +160,35 @@ int hostd_guest_call_within(struct hostd_guest *g,
 	struct guest_call c = { .g = g, .fn = fn, .arg = arg };
 
 	return hostd_loop_call_within(&g->loop, guest_call_fn, &c, ms, ret);
+}
+
+/* A call its caller left: the caller's release, then the wrapper. */
+static void guest_call_release(void *arg, int ret)
+{
+	struct guest_call *c = arg;
+
+	c->release(c->arg, ret);
+	free(c);
+}
+
+int hostd_guest_call_or_leave(struct hostd_guest *g,
+			      int (*fn)(struct hostd_guest *g, void *arg),
+			      void (*release)(void *arg, int ret), void *arg,
+			      unsigned int ms, int *ret)
+{
+	/* on the heap: if we leave, the loop may still run it */
+	struct guest_call *c = malloc(sizeof(*c));
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	*c = (struct guest_call){ .g = g, .fn = fn, .release = release,
+				  .arg = arg };
+	err = hostd_loop_call_or_leave(&g->loop, guest_call_fn,
+				       guest_call_release, c, ms, ret);
+	if (err != -EINPROGRESS)
+		free(c);	/* else the loop's (guest_call_release) */
+	return err;
 }
 
 int hostd_guest_call(struct hostd_guest *g,
