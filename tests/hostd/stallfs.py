@@ -7,8 +7,8 @@ libfuse), root only.
 
   stallfs.py MOUNTPOINT READY_FILE
 
-Mounts, creates READY_FILE once it serves, and serves until SIGUSR1;
-from then on it reads no request, so every later one (an open, a read)
+Mounts, creates READY_FILE once it serves, and serves until SIGUSR1
+(then it creates READY_FILE.stalled); from then on it reads no request, so every later one (an open, a read)
 waits in the kernel until this process exits (the connection is then
 aborted: those calls fail with ENOTCONN) or the caller is killed. A
 close sends nothing that waits (FOPEN_NOFLUSH: the kernel waits for a
@@ -124,7 +124,7 @@ def main():
             if not going:
                 return 0
     except Stall:
-        pass
+        open(ready + ".stalled", "w").close()
     while True:
         signal.pause()      # read nothing more until killed
 

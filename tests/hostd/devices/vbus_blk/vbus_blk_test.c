@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -929,6 +931,136 @@ static void close_inflight(void **state)
 	assert_false(fgd_dev_faulted(f->dev));
 }
 
+/* wait up to TIMEOUT_MS for @path to exist */
+static bool wait_path(const char *path)
+{
+	int i;
+
+	for (i = 0; i < TIMEOUT_MS / 10; i++) {
+		if (!access(path, F_OK))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Does a thread of ours wait for a FUSE answer? */
+static bool fuse_waits(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	bool found = false;
+
+	assert_non_null(d);
+	while (!found && (e = readdir(d))) {
+		char path[64], wchan[64] = "";
+		FILE *fp;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%.16s/wchan",
+			 e->d_name);
+		fp = fopen(path, "r");
+		if (!fp)
+			continue;
+		if (fgets(wchan, sizeof(wchan), fp))
+			found = !strcmp(wchan, "request_wait_answer");
+		fclose(fp);
+	}
+	closedir(d);
+	return found;
+}
+
+/* until fuse_waits(), TIMEOUT_MS at most */
+static bool fuse_waiter(void)
+{
+	int i;
+
+	for (i = 0; i < TIMEOUT_MS / 10 && !fuse_waits(); i++)
+		usleep(10000);
+	return fuse_waits();
+}
+
+/*
+ * A disk on a file system that stopped answering (stallfs.py, FUSE) with
+ * a DISCARD in flight, closed while the daemon is going down: the close
+ * waits 100 ms, not VBLK_DRAIN_MS (10 s), so SIGTERM is not held by it.
+ */
+static void close_stalled_stopping(void **state)
+{
+	struct fx *f = *state;
+	char dir[] = "/tmp/vbus-blk-stall-XXXXXX", mnt[64], ready[64],
+	     cmd[96], params[128];
+	__u64 g, t0;
+	pid_t fs;
+	int err;
+
+	if (geteuid()) {
+		fprintf(stderr, "[test] not root: no FUSE mount\n");
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	fs = fork();
+	if (!fs) {
+		/* gone with us, also when a check fails half-way */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execlp("python3", "python3", STALLFS, mnt, ready, (char *)NULL);
+		_exit(127);
+	}
+	if (!wait_path(ready)) {
+		int st;
+
+		kill(fs, SIGKILL);
+		waitpid(fs, &st, 0);
+		rmdir(mnt);
+		rmdir(dir);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+			fprintf(stderr, "[test] FUSE cannot be mounted here\n");
+			skip();
+		}
+		fail_msg("stallfs did not start");
+	}
+	snprintf(params, sizeof(params), "file=%s/disk,direct=0", mnt);
+	f->dev = fgd_dev_create("vbus-blk", params, &err);
+	assert_non_null(f->dev);
+	assert_int_equal(fgd_dev_open(f->dev, VBUS_BLK_VERSION), 0);
+	assert_int_equal(fgd_call(f->dev, VBUS_BLK_FUNC_GETCONFIG, &f->cfg,
+				  sizeof(f->cfg)), 0);
+	blk_negotiate(f, VBUS_BLK_F_DISCARD, 1, 16);
+	/* from now on the file system answers nothing */
+	kill(fs, SIGUSR1);
+	snprintf(cmd, sizeof(cmd), "%s.stalled", ready);
+	assert_true(wait_path(cmd));
+	/* a DISCARD (fallocate) always goes to an io-wq worker: it waits there */
+	g = req_new(VBUS_BLK_OP_DISCARD, 0, 0, 8, 0, NULL, NULL);
+	assert_int_equal(fgd_post(&f->r[0], g, VBUS_BLK_REQ_SIZE(0), 1), 0);
+	fgd_poll(0);
+	assert_int_equal(fgd_stat(f->dev, "inflight"), 1);
+	assert_true(fuse_waiter());	/* its worker waits for the answer */
+
+	fgd_stopping();
+	t0 = hostd_now_ns();
+	fgd_dev_close(f->dev);
+	t0 = (hostd_now_ns() - t0) / 1000000;
+	fprintf(stderr, "[test] close with a DISCARD the file system never "
+		"answers, daemon stopping: %llu ms\n", (unsigned long long)t0);
+	assert_int_equal(fgd_stat(f->dev, "drain_timeouts"), 1);
+	assert_true(t0 < VBLK_DRAIN_MS / 2);
+	fgd_dev_destroy(f->dev);
+	f->dev = NULL;
+	/* the connection goes with its server: the read fails, nothing waits */
+	kill(fs, SIGKILL);
+	waitpid(fs, NULL, 0);
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
+	unlink(ready);
+	unlink(cmd);
+	rmdir(dir);
+}
+
 /* O_DIRECT where it works, buffered on request; unaligned buffers */
 static void direct_and_buffered(void **state)
 {
@@ -1374,6 +1506,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(queue_alloc_fails, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(close_inflight, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(close_stalled_stopping, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(direct_and_buffered, setup,
 						teardown),
