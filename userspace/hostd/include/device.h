@@ -331,6 +331,12 @@ struct hostd_peer_rule {
 bool hostd_sock_peer_ok(int fd, const struct hostd_peer_rule *rule,
 			struct ucred *cr);
 
+/*
+ * The same against the guest's own rule (qemu_uid=, qemu_gid=): for a
+ * device that serves QEMU a socket of its own (vbus-ipc's qsock=).
+ */
+bool hostd_dev_qemu_peer_ok(struct hostd_dev *dev, int fd, struct ucred *cr);
+
 /* The most descriptors one hostd_send_fds() carries. */
 #define HOSTD_SEND_FDS_MAX	8
 

@@ -446,7 +446,8 @@ void hostd_bus_init(struct hostd_bus *b, const char *name,
 	hostd_list_init(&b->devs);
 	hostd_evq_init(&b->evq, mem, iv, loop, log);
 	b->env = (struct hostd_dev_env){ .guest = name, .log = log, .mem = mem,
-					 .loop = loop, .evq = &b->evq };
+					 .loop = loop, .evq = &b->evq,
+					 .qemu = &iv->peer };
 }
 
 void hostd_bus_fini(struct hostd_bus *b)

@@ -47,6 +47,11 @@ bool hostd_dev_faulted(const struct hostd_dev *dev)
 	return dev->faulted;
 }
 
+bool hostd_dev_qemu_peer_ok(struct hostd_dev *dev, int fd, struct ucred *cr)
+{
+	return hostd_sock_peer_ok(fd, dev->env.qemu, cr);
+}
+
 bool hostd_dev_stopping(const struct hostd_dev *dev)
 {
 	return hostd_loop_stopping(dev->env.loop);

@@ -33,6 +33,7 @@ struct hostd_dev_env {
 	struct hostd_mem *mem;
 	struct hostd_loop *loop;
 	struct hostd_evq *evq;
+	const struct hostd_peer_rule *qemu;	/* who may be QEMU */
 };
 
 /* One DEVSHM registration (the public part is struct hostd_shm). */
