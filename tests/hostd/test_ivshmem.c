@@ -349,6 +349,69 @@ static void test_ctl_busy_guest(void **state)
 	unlink(cfg.mem);
 }
 
+/* A device type whose create waits for slow_go: a disk's open that hangs. */
+static int slow_go;
+
+static int slow_create(struct hostd_dev *dev, const struct hostd_params *p)
+{
+	(void)dev;
+	(void)p;
+	while (!__atomic_load_n(&slow_go, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return 0;
+}
+
+static void slow_destroy(struct hostd_dev *dev)
+{
+	(void)dev;
+}
+
+static const struct hostd_dev_type slow_type = {
+	.name = "test-slow",
+	.create = slow_create,
+	.destroy = slow_destroy,
+};
+
+HOSTD_DEV_TYPE(slow_type);
+
+/*
+ * An add the guest's thread took but did not finish (its device's create
+ * hangs) is answered "busy ... did not finish" within about a second,
+ * ctl goes on serving (list: state=busy), and the add completes on the
+ * guest's thread later (the device is there); the request's memory went
+ * with it (ASan, TSan). 3dc2f00 waited for it without limit.
+ */
+static void test_ctl_left_request(void **state)
+{
+	struct hostd_guest_cfg cfg = { .name = "s", .size = 4 << 20 };
+	struct hostd_guest *g = calloc(1, sizeof(*g)), *gs[1] = { g };
+	struct hostd_buf out = { 0 };
+	char err[256];
+	double t0;
+
+	(void)state;
+	snprintf(cfg.sock, sizeof(cfg.sock), "%s/s.sock", dir);
+	snprintf(cfg.mem, sizeof(cfg.mem), "%s/s.ram", dir);
+	assert_int_equal(hostd_guest_init(g, &cfg, -1, err, sizeof(err)), 0);
+	assert_int_equal(hostd_guest_start(g), 0);
+	__atomic_store_n(&slow_go, 0, __ATOMIC_RELEASE);
+
+	t0 = now_s();
+	daemon_ctl_exec("add s type=test-slow,id=3", gs, 1, &out);
+	assert_true(now_s() - t0 < 10);
+	assert_non_null(strstr(out.s, "ERR guest s is busy: the request did not finish"));
+	hostd_buf_free(&out);
+	daemon_ctl_exec("list", gs, 1, &out);
+	assert_non_null(strstr(out.s, "guest=s state=busy"));
+	hostd_buf_free(&out);
+
+	__atomic_store_n(&slow_go, 1, __ATOMIC_RELEASE);
+	assert_true(wait_state(gs, "id=3"));	/* it finished there */
+	hostd_guest_fini(g);
+	free(g);
+	unlink(cfg.mem);
+}
+
 /*
  * A process of @uid, @gid (and @group as its one supplementary group)
  * connects to @path and reports on @report: 'R' when the daemon closes on
@@ -514,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_socket_in_use),
 		cmocka_unit_test(test_protocol),
 		cmocka_unit_test(test_ctl_busy_guest),
+		cmocka_unit_test(test_ctl_left_request),
 		cmocka_unit_test(test_qemu_peer),
 	};
 	int ret;
