@@ -534,23 +534,12 @@ int venet_rx_poll(struct venet_priv *priv, int budget)
 	return done;
 }
 
-/* True when the host has completed the rx descriptor at the inuse head. */
-bool venet_rx_pending(struct venet_priv *priv)
-{
-	struct ioq_iterator iter;
-
-	if (venet_faulted(priv))
-		return false;
-	if (ioq_iter_init(priv->rxq, &iter, ioq_idx_reap,
-			  IOQ_ITER_REAP) ||
-	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
-		return false;
-	return venet_head_completed(priv->rxq, &iter);
-}
-
 /*
  * Reap everything the host has completed, with NAPI disabled (MTU change
  * after FLUSHRX). Frames that were filled before the flush still go up.
+ * napi_disable() does not wait for a poll's look-again after
+ * napi_complete_done(); that one is ioq_reap_poll(), which writes no ring
+ * state, so it cannot race this reaper.
  */
 void venet_rx_drain(struct venet_priv *priv)
 {
