@@ -200,8 +200,9 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 		}
 
 		slot = &priv->rx_slots[iter.pos & (priv->rx_count - 1)];
-		if (WARN_ON_ONCE(slot->skb || slot->posted)) {
-			/* our own bookkeeping, not host input */
+		if (slot->skb || slot->posted) {
+			/* room, yet the tail slot is posted: see venet_tx_tail() */
+			venet_fault(priv, "rx tail slot still posted");
 			ret = -EIO;
 			break;
 		}
@@ -489,8 +490,10 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 				break;
 			}
 			done++;
-			if (WARN_ON_ONCE(!slot->posted))
-				continue;	/* our bookkeeping */
+			if (!slot->posted) {	/* completed twice (v5) */
+				venet_fault(priv, "rx completion of a slot not posted");
+				break;
+			}
 			slot->posted = false;
 			venet_rx_complete_sg(priv, slot, len, &m, napi);
 			continue;
@@ -508,8 +511,10 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 		}
 		done++;
 
-		if (WARN_ON_ONCE(!skb))
-			continue;	/* our bookkeeping, not host input */
+		if (!skb) {	/* completed twice (v5) */
+			venet_fault(priv, "rx completion of a slot not posted");
+			break;
+		}
 
 		venet_rx_complete(priv, skb, buflen, len, napi);
 	}
