@@ -19,10 +19,11 @@
  * The consumer also plays venet's NAPI look-again (issue 20.1): after each
  * batch it asks ioq_reap_poll() about north's ring with the snapshot the
  * reaper last took (ioq_reap_snapshot()), on its own CPU while the
- * producer reaps on the other, as a poll that has just completed NAPI
- * does while another CPU's poll reaps. The look-again must not disturb
- * the reaper: a look-again that wrote the reaper's state shows up as a
- * completion out of order or a channel fault.
+ * producer reaps on the other. That runs the call venet uses in-guest,
+ * against a live reaper; it cannot catch a look-again that writes the
+ * reaper's state, since valid_head does not move while the consumer
+ * itself looks (the old look-again passed here): that race needs a third
+ * party, and `ioq-stress --lookagain 1` (tests/stress) is its test.
  *
  * Checks: every message arrives exactly once and in order (cookie = sequence
  * number, ptr = a tag of it), every completion comes back in order with the
