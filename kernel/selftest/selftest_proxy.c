@@ -31,6 +31,7 @@ struct vst_proxy {
 	struct vbus_device_proxy_ops ops;
 	struct shm_signal *table;	/* the cookie table's reference */
 	u32 host_ver;			/* written over head->ver after DEVSHM */
+	bool v5_only;			/* refuses a v6 ring, as a v5 host */
 };
 
 static int vst_proxy_inject(struct shm_signal *s)
@@ -57,6 +58,9 @@ static int vst_proxy_shm(struct vbus_device_proxy *dev, int id, int prio,
 	struct ioq_ring_head *head = ptr;
 	struct shm_signal *s;
 
+	/* a v5-only host's ring check answers -EPROTO (transport.md) */
+	if (p->v5_only && READ_ONCE(head->ver) != IOQ_RING_VER_V5)
+		return -EPROTO;
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
 		return -ENOMEM;
@@ -83,11 +87,12 @@ typedef int (*vst_ioq_alloc_fn)(struct vbus_device_proxy *, int, int,
 /*
  * Allocate a ring through the fake bridge whose host writes @host_ver
  * into it; the case passes when the ring comes back bound to the version
- * the helper laid out (6) and intact.
+ * the helper laid out (6, or 5 for a @v5_only host) and intact.
  */
 static void vst_proxy_case(const char *name, vst_ioq_alloc_fn alloc,
-			   u32 host_ver)
+			   u32 host_ver, bool v5_only)
 {
+	u32 want = v5_only ? IOQ_RING_VER_V5 : IOQ_RING_VER_V6;
 	struct vst_proxy *p = kzalloc(sizeof(*p), GFP_KERNEL);
 	struct ioq *ioq = NULL;
 	int ret;
@@ -99,14 +104,15 @@ static void vst_proxy_case(const char *name, vst_ioq_alloc_fn alloc,
 	p->ops.shm = vst_proxy_shm;
 	p->dev.ops = &p->ops;
 	p->host_ver = host_ver;
+	p->v5_only = v5_only;
 
 	ret = alloc(&p->dev, 0, 0, VST_PROXY_COUNT, &ioq);
 	if (ret)
 		vst_fail(name, "ring alloc returned %d with the signal registered",
 			 ret);
-	else if (ioq->ver != IOQ_RING_VER_V6)
+	else if (ioq->ver != want)
 		vst_fail(name, "ring bound as v%u, laid out as v%u", ioq->ver,
-			 IOQ_RING_VER_V6);
+			 want);
 	else if (shm_signal_faulted(ioq->signal))
 		vst_fail(name, "ring faulted");
 	else
@@ -128,8 +134,10 @@ void vst_run_proxy_cases(void)
 		return;
 	}
 	vst_proxy_case("bus_proxy/ioq_alloc_keeps_version_host_rewrote_to_v5",
-		       alloc, IOQ_RING_VER_V5);
+		       alloc, IOQ_RING_VER_V5, false);
 	vst_proxy_case("bus_proxy/ioq_alloc_keeps_version_host_rewrote_unknown",
-		       alloc, 99);
+		       alloc, 99, false);
+	vst_proxy_case("bus_proxy/ioq_alloc_v5_fallback_keeps_v5_host_rewrote_to_v6",
+		       alloc, IOQ_RING_VER_V6, true);
 	symbol_put(vbus_driver_ioq_alloc);
 }
