@@ -350,6 +350,9 @@ int ioq_ipc_attach_dev(struct ioq_ipc **ipcp, const char *path,
 		goto fail;
 	}
 	ipc->session = info.session;
+	/* a link's south guest sends on H2G, as a host process does */
+	if (info.side == VBUS_IPC_SIDE_SOUTH)
+		ipc->role = IOQ_IPC_HOST;
 	err = ipc_map(ipc, ipc->wait_fd, info.size);
 	if (!err)
 		err = ipc_bind(ipc, info.size);
