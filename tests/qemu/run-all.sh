@@ -4,7 +4,8 @@
 # (bridge + vbus-hostd), venet and vbus-blk end to end, vbus-hostd
 # restarted under a running guest (graceful and crash), the guest's
 # shutdown with I/O in flight (the host is let go of), vbus-ipc (guest
-# process <-> host process), the modules as DKMS builds them, and a guest
+# process <-> host process, and between two guests: ipc_link), the modules
+# as DKMS builds them, and a guest
 # on vbus started by libvirt. Prints each suite's summary and, last, the
 # totals as "N passed, N failed"; exits non-zero on any failure. Extra
 # arguments are not passed on; set VBUS_QEMU_SUITES to run a subset, e.g.
@@ -18,7 +19,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-suites=${VBUS_QEMU_SUITES:-harness kernel bus venet blk restart shutdown ipc dkms libvirt}
+suites=${VBUS_QEMU_SUITES:-harness kernel bus venet blk restart shutdown ipc ipc_link dkms libvirt}
 passed=0
 failed=0
 lines=()
@@ -52,7 +53,7 @@ run_suite() {
 for s in $suites; do
 	case $s in
 	kernel) run_suite kernel "$here/run.sh" kernel --msgs 300000 ;;
-	harness | bus | venet | blk | restart | shutdown | ipc | dkms | libvirt) run_suite "$s" "$here/run.sh" "$s" ;;
+	harness | bus | venet | blk | restart | shutdown | ipc | ipc_link | dkms | libvirt) run_suite "$s" "$here/run.sh" "$s" ;;
 	bus-soak)
 		run_suite bus-soak "$here/run.sh" bus \
 			--cycles "${VBUS_SOAK_CYCLES:-100}" --timeout 3600 ;;

@@ -39,6 +39,8 @@ static void usage(FILE *f)
 "       vbus-hostd ctl --ctl CTL.sock list | add NAME type=TYPE,id=N[,...] |\n"
 "                  drop NAME ID | stats NAME [ID]   [--json]\n"
 "config file: one '--guest SPEC' or '--device SPEC' per line, '#' comments\n"
+"a vbus-ipc channel between two guests (a link): --device G1:type=vbus-ipc,id=N,\n"
+"                  service=S,qsock=G1Q.sock,peer=G2,peer_qsock=G2Q.sock\n"
 "see vbus-hostd(8)\n");
 }
 
