@@ -17,7 +17,7 @@
 #   garbage      the south posts a descriptor outside the area: the
 #                north faults (-EIO); vbus-hostd is unharmed
 #   after_garbage echo-check: a fresh session works
-#   cycles       echo per open/close cycle: no slab growth in the north
+#   cycles       echo per open/close cycle: no slab growth in either guest
 #
 #   tests/qemu/run.sh ipc_link[:REGEX] [--msgs N] [--cycles N] [--demo]
 #
@@ -130,12 +130,12 @@ if lab_want peer_killed; then
 			h_fail south/exchange "(log $lab_logs/south.log)"
 		fi
 	fi
-	lab_serve south2
-	lab_results south2 south
+	last_south=south2
 else
-	lab_serve south
-	lab_results south south
+	last_south=south
 fi
+lab_serve "$last_south"
+lab_results "$last_south" south
 if kill -0 "$hostd_pid" 2>/dev/null && ctl stats g1 5 >"$out/stats.txt" 2>&1; then
 	h_pass hostd-alive-at-end
 	sed 's/^/    ctl stats: /' "$out/stats.txt"
@@ -145,4 +145,5 @@ fi
 grep -a "ipc: link" "$lab_logs/hostd.log" | sed 's/^/    hostd: /' | head -n 20
 printf '\nfigures:\n'
 lab_figures north 'ipc-link-tests: .*'
+lab_figures "$last_south" 'ipc-link-tests: .*'
 lab_summary north
