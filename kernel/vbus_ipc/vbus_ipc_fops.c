@@ -242,6 +242,40 @@ static const struct file_operations vbus_ipc_fops = {
 	.llseek = no_llseek,
 };
 
+/*
+ * /sys/class/misc/vbus-ipcN/{service,side}: what the channel is, without
+ * opening it (an open starts a session): libioq's ioq_vchan_*_init find
+ * a channel by name with them. Both are our probe-time copies.
+ */
+static struct vbus_ipc *dev_ipc(struct device *dev)
+{
+	struct miscdevice *misc = dev_get_drvdata(dev);
+
+	return container_of(misc, struct vbus_ipc, misc);
+}
+
+static ssize_t service_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%s\n", dev_ipc(dev)->service);
+}
+static DEVICE_ATTR_RO(service);
+
+static ssize_t side_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "%s\n", dev_ipc(dev)->side == VBUS_IPC_SIDE_SOUTH ?
+			  "south" : "north");
+}
+static DEVICE_ATTR_RO(side);
+
+static struct attribute *vbus_ipc_attrs[] = {
+	&dev_attr_service.attr,
+	&dev_attr_side.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(vbus_ipc);
+
 int vbus_ipc_chardev_add(struct vbus_ipc *ipc)
 {
 	int ret;
@@ -251,6 +285,7 @@ int vbus_ipc_chardev_add(struct vbus_ipc *ipc)
 	ipc->misc.name = ipc->name;
 	ipc->misc.fops = &vbus_ipc_fops;
 	ipc->misc.parent = &ipc->pdev->dev;
+	ipc->misc.groups = vbus_ipc_groups;
 	ret = misc_register(&ipc->misc);
 	if (!ret)
 		ipc->misc_registered = true;

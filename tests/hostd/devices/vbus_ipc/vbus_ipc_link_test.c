@@ -7,6 +7,7 @@
  * QEMU was given). Messages carry a sequence number and a checksum and
  * are checked at both ends; a peer that leaves, a third QEMU and a peer
  * that writes garbage must each end in a clear error for this channel.
+ * The test_vchan_ cases run libioq's vchan-style calls over the link.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -440,6 +441,178 @@ static void test_link_garbage_faults_channel(void **state)
 	down(e);
 }
 
+/* ---- the vchan-style calls over a link (ioq_vchan(3)) ---------------------- */
+
+static void vchan_pair(struct env *e, struct ioq_vchan **v)
+{
+	struct ioq_ipc *ipc[2];
+
+	both_attach(e, ipc);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ioq_vchan_attach_ipc(&v[i], ipc[i]), 0);
+		ioq_vchan_set_blocking(v[i], 0);
+	}
+}
+
+static bool select_ready(struct ioq_vchan *v)
+{
+	return readable(ioq_vchan_fd_for_select(v));
+}
+
+/* Packets: @n checked messages north -> south, echoed and checked back. */
+static void test_vchan_packets_both_ways(void **state)
+{
+	struct env *e = up();
+	struct ioq_vchan *v[2];
+	unsigned char buf[1024];
+	unsigned long sent = 0, echoed = 0, got = 0, idle = 0, n = 10000;
+	long r;
+
+	(void)state;
+	vchan_pair(e, v);
+	assert_int_equal(ioq_vchan_max_packet(v[N]), sizeof(buf));
+	while (got < n && idle < 1000) {
+		bool moved = false;
+
+		if (sent < n && sent - got < 32) {
+			__u32 len = ipc_msg_len(sent, sizeof(buf));
+
+			ipc_msg_fill(buf, sent, len);
+			r = ioq_vchan_send(v[N], buf, len);
+			assert_true(r == 0 || r == (long)len);
+			sent += r > 0;
+			moved |= r > 0;
+		}
+		while ((r = ioq_vchan_recv(v[S], buf, sizeof(buf))) > 0) {
+			assert_int_equal(ipc_msg_check(buf, r, echoed), 0);
+			assert_int_equal(ioq_vchan_send(v[S], buf, (size_t)r), r);
+			echoed++;
+			moved = true;
+		}
+		assert_int_equal(r, 0);
+		while ((r = ioq_vchan_recv(v[N], buf, sizeof(buf))) > 0) {
+			assert_int_equal(ipc_msg_check(buf, r, got), 0);
+			got++;
+			moved = true;
+		}
+		assert_int_equal(r, 0);
+		idle = moved ? 0 : idle + 1;
+	}
+	assert_int_equal(got, n);
+	ioq_vchan_close(v[N]);
+	ioq_vchan_close(v[S]);
+	down(e);
+}
+
+static unsigned char stream_byte(size_t i)
+{
+	return (unsigned char)((i * 31 + 7) % 251);
+}
+
+/*
+ * The byte stream, both ways at once: writes and reads of sizes that do
+ * not match each other nor the buffer size; every byte checked in order.
+ */
+static void test_vchan_stream_both_ways(void **state)
+{
+	struct env *e = up();
+	struct ioq_vchan *v[2];
+	unsigned char buf[3000];
+	size_t total = 300000, wpos[2] = { 0 }, rpos[2] = { 0 }, step = 0;
+	unsigned long idle = 0;
+
+	(void)state;
+	vchan_pair(e, v);
+	while ((rpos[0] < total || rpos[1] < total) && idle < 1000) {
+		bool moved = false;
+
+		for (int i = 0; i < 2; i++) {
+			size_t wn = 1 + (step * 977) % sizeof(buf);
+			size_t rn = 1 + (step * 1409) % sizeof(buf);
+			long r;
+
+			step++;
+			if (wn > total - wpos[i])
+				wn = total - wpos[i];
+			for (size_t k = 0; k < wn; k++)
+				buf[k] = stream_byte(wpos[i] + k);
+			r = wn ? ioq_vchan_write(v[i], buf, wn) : 0;
+			assert_true(r >= 0 && (size_t)r <= wn);
+			wpos[i] += (size_t)r;
+			moved |= r > 0;
+			r = ioq_vchan_read(v[!i], buf, rn);
+			assert_true(r >= 0 && (size_t)r <= rn);
+			for (long k = 0; k < r; k++)
+				assert_int_equal(buf[k], stream_byte(rpos[i] + (size_t)k));
+			rpos[i] += (size_t)r;
+			moved |= r > 0;
+		}
+		idle = moved ? 0 : idle + 1;
+	}
+	assert_int_equal(rpos[0], total);
+	assert_int_equal(rpos[1], total);
+	ioq_vchan_close(v[N]);
+	ioq_vchan_close(v[S]);
+	down(e);
+}
+
+/*
+ * data_ready, buffer_space and the select descriptor say what a call
+ * would find: readable on a packet, not after it was taken.
+ */
+static void test_vchan_ready_space_select(void **state)
+{
+	struct env *e = up();
+	struct ioq_vchan *v[2];
+	char buf[1024];
+	long space;
+
+	(void)state;
+	vchan_pair(e, v);
+	space = ioq_vchan_buffer_space(v[N]);
+	assert_int_equal(space, 64 * 1024);
+	assert_false(select_ready(v[S]));
+	assert_int_equal(ioq_vchan_data_ready(v[S]), 0);
+	assert_int_equal(ioq_vchan_send(v[N], "0123456789", 10), 10);
+	assert_true(select_ready(v[S]));
+	assert_int_equal(ioq_vchan_data_ready(v[S]), 10);
+	assert_int_equal(ioq_vchan_buffer_space(v[N]), space - 1024);
+	assert_int_equal(ioq_vchan_wait(v[S]), 0);
+	assert_int_equal(ioq_vchan_read(v[S], buf, 4), 4);
+	assert_int_equal(ioq_vchan_data_ready(v[S]), 6);
+	assert_true(select_ready(v[S]));	/* 6 bytes left */
+	assert_int_equal(ioq_vchan_read(v[S], buf, sizeof(buf)), 6);
+	assert_false(select_ready(v[S]));
+	assert_int_equal(ioq_vchan_buffer_space(v[N]), space);
+	assert_int_equal(ioq_vchan_send(v[N], buf, sizeof(buf) + 1), -EMSGSIZE);
+	assert_true(ioq_vchan_is_open(v[N]) && ioq_vchan_is_open(v[S]));
+	ioq_vchan_close(v[N]);
+	ioq_vchan_close(v[S]);
+	down(e);
+}
+
+/* The peer guest is gone: is_open 0, every call says -EPIPE. */
+static void test_vchan_peer_gone(void **state)
+{
+	struct env *e = up();
+	struct ioq_vchan *v[2];
+	char buf[8];
+
+	(void)state;
+	vchan_pair(e, v);
+	ioq_vchan_close(v[S]);
+	qside_close(&e->s[S]);
+	fg_pump(&e->fg);
+	assert_false(ioq_vchan_is_open(v[N]));
+	assert_int_equal(ioq_vchan_read(v[N], buf, sizeof(buf)), -EPIPE);
+	assert_int_equal(ioq_vchan_write(v[N], buf, sizeof(buf)), -EPIPE);
+	assert_int_equal(ioq_vchan_data_ready(v[N]), -EPIPE);
+	assert_int_equal(ioq_vchan_buffer_space(v[N]), -EPIPE);
+	assert_int_equal(ioq_vchan_wait(v[N]), -EPIPE);
+	ioq_vchan_close(v[N]);
+	down(e);
+}
+
 static void test_link_bad_params(void **state)
 {
 	static const char *const bad[][2] = {
@@ -481,6 +654,10 @@ int main(void)
 		cmocka_unit_test(test_link_third_qemu_refused),
 		cmocka_unit_test(test_link_garbage_faults_channel),
 		cmocka_unit_test(test_link_bad_params),
+		cmocka_unit_test(test_vchan_packets_both_ways),
+		cmocka_unit_test(test_vchan_stream_both_ways),
+		cmocka_unit_test(test_vchan_ready_space_select),
+		cmocka_unit_test(test_vchan_peer_gone),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
