@@ -15,11 +15,21 @@ peer() { /test/ipc-peer guest "$dev" "$@" --timeout 600000; }
 vt_check ipc-loads vt_kmod_load vbus_ipc
 vt_check ipc-device-node test -c "$dev"
 
+# one session of the south: ACTION, or "vchan" (echo-check through the
+# vchan-style calls, the device found by service name)
+serve() {
+	if [ "$1" = vchan ]; then
+		/test/ipc-peer vchan-server chat echo-check --timeout 600000
+	else
+		peer "$1"
+	fi
+}
+
 if [ "$LINK_ROLE" = south ]; then
 	vt_check south-side sh -c 'dmesg | grep -q "south end of a link"'
 	ncyc=0
 	for s in $LINK_SESSIONS; do
-		if peer "${s%%:*}" >/tmp/x.out 2>&1; then
+		if serve "${s%%:*}" >/tmp/x.out 2>&1; then
 			vt_pass "south-${s#*:}"
 		else
 			vt_fail "south-${s#*:}" "exit=$?: $(tail -n 1 /tmp/x.out)"
@@ -55,6 +65,21 @@ check_exchange() {
 	cat /tmp/x.out
 	t1=$(vt_uptime_cs)
 	log "EXCHANGE $(grep -o 'sent.*' /tmp/x.out | head -n 1) (wall $(((t1 - t0) / 100)) s)"
+}
+
+# 1b. the same through the vchan-style calls, the device found by name
+check_vchan() {
+	local t0 t1
+	vt_check sysfs-names-the-channel sh -c 'grep -qx chat /sys/class/misc/vbus-ipc0/service && grep -qx north /sys/class/misc/vbus-ipc0/side'
+	t0=$(vt_uptime_cs)
+	if /test/ipc-peer vchan-client chat send "$LINK_MSGS" 32 --timeout 600000 >/tmp/x.out 2>&1; then
+		vt_pass "vchan-exchange-$LINK_MSGS"
+	else
+		vt_fail "vchan-exchange-$LINK_MSGS" "exit=$?: $(tail -n 1 /tmp/x.out)"
+	fi
+	cat /tmp/x.out
+	t1=$(vt_uptime_cs)
+	log "VCHAN $(grep -o 'sent.*' /tmp/x.out | head -n 1) (wall $(((t1 - t0) / 100)) s)"
 }
 
 # 2. a guest the link does not name cannot attach; ours goes on
@@ -123,5 +148,5 @@ check_cycles() {
 		vt_slab_check "slab-stable-after-$LINK_CYCLES-cycles" /tmp/slab0 /tmp/slab1 16
 }
 
-vt_run_checks exchange third_guest peer_killed garbage after_garbage cycles
+vt_run_checks exchange vchan third_guest peer_killed garbage after_garbage cycles
 vt_done

@@ -7,6 +7,9 @@
 # ipc-peer session per north check, in order:
 #   exchange     echo-check: --msgs checked messages each way (each is
 #                checked by the south on the way and by the north back)
+#   vchan        the same exchange through libioq's vchan-style calls
+#                (ipc-peer vchan-client chat / vchan-server chat: each
+#                guest finds its device by service name and side)
 #   third_guest  a third QEMU on either of the link's sockets is refused
 #                (req_third): it gets neither the region nor an eventfd;
 #                echo-check: the named guests' channel goes on
@@ -40,6 +43,7 @@ peer=$(find "$cbuild" -type f -name ipc-peer -perm -u+x | head -n 1)
 s1=() s2=()
 south() { if ((${#s2[@]})) || [[ "$1" == boot ]]; then s2+=("$2"); else s1+=("$2"); fi; }
 ! lab_want exchange || south - echo-check:exchange
+! lab_want vchan || south - vchan:vchan
 ! lab_want third_guest || south - echo-check:third-guest
 if lab_want peer_killed; then
 	s1+=(echo:peer-killed)
