@@ -225,3 +225,20 @@ vt_blk_fails_fast() {
 		{ echo "it went through the timeout handler"; return 1; }
 	[ "$cs" -lt 400 ] || { echo "took $cs cs (the slow path takes >= 500)"; return 1; }
 }
+
+# vt_console_mark: how many lines the kernel log has now (for
+# vt_console_clean). vt_console_clean MARK: no kernel problem (an Oops,
+# WARNING, BUG, KASAN/slub report, hung task, soft lockup: the ERE
+# $VT_KERNEL_PROBLEMS, which a host script passes from results.sh's
+# VBUS_KERNEL_PROBLEMS) in the lines logged since MARK; prints them if any.
+# results.sh scans the whole log at the end as well: this says which
+# check it was.
+vt_console_mark() { dmesg | wc -l; }
+vt_console_clean() {
+	local bad
+	[ -n "${VT_KERNEL_PROBLEMS:-}" ] || { echo "no VT_KERNEL_PROBLEMS in /test/config.sh"; return 1; }
+	bad=$(dmesg | tail -n +"$(($1 + 1))" | grep -E -e "$VT_KERNEL_PROBLEMS")
+	[ -z "$bad" ] && return 0
+	echo "$bad" | head -n 20
+	return 1
+}

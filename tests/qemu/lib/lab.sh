@@ -367,6 +367,7 @@ lab_stage() {
 }
 
 # lab_boot ROLE [--guest G] [vbus_boot_guest OPTIONS] [-- QEMU ARGS]: boot
+# (--reboot: the guest's reboot resets QEMU instead of ending it)
 # $run/ROLE.cpio.gz in the background, serial log $lab_logs/ROLE.log, the
 # request channel on the second serial port, with guest G's vbus
 # transport (vbus-hostd's socket and RAM file); QEMU's pid in $run/ROLE.pid.
@@ -378,6 +379,7 @@ lab_boot() {
 		case "$1" in
 		--guest) g=$2; shift 2 ;;
 		--mem) m=$2; opts+=("$1" "$2"); shift 2 ;;
+		--reboot) opts+=("$1"); shift ;;
 		*) opts+=("$1" "$2"); shift 2 ;;
 		esac
 	done
