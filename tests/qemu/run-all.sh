@@ -3,7 +3,9 @@
 # TCG): the harness's own fail-path checks, the kernel selftests, the bus
 # (bridge + vbus-hostd), venet and vbus-blk end to end, vbus-hostd
 # restarted under a running guest (graceful and crash), the guest's
-# shutdown with I/O in flight (the host is let go of), vbus-ipc (guest
+# shutdown with I/O in flight (the host is let go of), a hostile host
+# (vbus-hostd --test-faults lying to the guest; a warm reboot under
+# traffic), vbus-ipc (guest
 # process <-> host process), the modules as DKMS builds them, and a guest
 # on vbus started by libvirt. Prints each suite's summary and, last, the
 # totals as "N passed, N failed"; exits non-zero on any failure. Extra
@@ -18,7 +20,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-suites=${VBUS_QEMU_SUITES:-harness kernel bus venet blk restart shutdown ipc dkms libvirt}
+suites=${VBUS_QEMU_SUITES:-harness kernel bus venet blk restart shutdown hostile ipc dkms libvirt}
 passed=0
 failed=0
 lines=()
@@ -52,7 +54,7 @@ run_suite() {
 for s in $suites; do
 	case $s in
 	kernel) run_suite kernel "$here/run.sh" kernel --msgs 300000 ;;
-	harness | bus | venet | blk | restart | shutdown | ipc | dkms | libvirt) run_suite "$s" "$here/run.sh" "$s" ;;
+	harness | bus | venet | blk | restart | shutdown | hostile | ipc | dkms | libvirt) run_suite "$s" "$here/run.sh" "$s" ;;
 	bus-soak)
 		run_suite bus-soak "$here/run.sh" bus \
 			--cycles "${VBUS_SOAK_CYCLES:-100}" --timeout 3600 ;;
