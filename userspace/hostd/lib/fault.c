@@ -122,31 +122,58 @@ static void on_shm(struct hostd_bus *b, struct hostd_dev *d,
 	}
 }
 
-/*
- * One storm pass over @d's open signals: dirty=1 held in the guest's irq
- * record and a SHMSIGNAL posted whether or not pending says one is on its
- * way (a host that ignores the protocol's suppression).
- */
-static void storm_dev(struct hostd_fault *f, struct hostd_dev *d)
+/* The guest's irq record of each open signal of @d, up to @max. */
+static unsigned int storm_irqs(struct hostd_dev *d, struct shm_signal_irq **irq,
+			       unsigned int max)
 {
 	struct hostd_shm_ent *e;
-	struct vbus_pci_event ev;
+	unsigned int n = 0;
 
 	hostd_list_for_each_entry(e, pos, &d->shms, struct hostd_shm_ent,
 				  node) {
-		struct shm_signal_irq *irq;
+		if (e->closed || !e->pub.signal || n == max)
+			continue;
+		irq[n++] = &e->signal.desc->irq[shm_locality_north];
+	}
+	return n;
+}
 
+#define STORM_SIGNALS	8
+#define STORM_HOLD_NS	200000ull	/* dirty held between two posts */
+
+/*
+ * One storm pass over @d's open signals: a SHMSIGNAL posted whether or not
+ * pending says one is on its way (a host that ignores the protocol's
+ * suppression), then dirty=1 (and enabled=1 with storm_enable) stored
+ * again and again for STORM_HOLD_NS: whenever the guest's wakeup reloads
+ * dirty after its notifier it finds it set, so it runs until its budget
+ * is spent and re-arms its deferred notify.
+ */
+static void storm_dev(struct hostd_fault *f, struct hostd_dev *d)
+{
+	struct shm_signal_irq *irq[STORM_SIGNALS];
+	struct hostd_shm_ent *e;
+	struct vbus_pci_event ev;
+	unsigned long long end = hostd_now_ns() + STORM_HOLD_NS;
+	unsigned int i, n;
+
+	hostd_list_for_each_entry(e, pos, &d->shms, struct hostd_shm_ent,
+				  node) {
 		if (e->closed || !e->pub.signal)
 			continue;
-		irq = &e->signal.desc->irq[shm_locality_north];
-		if (f->storm_enable)
-			VBUS_WRITE(irq->enabled, 1);
-		VBUS_WRITE(irq->dirty, 1);
 		memset(&ev, 0, sizeof(ev));
 		ev.eventid = VBUS_PCI_EVENT_SHMSIGNAL;
 		ev.data.handle.handle = e->cookie;
 		hostd_evq_post(e->evq, &ev);
 	}
+	n = storm_irqs(d, irq, STORM_SIGNALS);
+	do {
+		for (i = 0; i < n; i++) {
+			if (f->storm_enable)
+				VBUS_WRITE(irq[i]->enabled, 1);
+			VBUS_WRITE(irq[i]->dirty, 1);
+		}
+	} while (n && hostd_now_ns() < end);
 }
 
 /* Each pass of the loop while storming (the hook asks for the next). */
@@ -168,8 +195,12 @@ static void on_deferred(struct hostd_bus *b)
 	}
 	storm_dev(f, d);
 	f->storm_passes++;
-	/* a storm, not a busy loop: the hypercalls still get answered */
-	usleep(100);
+	/*
+	 * As fast as the loop turns: dirty must be set again within the
+	 * guest's notifier run for its wakeup to use up its budget. The
+	 * loop still polls its fds (timeout 0) between passes, so the
+	 * hypercalls (the guest's close) are still answered.
+	 */
 	hostd_loop_defer(b->env.loop);
 }
 
@@ -193,8 +224,9 @@ static void on_hc(struct hostd_bus *b, __u32 vector)
 		if (d && d->open) {
 			storm_dev(f, d);
 			f->storm_passes++;
+		} else {
+			usleep(1000);
 		}
-		usleep(100);
 	}
 }
 
@@ -403,6 +435,43 @@ static int verb_complete(struct verb_args *a)
 	return 0;
 }
 
+/*
+ * shmclose ID: a SHMCLOSE for every open region of device ID, and nothing
+ * else: the host says it let go of them and goes on acting on them (a
+ * storm goes on); the guest's own DEVCLOSE later closes them for real.
+ */
+static int verb_shmclose(struct verb_args *a)
+{
+	struct vbus_pci_event ev;
+	struct hostd_shm_ent *e;
+	struct hostd_dev *d;
+	unsigned int n = 0;
+	__u32 id;
+
+	if (arg_num(a, 1, 0xffffffffull, &id))
+		return -EINVAL;
+	d = hostd_bus_find(a->b, id);
+	if (!d || !d->open)
+		return fail(a->err, a->errlen, -ENOENT,
+			    "fault shmclose: device %u is %s", id,
+			    d ? "not open" : "absent");
+	hostd_list_for_each_entry(e, pos, &d->shms, struct hostd_shm_ent,
+				  node) {
+		if (e->closed || !e->pub.signal)
+			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.eventid = VBUS_PCI_EVENT_SHMCLOSE;
+		ev.data.handle.handle = e->cookie;
+		hostd_evq_post(e->evq, &ev);
+		n++;
+	}
+	fault_log(a->f, "device %u: SHMCLOSE for %u regions it still uses", id,
+		  n);
+	hostd_buf_printf(a->out, "SHMCLOSE sent for %u regions of device %u\n",
+			 n, id);
+	return 0;
+}
+
 static int verb_storm(struct verb_args *a)
 {
 	struct hostd_fault *f = a->f;
@@ -477,11 +546,12 @@ static const struct {
 	{ "poke", 5, 6, verb_poke },
 	{ "peek", 4, 4, verb_peek },
 	{ "storm", 2, 3, verb_storm },
+	{ "shmclose", 2, 2, verb_shmclose },
 	{ "hc-delay", 3, 3, verb_hc_delay },
 	{ "status", 1, 1, verb_status },
 };
 
-#define FAULT_USAGE "fault NAME phantoms N | on-devshm ID OFF VALUE [storm] | complete ID SHM K | poke ID SHM OFF VALUE [1|2|4] | peek ID SHM OFF | storm ID [enable] | storm off | hc-delay MS N | status"
+#define FAULT_USAGE "fault NAME phantoms N | on-devshm ID OFF VALUE [storm] | complete ID SHM K | poke ID SHM OFF VALUE [1|2|4] | peek ID SHM OFF | storm ID [enable] | storm off | shmclose ID | hc-delay MS N | status"
 
 int hostd_fault_exec(struct hostd_guest *g, char **argv, unsigned int argc,
 		     struct hostd_buf *out, char *err, size_t errlen)

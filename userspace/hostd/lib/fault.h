@@ -32,6 +32,8 @@
  *                           guest's own enabled=1. Ends by itself when
  *                           the device closes (the SHMCLOSE happens under
  *                           it), never writing a closed region; storm off
+ *   shmclose ID             SHMCLOSE for device ID's signalled regions, the
+ *                           host acting on them still (a storm goes on)
  *   hc-delay MS N           the next N hypercalls are acted on and answered
  *                           MS ms late (the guest's thread stalls: a stuck
  *                           host; a storm on goes on meanwhile)

@@ -10,8 +10,9 @@
 #   rx_race         (20.1) an honest host floods venet with pings while the
 #                   MTU flips (rx drains) and NAPI runs on both vCPUs: no
 #                   ring fault, no corruption
-#   storm_close     (issue 20.3) the host holds dirty on device 1's ring
-#                   (a signal storm) while the guest closes the device
+#   storm_close     (issue 20.3) the host holds dirty (and enabled) on
+#                   device 1's ring (a signal storm), sends SHMCLOSE under
+#                   it and storms on while the guest closes the device
 #                   (DEVCLOSE, SHMCLOSE, the ring freed), five times
 #   devshm_version  (20.4) the host rewrites the ring's version right
 #                   after accepting DEVSHM, and signals it
@@ -86,11 +87,19 @@ storm_close_once() {
 	local n0
 	wait_bound 1 || return 1
 	n0=$(cat "$BUS/1/notifies")
-	vt_host fault storm 1 || return 1
-	# dirty is held: the notifier keeps running, the tasklet re-arms
+	# dirty held, and enabled: the close's notify_disable does not end
+	# the wakeup loop, the deferred notify keeps re-arming
+	vt_host fault storm 1 enable || return 1
+	# the notifier keeps running
 	vt_wait 20 notified_more 1 "$n0" 200 || return 1
-	# the guest closes the device under the storm; the host's storm ends
-	# at the close (it never writes a closed ring)
+	# SHMCLOSE under the storm, which goes on: the deferred notify keeps
+	# re-arming on a signal the bridge no longer has in its table
+	vt_host fault shmclose 1 >/dev/null || return 1
+	vt_wait 20 notified_more 1 "$(cat "$BUS/1/notifies")" 64 || return 1
+	# then the guest closes the device: the host acts on the close 300 ms
+	# late, storming meanwhile, and its storm ends at the close (it never
+	# writes a closed ring); the ring is freed right after the answer
+	vt_host fault hc-delay 300 1 >/dev/null || return 1
 	echo 1 >"$VTDRV/unbind" || return 1
 	echo 1 >"$VTDRV/bind" || return 1
 	wait_bound 1 && ring_ok 1 100
