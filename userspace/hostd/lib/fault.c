@@ -23,6 +23,7 @@ struct hostd_fault {
 	struct hostd_bus_faults hooks;	/* first: the bus holds &hooks */
 	struct hostd_guest *g;
 	unsigned int phantoms;		/* announced at every BUSREG */
+	bool busreg_quiet, quiet_held;	/* BUSREG's DEVADDs without an irq */
 	bool shm_armed, shm_storm;	/* on-devshm */
 	__u32 shm_dev, shm_off, shm_val;
 	bool storm, storm_enable;
@@ -70,11 +71,28 @@ static void post_phantom(struct hostd_bus *b, __u32 eventid, unsigned int i)
 	hostd_evq_post(&b->evq, &ev);
 }
 
+/* The guest's irq record of its eventq (it receives there). */
+static struct shm_signal_irq *evq_irq(struct hostd_bus *b)
+{
+	return &b->evq.signal.desc->irq[shm_locality_north];
+}
+
 static void on_busreg(struct hostd_bus *b)
 {
 	struct hostd_fault *f = to_fault(b);
 	unsigned int i;
 
+	/* a re-attach only: host_epoch 0 is the guest's first host */
+	if (f->busreg_quiet && f->g->iv.shm &&
+	    VBUS_READ(f->g->iv.shm->host_epoch)) {
+		/*
+		 * "a notification is on its way": our inject sends no MSI-X
+		 * for the DEVADDs below, the guest finds them only by looking
+		 */
+		VBUS_WRITE(evq_irq(b)->pending, 1);
+		f->quiet_held = true;
+		fault_log(f, "re-attach BUSREG: its DEVADDs posted without an interrupt");
+	}
 	for (i = 0; i < f->phantoms; i++)
 		post_phantom(b, VBUS_PCI_EVENT_DEVADD, i);
 	f->phantoms_posted += f->phantoms;
@@ -210,6 +228,14 @@ static void on_hc(struct hostd_bus *b, __u32 vector)
 	struct hostd_fault *f = to_fault(b);
 	unsigned long long end;
 
+	if (f->quiet_held && hostd_evq_live(&b->evq)) {
+		/* the guest's next call: the interrupt it was owed */
+		f->quiet_held = false;
+		VBUS_WRITE(evq_irq(b)->pending, 0);
+		shm_signal_inject(&b->evq.signal, 0);
+		fault_log(f, "hypercall %u: the eventq interrupt sent at last",
+			  vector);
+	}
 	if (!f->hc_delay_n)
 		return;
 	f->hc_delay_n--;
@@ -328,6 +354,19 @@ static int verb_phantoms(struct verb_args *a)
 	fault_log(f, "%u phantom devices, announced at every BUSREG", n);
 	hostd_buf_printf(a->out, "%u phantom devices (ids %u..)\n", n,
 			 HOSTD_FAULT_PHANTOM_BASE);
+	return 0;
+}
+
+static int verb_busreg_quiet(struct verb_args *a)
+{
+	bool on = !strcmp(a->argv[1], "on");
+
+	if (!on && strcmp(a->argv[1], "off"))
+		return fail(a->err, a->errlen, -EINVAL,
+			    "fault busreg-quiet: '%s' (want on or off)",
+			    a->argv[1]);
+	a->f->busreg_quiet = on;
+	hostd_buf_printf(a->out, "busreg-quiet %s\n", on ? "on" : "off");
 	return 0;
 }
 
@@ -522,9 +561,9 @@ static int verb_status(struct verb_args *a)
 	struct hostd_fault *f = a->f;
 
 	hostd_buf_printf(a->out,
-			 "phantoms %u posted %llu\non_devshm %s shm_pokes %llu\npokes %llu completes %llu\nstorm %s passes %llu ended %llu\nhc_delay_left %u delayed %llu\n",
+			 "phantoms %u posted %llu busreg-quiet %s\non_devshm %s shm_pokes %llu\npokes %llu completes %llu\nstorm %s passes %llu ended %llu\nhc_delay_left %u delayed %llu\n",
 			 f->phantoms, (unsigned long long)f->phantoms_posted,
-			 f->shm_armed ? "armed" : "idle",
+			 f->busreg_quiet ? "on" : "off", f->shm_armed ? "armed" : "idle",
 			 (unsigned long long)f->shm_pokes,
 			 (unsigned long long)f->pokes,
 			 (unsigned long long)f->completes,
@@ -541,6 +580,7 @@ static const struct {
 	int (*run)(struct verb_args *a);
 } verbs[] = {
 	{ "phantoms", 2, 2, verb_phantoms },
+	{ "busreg-quiet", 2, 2, verb_busreg_quiet },
 	{ "on-devshm", 4, 5, verb_on_devshm },
 	{ "complete", 4, 4, verb_complete },
 	{ "poke", 5, 6, verb_poke },
@@ -551,7 +591,7 @@ static const struct {
 	{ "status", 1, 1, verb_status },
 };
 
-#define FAULT_USAGE "fault NAME phantoms N | on-devshm ID OFF VALUE [storm] | complete ID SHM K | poke ID SHM OFF VALUE [1|2|4] | peek ID SHM OFF | storm ID [enable] | storm off | shmclose ID | hc-delay MS N | status"
+#define FAULT_USAGE "fault NAME phantoms N | busreg-quiet on|off | on-devshm ID OFF VALUE [storm] | complete ID SHM K | poke ID SHM OFF VALUE [1|2|4] | peek ID SHM OFF | storm ID [enable] | storm off | shmclose ID | hc-delay MS N | status"
 
 int hostd_fault_exec(struct hostd_guest *g, char **argv, unsigned int argc,
 		     struct hostd_buf *out, char *err, size_t errlen)

@@ -11,6 +11,11 @@
  *   phantoms N              N DEVADDs of type vbus-phantom (ids 900000..)
  *                           now and at every BUSREG ahead of the real
  *                           devices; 0: DEVDROP them and stop
+ *   busreg-quiet on|off     at a re-attach's BUSREG (host_epoch not 0: the
+ *                           guest had a host before) the guest's eventq
+ *                           pending is held 1, so its DEVADDs come without
+ *                           an interrupt (the guest must look); the
+ *                           interrupt comes at its next hypercall
  *   on-devshm ID OFF VALUE [storm]  the next DEVSHM of device ID gets
  *                           the u32 VALUE at byte OFF of its region,
  *                           written after the region was accepted, before

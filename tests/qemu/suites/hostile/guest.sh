@@ -17,8 +17,12 @@
 #   devshm_version  (20.4) the host rewrites the ring's version right
 #                   after accepting DEVSHM, and signals it
 #   reattach        (20.6) the host announces VT_PHANTOMS (> 64) phantom
-#                   devices ahead of the real ones and restarts: the live
+#                   devices ahead of the real ones and restarts (the new
+#                   daemon's DEVADDs come without an interrupt): the live
 #                   devices are reconnected, not torn down and probed anew
+#   devadd_flood    (20.6) the host announces 600 phantoms: past the
+#                   bridge's 512 devices each DEVADD is refused, counted
+#                   and logged; then it drops them again
 #   reboot          (20.7, 20.13) venet traffic, disk I/O and the ring
 #                   running, then reboot -f (QEMU resets, this kernel boots
 #                   again): before vbus loads, the host writes nothing into
@@ -167,6 +171,34 @@ check_reattach() {
 	group_end reattach "$m"
 }
 
+# ---- 20.6: a DEVADD flood from the host ----
+# shellcheck disable=SC2012 # device ids are numbers
+ndevs() { ls "$BUS" 2>/dev/null | wc -l; }
+ndevs_is() { [ "$(ndevs)" = "$1" ] || { echo "$(ndevs) devices, want $1"; return 1; }; }
+ev_bad_above() { [ $(($(bstat ev_bad) - $1)) -ge "$2" ]; }
+FLOOD=600
+CAP=512
+devadd_flood() {
+	local bad0 said0 n0 n
+	bad0=$(bstat ev_bad)
+	said0=$(said 'devices already')
+	n0=$(ndevs)
+	vt_host fault phantoms "$FLOOD" >/dev/null || return 1
+	# each DEVADD past the bridge's cap is refused and counted
+	vt_wait 120 ev_bad_above "$bad0" $((n0 + FLOOD - VT_PHANTOMS - CAP)) || return 1
+	n=$(ndevs)
+	[ "$n" = "$CAP" ] || { echo "$n devices on the bus after the host announced $((n0 + FLOOD - VT_PHANTOMS)), the cap is $CAP"; return 1; }
+	[ $(($(said 'devices already') - said0)) -ge 1 ] || { echo "the refusal was not logged"; return 1; }
+	vt_host fault phantoms "$VT_PHANTOMS" >/dev/null || return 1
+	vt_wait 120 ndevs_is "$n0"
+}
+check_devadd_flood() {
+	local m
+	m=$(vt_console_mark)
+	vt_check "devadd_flood/$FLOOD-devadds-capped-at-$CAP" devadd_flood
+	group_end devadd_flood "$m"
+}
+
 # ---- 20.13: a warm reboot under traffic ----
 venet_if() {
 	local i d
@@ -306,7 +338,7 @@ BOOT=$(vt_host boot) || BOOT=0
 case "$BOOT" in
 1)
 	vt_check load load_bus
-	vt_run_checks rx_race storm_close devshm_version reattach reboot
+	vt_run_checks rx_race storm_close devshm_version reattach devadd_flood reboot
 	# without the reboot group: the rest in this boot
 	vt_run_checks own_fields
 	;;
