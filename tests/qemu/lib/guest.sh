@@ -240,5 +240,7 @@ vt_console_clean() {
 	bad=$(dmesg | tail -n +"$(($1 + 1))" | grep -E -e "$VT_KERNEL_PROBLEMS")
 	[ -z "$bad" ] && return 0
 	echo "$bad" | head -n 20
+	# last: the first of them (vt_check's reason is the last line)
+	echo "$(echo "$bad" | wc -l) problem line(s), the first: $(echo "$bad" | head -n 1)"
 	return 1
 }

@@ -91,6 +91,7 @@ static void on_busreg(struct hostd_bus *b)
 		 */
 		VBUS_WRITE(evq_irq(b)->pending, 1);
 		f->quiet_held = true;
+		f->busreg_quiet = false;	/* once */
 		fault_log(f, "re-attach BUSREG: its DEVADDs posted without an interrupt");
 	}
 	for (i = 0; i < f->phantoms; i++)

@@ -11,8 +11,8 @@
  *   phantoms N              N DEVADDs of type vbus-phantom (ids 900000..)
  *                           now and at every BUSREG ahead of the real
  *                           devices; 0: DEVDROP them and stop
- *   busreg-quiet on|off     at a re-attach's BUSREG (host_epoch not 0: the
- *                           guest had a host before) the guest's eventq
+ *   busreg-quiet on|off     at the next re-attach's BUSREG (host_epoch not
+ *                           0: the guest had a host before; once) the eventq
  *                           pending is held 1, so its DEVADDs come without
  *                           an interrupt (the guest must look); the
  *                           interrupt comes at its next hypercall

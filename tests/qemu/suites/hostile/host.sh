@@ -23,9 +23,9 @@
 #   tests/qemu/run.sh hostile[:REGEX] [--phantoms N]
 #
 #   --phantoms N  phantom devices (default 70: more than one 64-event pass)
-# Check groups (REGEX): rx_race storm_close devshm_version reattach
-# devadd_flood reboot
-# own_fields (own_fields runs after the reboot, in the second boot).
+# Check groups (REGEX), in this order: rx_race storm_close reattach
+# devadd_flood reboot devshm_version own_fields (the last two after the
+# reboot, in the second boot).
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
