@@ -289,7 +289,7 @@ rx_race() {
 	# spurious signals (allowed: a signal only says "look"): NAPI is
 	# scheduled from the eventq and from the tx path at once
 	vt_host fault storm 3 >/dev/null
-	vt_host rx_flood 6000
+	vt_host rx_flood "${VT_RX_FLOOD:-6000}"
 	vt_host fault storm off >/dev/null
 	touch /tmp/rx.stop
 	wait "$pid"

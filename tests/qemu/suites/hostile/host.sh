@@ -20,9 +20,10 @@
 # (its counters stand still while the host pings the guest), and the new
 # boot brings vbus up again. Needs root (namespace, tap).
 #
-#   tests/qemu/run.sh hostile[:REGEX] [--phantoms N]
+#   tests/qemu/run.sh hostile[:REGEX] [--phantoms N] [--rx-flood N]
 #
 #   --phantoms N  phantom devices (default 70: more than one 64-event pass)
+#   --rx-flood N  pings flooded at the guest in rx_race (default 6000)
 # Check groups (REGEX), in this order: rx_race storm_close reattach
 # devadd_flood reboot devshm_version own_fields (the last two after the
 # reboot, in the second boot).
@@ -31,8 +32,8 @@ set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/lab.sh"
 
-phantoms=70 mem=512M timeout=600
-lab_begin hostile phantoms:N -- "$@"
+phantoms=70 rx_flood=6000 mem=512M timeout=600
+lab_begin hostile phantoms:N rx-flood:N -- "$@"
 guest_ip=10.79.0.2 guest_mac=52:54:00:7e:02:02
 
 lab_build --modules "$LAB_BUS_SUBDIRS kernel/venet kernel/vbus_blk" --cmake "vbus-hostd vbus-fdkeeper"
@@ -47,6 +48,7 @@ VT_HOST_IP=$host_ip
 VT_GUEST_IP=$guest_ip
 VT_PREFIX=24
 VT_PHANTOMS=$phantoms
+VT_RX_FLOOD=$rx_flood
 VT_KERNEL_PROBLEMS='$VBUS_KERNEL_PROBLEMS'
 CONFIG
 
