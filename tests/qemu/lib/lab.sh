@@ -341,7 +341,7 @@ lab_no_fault() {
 # ---- --swiotlb: the data buffers vbus-hostd saw were the bounce buffers ----
 # The guest asks (vt_swiotlb_range, then its suite's drop and "window
 # START END") for its device to come back with dma_window=START-END
-# (test-only, docs/operations.md): vbus-hostd then counts each data buffer
+# (test-only, vbus-hostd(8)): vbus-hostd then counts each data buffer
 # inside (dma_in) and refuses one outside (dma_out).
 # lab_dma_add SPEC START END: ctl add of device SPEC with the window.
 lab_dma_add() {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * vbus-hostd: the test-only dma_window=START-END device parameter
- * (device.h, hostd_dev_data; docs/operations.md, "Test options").
+ * (device.h, hostd_dev_data; vbus-hostd(8)).
  *
  * A guest booted with swiotlb=force hands its devices nothing but bounce
  * buffers for data: the QEMU suites set the window to the guest's swiotlb
