@@ -57,6 +57,7 @@ int venet_rx_setup(struct venet_priv *priv)
 	/* a frame never needs more frags than there are pages */
 	BUILD_BUG_ON(VENET_RX_PAGES > MAX_SKB_FRAGS);
 	BUILD_BUG_ON(VENET_RX_COPY > PAGE_SIZE);
+	BUILD_BUG_ON(VENET_RX_PAGES > BITS_PER_LONG);	/* slot->mapped */
 
 	priv->rx_slots = kvcalloc(priv->rx_count, sizeof(*priv->rx_slots),
 				  GFP_KERNEL);
