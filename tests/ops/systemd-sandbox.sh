@@ -87,10 +87,15 @@ StandardOutput=file:/vbus-out/log
 StandardError=inherit
 EOF
 
+# Under systemd (a CI VM) nspawn asks it for a scope with a delegated
+# cgroup; without systemd as PID 1 (a container, as here) there is no one
+# to ask: it stays in its own cgroup (--keep-unit).
+unit_opt=(--keep-unit)
+[ -d /run/systemd/system ] && unit_opt=()
 t0=$SECONDS
 rc=0
 timeout 600 systemd-nspawn --quiet --directory="$tree" --volatile=overlay \
-	--boot --register=no --keep-unit --private-network \
+	--boot --register=no "${unit_opt[@]}" --private-network \
 	--bind-ro="$tmp/root/usr/local:/usr/local" \
 	--bind-ro="$tmp/test:/opt/vbus-test" \
 	--bind-ro="$tmp/test/vbus-sandbox-test.service:/etc/systemd/system/vbus-sandbox-test.service" \

@@ -253,6 +253,14 @@ def daemon_taps():
     check(rc == 0 and '"backend":"vbt1"' in stats.replace(" ", ""),
           "taps: the daemon (no capability) attached to it", out + stats)
     sh("systemctl", "stop", "vbus-hostd@t1")
+    # a tap of that name made for another user: refused before the daemon
+    sh("ip", "tuntap", "add", "dev", "vbt2", "mode", "tap", "vnet_hdr", "user", "0")
+    rc, out = start_daemon("t2", conf.replace("t1", "t2").replace("vbt1", "vbt2"),
+                           {"taps.conf": open(TAPS).read()})
+    log = sh("journalctl", "-u", "vbus-hostd@t2", "--no-pager", "-o", "cat")[1]
+    check(rc != 0 and "tap vbt2 belongs to uid" in log,
+          "taps: a tap of that name made for another user is refused, saying whose",
+          log[-300:])
 
 
 # ---- main ------------------------------------------------------------------
