@@ -88,10 +88,11 @@ StandardError=inherit
 EOF
 
 # Under systemd (a CI VM) nspawn asks it for a scope with a delegated
-# cgroup; without systemd as PID 1 (a container, as here) there is no one
-# to ask: it stays in its own cgroup (--keep-unit).
+# cgroup, whose device policy must let the container open the loop device
+# (the "disk" check's allowed run); without systemd as PID 1 (a container
+# itself) there is no one to ask: it stays in its own cgroup (--keep-unit).
 unit_opt=(--keep-unit)
-[ -d /run/systemd/system ] && unit_opt=()
+[ -d /run/systemd/system ] && unit_opt=(--property="DeviceAllow=$loop r")
 t0=$SECONDS
 rc=0
 timeout 600 systemd-nspawn --quiet --directory="$tree" --volatile=overlay \
