@@ -13,7 +13,7 @@
 #   tests/ops/systemd-sandbox.sh BUILD_DIR PROBE [REGEX]
 #
 # REGEX picks checks by name (e.g. 'shadow|dbus'). The tree (debootstrap,
-# ~40 s and ~260 MB the first time, from the apt mirror of the machine)
+# 1 to 2 min and ~300 MB the first time, from the apt mirror of the machine)
 # is cached in BUILD_DIR/ops/debian-12 and never written to: each boot
 # gets a tmpfs overlay (--volatile=overlay). Needs root, debootstrap,
 # systemd-container and a free loop device (scripts/deps.sh).
