@@ -218,6 +218,43 @@ def daemon_serves():
     q.wait(10)
 
 
+def daemon_restart():
+    """A crash under a connected guest: systemd restarts the daemon, which
+    takes the connection over from the descriptor store (FDSTORE=1 through
+    the notify socket, the RAM file reopened: vbus's, 0660)."""
+    unit = "vbus-hostd@r1"
+    rc, out = start_daemon("r1", "--guest r1:sock=/run/vbus/r1.sock,"
+                           "mem=/dev/shm/vbus/r1,size=16M\n"
+                           "--device r1:type=vbus-test,id=1\n")
+    if not check(rc == 0, "restart: systemctl start %s" % unit, out):
+        return
+    vbus = pwd.getpwnam("vbus")
+    q = as_user(QEMU_UID, [vbus.pw_gid], [sys.executable, os.path.abspath(__file__),
+                                          "qemu", "/run/vbus/r1.sock", "/dev/shm/vbus/r1"])
+    q.stdout.readline()
+    connected = wait_for(lambda: '"state":"connected"' in ctl("r1", "list", "--json")[1]
+                         .replace(" ", ""), 10)
+    old = show(unit, "MainPID")["MainPID"]
+    stored = show(unit, "NFileDescriptorStore")["NFileDescriptorStore"]
+    sh("systemctl", "kill", "-s", "SIGKILL", "--kill-who=main", unit)
+
+    def restarted():
+        p = show(unit, "MainPID", "ActiveState")
+        return p["ActiveState"] == "active" and p["MainPID"] not in ("0", old)
+    back = wait_for(restarted, 20)
+    again = wait_for(lambda: '"state":"connected"' in ctl("r1", "list", "--json")[1]
+                     .replace(" ", ""), 10)
+    check(connected and stored == "6" and back and again,
+          "restart: SIGKILL under a connected guest: restarted, the stored connection "
+          "taken over (%s descriptors stored)" % stored,
+          "connected %s stored %s back %s again %s: %s" % (
+              connected, stored, back, again,
+              sh("journalctl", "-u", unit, "--no-pager", "-o", "cat")[1][-400:]))
+    sh("systemctl", "stop", unit)
+    q.stdin.close()
+    q.wait(10)
+
+
 def daemon_disks():
     """vbus-blk needs io_uring: refused without disks.conf, served with it."""
     img = "/var/lib/vbus/d1.img"
@@ -288,6 +325,7 @@ def run(disk, regex):
         ok = False
     check(ok, "setup: systemd-sysusers made the user vbus at boot")
     checks = probe_checks(disk) + [("daemon_serves", daemon_serves),
+                                   ("daemon_restart", daemon_restart),
                                    ("daemon_disks", daemon_disks),
                                    ("daemon_taps", daemon_taps)]
     for name, fn in checks:
