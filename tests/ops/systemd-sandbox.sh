@@ -35,8 +35,12 @@ done
 # iproute2 (taps.conf's vbus-taps).
 pkgs=systemd,systemd-sysv,dbus,liburing2,python3,iproute2
 suite=bookworm
-mirror=${VBUS_DEBIAN_MIRROR:-$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' \
-	/etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)}
+# the machine's own Debian mirror (deb822 or one-line sources), else Debian's
+mirror=${VBUS_DEBIAN_MIRROR:-$(cat /etc/apt/sources.list.d/*.sources \
+	/etc/apt/sources.list 2>/dev/null |
+	sed -n -e 's/^URIs: *\([^ ]*\/debian\/*\)$/\1/p' \
+		-e 's/^deb  *\(\[[^]]*\]  *\)\{0,1\}\([^ ]*\/debian\/*\)  *bookworm .*/\2/p' |
+	head -n 1 || true)}
 mirror=${mirror:-http://deb.debian.org/debian}
 cache=$build/ops/debian-12
 tree=$cache/tree
