@@ -15,6 +15,7 @@
  *   disk PATH           open a block device read-only
  *   af_inet             socket(AF_INET, SOCK_STREAM)
  *   af_inet_uring       an AF_INET socket through io_uring (IORING_OP_SOCKET)
+ *   shadow_uring        open /etc/shadow through io_uring (IORING_OP_OPENAT)
  *   write DIR           create a file in DIR
  */
 #include <errno.h>
@@ -113,6 +114,33 @@ static int probe_inet_uring(const char *check)
 	return allowed(check, "IORING_OP_SOCKET made an AF_INET socket");
 }
 
+/* IORING_OP_OPENAT: the open runs in the kernel, but as the ring's user */
+static int probe_shadow_uring(const char *check)
+{
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int ret = io_uring_queue_init(4, &ring, 0);
+
+	if (ret < 0)
+		return denied(check, "io_uring_setup: %s", -ret);
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_openat(sqe, AT_FDCWD, "/etc/shadow", O_RDONLY | O_CLOEXEC, 0);
+	ret = io_uring_submit_and_wait(&ring, 1);
+	if (ret < 0 || io_uring_peek_cqe(&ring, &cqe) < 0) {
+		io_uring_queue_exit(&ring);
+		printf("error: %s: no completion\n", check);
+		return 2;
+	}
+	ret = cqe->res;
+	io_uring_cqe_seen(&ring, cqe);
+	io_uring_queue_exit(&ring);
+	if (ret < 0)
+		return denied(check, "IORING_OP_OPENAT: %s", -ret);
+	close(ret);
+	return allowed(check, "IORING_OP_OPENAT opened /etc/shadow");
+}
+
 static int probe_write(const char *check, const char *dir)
 {
 	char path[4096];
@@ -145,8 +173,10 @@ int main(int argc, char **argv)
 		return probe_inet(c);
 	if (!strcmp(c, "af_inet_uring") && argc == 2)
 		return probe_inet_uring(c);
+	if (!strcmp(c, "shadow_uring") && argc == 2)
+		return probe_shadow_uring(c);
 	if (!strcmp(c, "write") && arg)
 		return probe_write(c, arg);
-	printf("error: usage: vbus-unit-probe shadow|systemd_private|dbus_system|af_inet|af_inet_uring|disk PATH|write DIR\n");
+	printf("error: usage: vbus-unit-probe shadow|systemd_private|dbus_system|af_inet|af_inet_uring|shadow_uring|disk PATH|write DIR\n");
 	return 2;
 }

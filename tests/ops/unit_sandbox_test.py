@@ -82,13 +82,14 @@ def run_probe(args, mutation):
     return int(p.get("ExecMainStatus", "-1") or -1), line
 
 
-def probe_check(name, args, mutation, why):
-    """Denied under the unit; allowed with @mutation (the denying settings
-    removed, @why names them)."""
-    rc, line = run_probe(args, None)
+def probe_check(name, args, mutation, why, base="", under="the unit"):
+    """Denied under the unit (with the drop-in @base, @under names it);
+    allowed with @mutation too (the denying settings removed, @why names
+    them)."""
+    rc, line = run_probe(args, "[Service]\n" + base if base else None)
     check(rc == 0 and line.startswith("denied: "),
-          "%s: denied under the unit (%s)" % (name, line), "exit %d" % rc)
-    rc, line = run_probe(args, "[Service]\n" + mutation)
+          "%s: denied under %s (%s)" % (name, under, line), "exit %d" % rc)
+    rc, line = run_probe(args, "[Service]\n" + base + mutation)
     check(rc == 1 and line.startswith("allowed: "),
           "%s: allowed without %s (%s)" % (name, why, line), "exit %d" % rc)
 
@@ -98,6 +99,12 @@ def probe_allowed(name, args):
     rc, line = run_probe(args, None)
     check(rc == 1 and line.startswith("allowed: "),
           "%s: allowed under the unit (%s)" % (name, line), "exit %d" % rc)
+
+
+def disks_conf():
+    """disks.conf's settings (without its [Service] line)."""
+    with open(DISKS) as f:
+        return f.read().split("[Service]", 1)[1]
 
 
 ROOT = "User=\nGroup=\n"			# root, as the unit was before issue 21
@@ -120,8 +127,13 @@ def probe_checks(disk):
             "af_inet", ["af_inet"], "RestrictAddressFamilies=\n",
             "RestrictAddressFamilies=AF_UNIX")),
         ("af_inet_uring", lambda: probe_check(
-            "af_inet_uring", ["af_inet_uring"], open(DISKS).read().split("[Service]", 1)[1],
+            "af_inet_uring", ["af_inet_uring"], disks_conf(),
             "the io_uring line of SystemCallFilter= (disks.conf puts it back)")),
+        # with disks.conf io_uring is on, and what it opens is still the
+        # user vbus's to open
+        ("shadow_uring", lambda: probe_check(
+            "shadow_uring", ["shadow_uring"], ROOT, "User=vbus", base=disks_conf(),
+            under="the unit with disks.conf (io_uring on)")),
         ("write_etc", lambda: probe_check(
             "write_etc", ["write", "/etc"], ROOT + SYSTEM, "User=vbus and ProtectSystem=strict")),
         ("write_var_lib", lambda: probe_check(
