@@ -224,6 +224,7 @@ int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 	struct vbus_driver_ioq *dioq;
 	struct ioq_ring_head *head;
 	struct shm_signal *signal = NULL;
+	u32 ver = IOQ_RING_VER;
 	dma_addr_t dma;
 	size_t len;
 	int ret;
@@ -257,7 +258,8 @@ int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 		 * answered -EPROTO): lay the ring out again as v5 and offer
 		 * that (docs/transport.md, "ring version").
 		 */
-		ret = ioq_ring_format_ver(head, count, IOQ_RING_VER_V5);
+		ver = IOQ_RING_VER_V5;
+		ret = ioq_ring_format_ver(head, count, ver);
 		if (ret)
 			goto err_format;
 		ret = dev->ops->shm(dev, id, prio, head, dma, len,
@@ -271,12 +273,26 @@ int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 		goto err_format;
 	}
 
-	/* ioq_init() takes over our reference on @signal */
-	ret = ioq_init(&dioq->ioq, &vbus_driver_ioq_ops, ioq_locality_north,
-		       head, signal, count);
+	/*
+	 * ioq_init_ver() takes over our reference on @signal. The version
+	 * is the one we formatted, never head->ver: the host can write the
+	 * ring now, and the bridge's cookie table holds the signal, whose
+	 * descriptor is in @head, until the device closes.
+	 */
+	ret = ioq_init_ver(&dioq->ioq, &vbus_driver_ioq_ops,
+			   ioq_locality_north, head, signal, count, ver);
 	if (ret) {
+		/*
+		 * Not reachable (count and ver were checked above); were it
+		 * so, the ring stays published: leak it rather than free
+		 * memory the host and the cookie table still reach.
+		 */
 		shm_signal_put(signal);
-		goto err_format;
+		dev_err_ratelimited(&dev->dev,
+				    "shm %d: ring init failed (%d), leaking its %zu-byte ring\n",
+				    id, ret, len);
+		kfree(dioq);
+		return ret;
 	}
 	dioq->head = head;
 	dioq->dma_dev = dev->dma_dev;

@@ -229,9 +229,13 @@ int vbus_pci_eventq_setup(struct vbus_pci_bridge *b)
 		return ret;
 
 	vbus_pci_eventq_signal_init(b);
-	/* takes over the signal's initial reference (never released) */
-	ret = ioq_init(&b->eventq, NULL, ioq_locality_north, b->eventq_ring,
-		       &b->eventq_signal, VBUS_PCI_EVENTQ_COUNT);
+	/*
+	 * takes over the signal's initial reference (never released); the
+	 * version we formatted, not one read back from the ring
+	 */
+	ret = ioq_init_ver(&b->eventq, NULL, ioq_locality_north,
+			   b->eventq_ring, &b->eventq_signal,
+			   VBUS_PCI_EVENTQ_COUNT, IOQ_RING_VER_V5);
 	if (ret)
 		return ret;
 	b->eventq_notifier.signal = vbus_pci_eventq_notify;

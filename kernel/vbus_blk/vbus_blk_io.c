@@ -398,9 +398,15 @@ static int vbus_blk_post(struct vbus_blk_queue *vq, struct request *rq,
 	}
 
 	slot = iter.pos & (vblk->queue_depth - 1);
-	/* inuse has room, so the tail slot is free: our bookkeeping */
-	if (WARN_ON_ONCE(vq->slots[slot]))
+	/*
+	 * inuse has room, so the tail slot is free. v6 counts room with our
+	 * own shadows; a v5 ring re-reads counters the host writes: fault,
+	 * never WARN.
+	 */
+	if (vq->slots[slot]) {
+		vbus_blk_fault(vblk, "ring tail slot still in flight");
 		return -EIO;
+	}
 
 	/* the slot's header: a copy of ours, which stays private */
 	off = slot * vblk->req_stride;

@@ -193,7 +193,6 @@ static inline bool venet_faulted(struct venet_priv *priv)
 /* rx */
 int venet_rx_fill(struct venet_priv *priv, gfp_t gfp);
 int venet_rx_poll(struct venet_priv *priv, int budget);
-bool venet_rx_pending(struct venet_priv *priv);
 void venet_rx_drain(struct venet_priv *priv);
 void venet_rx_free_all(struct venet_priv *priv);
 int venet_rx_setup(struct venet_priv *priv);

@@ -257,8 +257,9 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 		}
 
 		slot = &priv->rx_slots[iter.pos & (priv->rx_count - 1)];
-		if (WARN_ON_ONCE(slot->skb || slot->posted)) {
-			/* our own bookkeeping, not host input */
+		if (slot->skb || slot->posted) {
+			/* room, yet the tail slot is posted: see venet_tx_tail() */
+			venet_fault(priv, "rx tail slot still posted");
 			ret = -EIO;
 			break;
 		}
@@ -547,8 +548,10 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 				break;
 			}
 			done++;
-			if (WARN_ON_ONCE(!slot->posted))
-				continue;	/* our bookkeeping */
+			if (!slot->posted) {	/* completed twice (v5) */
+				venet_fault(priv, "rx completion of a slot not posted");
+				break;
+			}
 			slot->posted = false;
 			venet_rx_complete_sg(priv, slot, len, &m, napi);
 			continue;
@@ -570,8 +573,10 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 		}
 		done++;
 
-		if (WARN_ON_ONCE(!skb))
-			continue;	/* our bookkeeping, not host input */
+		if (!skb) {	/* completed twice (v5) */
+			venet_fault(priv, "rx completion of a slot not posted");
+			break;
+		}
 
 		venet_rx_complete(priv, skb, buflen, len, napi);
 	}
@@ -596,23 +601,12 @@ int venet_rx_poll(struct venet_priv *priv, int budget)
 	return done;
 }
 
-/* True when the host has completed the rx descriptor at the inuse head. */
-bool venet_rx_pending(struct venet_priv *priv)
-{
-	struct ioq_iterator iter;
-
-	if (venet_faulted(priv))
-		return false;
-	if (ioq_iter_init(priv->rxq, &iter, ioq_idx_reap,
-			  IOQ_ITER_REAP) ||
-	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
-		return false;
-	return venet_head_completed(priv->rxq, &iter);
-}
-
 /*
  * Reap everything the host has completed, with NAPI disabled (MTU change
  * after FLUSHRX). Frames that were filled before the flush still go up.
+ * napi_disable() does not wait for a poll's look-again after
+ * napi_complete_done(); that one is ioq_reap_poll(), which writes no ring
+ * state, so it cannot race this reaper.
  */
 void venet_rx_drain(struct venet_priv *priv)
 {

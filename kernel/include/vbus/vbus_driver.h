@@ -114,7 +114,10 @@ void vbus_driver_unregister(struct vbus_driver *drv);
  * open. Call close() before the last ioq_put(): the
  * host may use the ring until it has answered DEVCLOSE. On error nothing
  * is left allocated, except after -ETIMEDOUT (the host may have kept the
- * ring), when the ring memory is deliberately leaked.
+ * ring) or a failure after the bridge registered it, when the ring memory
+ * is deliberately leaked. The ring's version is the one this call laid
+ * out, never read back from the ring (the host can write it once
+ * registered).
  */
 int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 			  size_t ringsize, struct ioq **ioq);
