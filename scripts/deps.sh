@@ -17,6 +17,7 @@ pkgs=(
 	mandoc					# man pages: mandoc -T lint
 	shellcheck				# the shellcheck stage (scripts/shellcheck.sh)
 	systemd strace util-linux procps	# ops: systemd-analyze, strace, unshare/setpriv; pgrep (qemu restart suite)
+	systemd-container debootstrap		# ops_systemd_sandbox: systemd-nspawn --boot of a Debian tree
 	liburing-dev				# vbus-blk: io_uring
 	dkms openssl				# ops: dkms add/build (openssl: its signing key)
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients	# ops: libvirt (virsh, session libvirtd)

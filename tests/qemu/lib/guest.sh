@@ -110,6 +110,17 @@ vt_wait() {
 	"$@"
 }
 
+# vt_swiotlb_range: "START END" of this guest's bounce buffers (swiotlb,
+# END exclusive), as the vbus bridge says at probe ("DMA bounces through
+# swiotlb [mem START-END)"); fails unless the guest was booted with
+# swiotlb=...force (the suites' --swiotlb), where every DMA mapping is one.
+vt_swiotlb_range() {
+	grep -qE '(^| )swiotlb=[^ ]*force' /proc/cmdline ||
+		{ echo "not booted with swiotlb=...,force: $(cat /proc/cmdline)"; return 1; }
+	dmesg | sed -n 's/.*DMA bounces through swiotlb \[mem \(0x[0-9a-f]*\)-\(0x[0-9a-f]*\)).*/\1 \2/p' |
+		head -n 1 | grep . || { echo "no 'DMA bounces through swiotlb' line in dmesg"; return 1; }
+}
+
 # vt_modref MODULE: print the module's reference count; fails if not loaded.
 vt_modref() {
 	if [ -r "/sys/module/$1/refcnt" ]; then

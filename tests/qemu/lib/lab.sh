@@ -66,14 +66,16 @@ lab_want() { [[ -z "${only:-}" ]] || grep -qE -e "$only" <<<"$1"; }
 
 _lab_usage() {
 	awk 'NR == 1 { next } !/^#/ || /^# shellcheck/ { exit } { sub(/^# ?/, ""); print }' "$0"
-	printf '\nEvery suite: [--mem SIZE] [--timeout SEC] [--no-build] [--only REGEX]\n'
+	printf '\nEvery suite: [--mem SIZE] [--timeout SEC] [--no-build] [--only REGEX] [--swiotlb]\n'
 }
 
 # lab_begin SUITE [SPEC...] -- ARGS...: parse ARGS against the SPECs and
 # the common options, then the run directory and the kernel. A SPEC is
 # NAME:N (--NAME takes a number, into $NAME with - as _), NAME:S (any
 # string) or NAME:VAR=VALUE (a flag). Common: --mem SIZE, --timeout SEC,
-# --no-build, --only REGEX. Defaults are the caller's variables, set
+# --no-build, --only REGEX, --swiotlb (swiotlb=1, exported as VBUS_SWIOTLB:
+# the guest boots with swiotlb=force, boot.sh; a suite that knows the
+# option runs its bounce-buffer checks, lab_dma_window). Defaults are the caller's variables, set
 # before. Sets suite out (results, kept: $VBUS_BUILD/qemu/SUITE unless the
 # caller set it) lab_logs (where the lab's own logs go: $out unless the
 # caller sets it after) run (temporary, short: socket paths) tag cbuild
@@ -88,10 +90,10 @@ lab_begin() {
 lab_parse() {
 	suite=$1
 	shift
-	local specs=(mem:S timeout:N no-build:build=0 only:S) s opt var hit
+	local specs=(mem:S timeout:N no-build:build=0 only:S swiotlb:swiotlb=1) s opt var hit
 	while (($#)) && [[ "$1" != -- ]]; do specs+=("$1"); shift; done
 	(($#)) && shift
-	mem=${mem:-1G} timeout=${timeout:-600} build=${build:-1} only=${only:-${VBUS_QEMU_ONLY:-}}
+	mem=${mem:-1G} timeout=${timeout:-600} build=${build:-1} only=${only:-${VBUS_QEMU_ONLY:-}} swiotlb=${swiotlb:-0}
 	while (($#)); do
 		[[ "$1" == -h || "$1" == --help ]] && { _lab_usage; exit 0; }
 		opt=${1#--} hit=
@@ -115,6 +117,8 @@ lab_parse() {
 		done
 		[[ -n "$hit" ]] || { vbus_err "unknown argument $1 (see --help)"; exit 2; }
 	done
+	VBUS_SWIOTLB=$swiotlb
+	export VBUS_SWIOTLB
 }
 
 # lab_setup: lab_begin's second half: run dir, cleanup, kernel.
@@ -332,6 +336,29 @@ lab_no_fault() {
 	else
 		h_pass hostd-no-device-fault
 	fi
+}
+
+# ---- --swiotlb: the data buffers vbus-hostd saw were the bounce buffers ----
+# The guest asks (vt_swiotlb_range, then its suite's drop and "window
+# START END") for its device to come back with dma_window=START-END
+# (test-only, vbus-hostd(8)): vbus-hostd then counts each data buffer
+# inside (dma_in) and refuses one outside (dma_out).
+# lab_dma_add SPEC START END: ctl add of device SPEC with the window.
+lab_dma_add() {
+	[[ "$2" =~ ^0x[0-9a-f]+$ && "$3" =~ ^0x[0-9a-f]+$ ]] ||
+		{ lab_reply="not a window: '$2' '$3'"; return 1; }
+	ctl add g1 "$1,dma_window=$2-$3" >>"$out/ctl.log" 2>&1 ||
+		{ lab_reply="ctl add (see $out/ctl.log)"; return 1; }
+}
+# lab_dma_check ID: device ID of g1 saw data buffers, all in its window;
+# the reply is both counts.
+lab_dma_check() {
+	local st n_in n_out
+	st=$(ctl stats g1 "$1" 2>>"$out/ctl.log") || { lab_reply="ctl stats g1 $1 (see $out/ctl.log)"; return 1; }
+	n_in=$(tr ' ' '\n' <<<"$st" | sed -n 's/^dma_in=//p' | head -n 1)
+	n_out=$(tr ' ' '\n' <<<"$st" | sed -n 's/^dma_out=//p' | head -n 1)
+	lab_reply="dma_in=${n_in:-none} dma_out=${n_out:-none}"
+	[[ "${n_in:-0}" -gt 0 && "${n_out:-1}" -eq 0 ]]
 }
 
 # lab_stage ROLE GUEST [--bin PATH]... [--file PATH]... [KMOD...] <CONFIG:
