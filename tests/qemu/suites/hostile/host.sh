@@ -2,7 +2,8 @@
 # A hostile host (issue 20): vbus-hostd with its test-only fault injection
 # (--test-faults, `ctl fault`, docs/fault-injection.md) lies to the guest
 # on purpose, and the guest must neither crash, hang, corrupt nor WARN
-# (it boots with panic_on_warn=1). vbus-hostd runs under vbus-fdkeeper
+# (it boots with panic_on_warn=1, and page_poison=1 so that a write into
+# a freed page shows). vbus-hostd runs under vbus-fdkeeper
 # (restarts keep the QEMU connection) in a namespace with a tap, serving
 #   1  vbus-test   the victim of the faults
 #   2  vbus-test   a bystander: its ring must keep working
@@ -125,7 +126,9 @@ req_quiet() {
 
 # without -no-reboot (--reboot): the guest's reboot resets QEMU and the
 # same kernel and initramfs boot again
-lab_run guest --guest g1 --reboot --append "panic_on_warn=1"
+# panic_on_warn: a WARN is a panic, as on the guests the threat model
+# promises; page_poison: a write into a freed page (a ring is one) shows
+lab_run guest --guest g1 --reboot --append "panic_on_warn=1 page_poison=1"
 [[ -z "${ping_pid:-}" ]] || kill "$ping_pid" 2>/dev/null || true
 if lab_want reattach; then
 	h_check "host-restarted-$restarts" test "$restarts" = 1
