@@ -11,6 +11,7 @@ pkgs=(
 	linux-headers-amd64 sparse kmod		# make modules, modules-check
 	qemu-system-x86 busybox-static cpio xz-utils	# tests/qemu
 	iproute2 iperf3 ethtool iputils-ping	# guest network tests
+	openvswitch-switch			# venet_pair: guests on Open vSwitch (userspace datapath)
 	fio e2fsprogs udev			# guest disk tests (vbus-blk; udev: its udevadm names the disks)
 	python3 gnuplot-nox			# bench: report and plot
 	libdpdk-dev				# ioq-bench --poll: the rte_ring baseline

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every QEMU test, one after the other (each guest wants both cores under
 # TCG): the harness's own fail-path checks, the kernel selftests, the bus
-# (bridge + vbus-hostd), venet and vbus-blk end to end, vbus-hostd
+# (bridge + vbus-hostd), venet and vbus-blk end to end, two venet guests
+# on a Linux bridge and on Open vSwitch (venet_pair), vbus-hostd
 # restarted under a running guest (graceful and crash), the guest's
 # shutdown with I/O in flight (the host is let go of), a hostile host
 # (vbus-hostd --test-faults lying to the guest; a warm reboot under
@@ -23,7 +24,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-suites=${VBUS_QEMU_SUITES:-harness kernel bus venet blk restart shutdown hostile ipc dkms libvirt venet-swiotlb blk-swiotlb}
+suites=${VBUS_QEMU_SUITES:-harness kernel bus venet venet_pair blk restart shutdown hostile ipc dkms libvirt venet-swiotlb blk-swiotlb}
 passed=0
 failed=0
 lines=()
@@ -57,7 +58,7 @@ run_suite() {
 for s in $suites; do
 	case $s in
 	kernel) run_suite kernel "$here/run.sh" kernel --msgs 300000 ;;
-	harness | bus | venet | blk | restart | shutdown | hostile | ipc | dkms | libvirt) run_suite "$s" "$here/run.sh" "$s" ;;
+	harness | bus | venet | venet_pair | blk | restart | shutdown | hostile | ipc | dkms | libvirt) run_suite "$s" "$here/run.sh" "$s" ;;
 	venet-swiotlb) run_suite "$s" "$here/run.sh" venet --swiotlb ;;
 	blk-swiotlb) run_suite "$s" "$here/run.sh" blk --swiotlb --disk-mb 80 ;;
 	bus-soak)

@@ -232,7 +232,8 @@ lab_tools() {
 }
 
 # lab_netns IP TAP [IP TAP]...: network namespace $ns with lo and, for
-# each pair, a tap TAP (vnet_hdr, IP/24, up); host_ip and tap: the first.
+# each pair, a tap TAP (vnet_hdr, IP/24, up; IP "-": no address, for a
+# tap that joins a bridge); host_ip and tap: the first.
 # nsx CMD... runs a command in it.
 lab_netns() {
 	# shellcheck disable=SC2034 # for the suites
@@ -242,7 +243,7 @@ lab_netns() {
 		ip netns add "$ns" && nsx ip link set lo up || exit 1
 		while (($#)); do
 			nsx ip tuntap add dev "$2" mode tap vnet_hdr &&
-				nsx ip addr add "$1/24" dev "$2" &&
+				{ [[ "$1" == - ]] || nsx ip addr add "$1/24" dev "$2"; } &&
 				nsx ip link set "$2" up || exit 1
 			shift 2
 		done
@@ -426,24 +427,27 @@ lab_boot() {
 
 # lab_serve [ROLE...]: answer the guests' requests (req_CMD, see the top)
 # until each ROLE's QEMU has ended (default: every one booted and not yet
-# served). Requests and replies go to $lab_logs/requests.log. lab_secs[ROLE]
-# is how long each ran.
+# served, and every one a req_ function boots meanwhile: a guest that
+# reboots is booted again while its peers run on). Requests and replies
+# go to $lab_logs/requests.log. lab_secs[ROLE] is how long each ran.
 declare -A lab_secs
 lab_serve() {
-	local roles=("$@") r line chunk alive rc fd
+	local roles=("$@") follow=0 r line chunk alive rc fd
 	local -A rfd wfd pend part
-	((${#roles[@]})) || roles=("${!lab_pid[@]}")
-	for r in "${roles[@]}"; do
-		# read-write: the open never blocks, a dead QEMU never SIGPIPEs
-		exec {fd}<>"$run/$r.chan.out"
-		rfd[$r]=$fd
-		exec {fd}<>"$run/$r.chan.in"
-		wfd[$r]=$fd
-		pend[$r]="" part[$r]=""
-	done
+	((${#roles[@]})) || follow=1
 	while :; do
-		alive=0
+		((follow)) && roles=("${!lab_pid[@]}")
 		for r in "${roles[@]}"; do
+			[[ -z "${rfd[$r]:-}" ]] || continue
+			# read-write: the open never blocks, a dead QEMU never SIGPIPEs
+			exec {fd}<>"$run/$r.chan.out"
+			rfd[$r]=$fd
+			exec {fd}<>"$run/$r.chan.in"
+			wfd[$r]=$fd
+			pend[$r]="" part[$r]=""
+		done
+		alive=0
+		for r in "${!rfd[@]}"; do
 			[[ -n "${lab_pid[$r]:-}" ]] || continue
 			if ! kill -0 "${lab_pid[$r]}" 2>/dev/null; then
 				rc=0
@@ -484,14 +488,14 @@ lab_serve() {
 		((alive)) || break
 		if [[ -n "${lab_serve_until:-}" ]] && (($(date +%s) > lab_serve_until)); then
 			vbus_log "the guest did not finish: killing QEMU"
-			for r in "${roles[@]}"; do
+			for r in "${!rfd[@]}"; do
 				kill -9 "$(cat "$run/$r.pid" 2>/dev/null)" 2>/dev/null
 			done
 			lab_serve_until=
 		fi
 		sleep 0.1
 	done
-	for r in "${roles[@]}"; do
+	for r in "${!rfd[@]}"; do
 		fd=${rfd[$r]}
 		exec {fd}>&-
 		fd=${wfd[$r]}

@@ -28,6 +28,8 @@
 
 # shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
+# shellcheck source=tests/qemu/suites/venet/net.sh
+. /test/net.sh
 # shellcheck disable=SC1091
 [ -f /test/config.sh ] && . /test/config.sh
 : "${VT_HOST_IP:=10.77.0.1}"
@@ -49,36 +51,6 @@ command -v ethtool >/dev/null 2>&1 && HAVE_ETHTOOL=1
 
 log() { echo "venet-tests: $*"; }
 
-# venet_if: the name of the netdev bound to venet (waits up to 10 s:
-# the device appears when the bridge has processed DEVADD).
-venet_if() {
-	local i n=0 d
-	while [ "$n" -lt 50 ]; do
-		for i in /sys/class/net/*; do
-			d=$(readlink "$i/device/driver" 2>/dev/null) || continue
-			case "${d##*/}" in
-			venet) echo "${i##*/}"; return 0 ;;
-			esac
-		done
-		n=$((n + 1))
-		usleep 200000
-	done
-	return 1
-}
-
-# wait_carrier IF 0|1: wait up to 20 s for the carrier to read as wanted.
-wait_carrier() {
-	local n=0 c
-	while [ "$n" -lt 100 ]; do
-		c=$(cat "/sys/class/net/$1/carrier" 2>/dev/null || echo 0)
-		[ "$c" = "$2" ] && return 0
-		n=$((n + 1))
-		usleep 200000
-	done
-	echo "carrier of $1 is ${c:-?}, wanted $2"
-	return 1
-}
-
 # http GET/POST with a bound on the time (a wedged link must not hang us).
 http_get() { timeout 60 wget -q -O - "$URL$1"; }
 http_post() { timeout 120 wget -q -O - --post-file "$2" "$URL$1"; }
@@ -95,12 +67,6 @@ ethstats() {
 # ethfeature IF NAME: "on" or "off" from ethtool -k.
 ethfeature() {
 	ethtool -k "$1" | awk -v k="$2:" '$1 == k { print $2; f = 1 } END { exit !f }'
-}
-
-ip_frag_creates() {
-	awk '$1 == "Ip:" && !h { for (i = 1; i <= NF; i++) n[i] = $i; h = 1; next }
-	     $1 == "Ip:" { for (i = 1; i <= NF; i++) if (n[i] == "FragCreates") print $i }' \
-		/proc/net/snmp
 }
 
 check_ping_out() { ping -c 3 -W 3 "$VT_HOST_IP"; }
@@ -166,12 +132,6 @@ check_tcp_in() {
 	got=$(http_get /data | md5sum | cut -d' ' -f1)
 	echo "got $got want $VT_DATA_MD5"
 	test "$got" = "$VT_DATA_MD5"
-}
-
-# mk_upload MB: /tmp/up, about MB MiB of random text. Text, because busybox
-# wget --post-file sends the file as a C string (it stops at the first NUL).
-mk_upload() {
-	dd if=/dev/urandom bs=3k count=$(($1 * 256)) 2>/dev/null | base64 >/tmp/up
 }
 
 check_tcp_out() {

@@ -60,7 +60,7 @@ if command -v ethtool >/dev/null; then
 else
 	vbus_warn "no ethtool on the host: the guest skips the ethtool checks (apt-get install ethtool)"
 fi
-lab_stage guest "$(dirname "$0")/guest.sh" "${kos[@]}" "${bins[@]}" <<CONFIG
+lab_stage guest "$(dirname "$0")/guest.sh" --file "$(dirname "$0")/net.sh" "${kos[@]}" "${bins[@]}" <<CONFIG
 VT_HOST_IP=$host_ip
 VT_GUEST_IP=$guest_ip
 VT_PREFIX=24
