@@ -136,6 +136,7 @@ reboot_a() {
 	touch /tmp/stop
 	wait "$pid"
 	vt_check reboot/host-traffic-flowed check_flowed "$n0" "$n1"
+	log "downloads from the host while b was away: $((n1 - n0))"
 	talk reboot/after
 	vt_check reboot/sync-done vt_host sync reboot-done
 	log "host downloads: $(count /tmp/host.ok) ok, $(count /tmp/host.bad) failed"
