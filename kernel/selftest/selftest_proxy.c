@@ -20,6 +20,7 @@
 
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/dma-mapping.h>
 #include <vbus/vbus_driver.h>
 #include "selftest.h"
 
@@ -51,7 +52,8 @@ static const struct shm_signal_ops vst_proxy_signal_ops = {
 
 /* DEVSHM: register, answer, and the host writes the ring at once. */
 static int vst_proxy_shm(struct vbus_device_proxy *dev, int id, int prio,
-			 void *ptr, size_t len, struct shm_signal_desc *sigdesc,
+			 void *ptr, dma_addr_t dma, size_t len,
+			 struct shm_signal_desc *sigdesc,
 			 struct shm_signal **signal, int flags)
 {
 	struct vst_proxy *p = container_of(dev, struct vst_proxy, dev);
@@ -103,6 +105,10 @@ static void vst_proxy_case(const char *name, vst_ioq_alloc_fn alloc,
 	}
 	p->ops.shm = vst_proxy_shm;
 	p->dev.ops = &p->ops;
+	/* the ring is a coherent allocation: dma-direct on a bare device */
+	p->dev.dev.coherent_dma_mask = DMA_BIT_MASK(64);
+	p->dev.dev.dma_mask = &p->dev.dev.coherent_dma_mask;
+	p->dev.dma_dev = &p->dev.dev;
 	p->host_ver = host_ver;
 	p->v5_only = v5_only;
 
