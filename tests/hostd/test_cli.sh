@@ -67,6 +67,7 @@ else
 	echo "ok: keeper without --foreground (exit 2): $(grep -m1 NOTIFY_SOCKET "$T/err")"
 fi
 expect_fail "ipc region too large" "guest g1: device 5 \\(vbus-ipc\\): count=1024 x bufsize=1048576 = 1073741824 bytes a direction: .* over its limit of 1073741824; count x bufsize must be at most [0-9]+$" "${C[@]}" --guest "$G" --device "g1:type=vbus-ipc,id=5,service=e,sock=$T/e.sock,qsock=$T/q.sock,count=1024,bufsize=1048576" --foreground
+expect_fail "ipc link with sock=" "guest g1: device 6 \\(vbus-ipc\\): peer= links two guests: sock= and peer_uid= \\(a host process\\) do not apply$" "${C[@]}" --guest "$G" --device "g1:type=vbus-ipc,id=6,service=c,sock=$T/l.sock,qsock=$T/l1.sock,peer=g2,peer_qsock=$T/l2.sock" --foreground
 # the keeper's notify socket cannot be taken over once the keeper is gone:
 # another user binding its name would get the next QEMU connection's
 # descriptors from the daemon that lives on
@@ -135,6 +136,9 @@ expect_fail "drop again" "guest g1 has no device 3" ctl "${C[@]}" drop g1 3
 expect_fail "add duplicate" "guest g1: device 1: id already in use" ctl "${C[@]}" add g1 type=vbus-test,id=1
 expect_fail "add bad spec" "missing id=" ctl "${C[@]}" add g1 type=vbus-test
 expect_fail "add unknown type" "guest g1: device 4: unknown device type 'x'" ctl "${C[@]}" add g1 type=x,id=4
+# a vbus-ipc link's mistake: the same message from ctl add as from the command line
+LINKERR="guest g1: device 6 \\(vbus-ipc\\): peer= links two guests: sock= and peer_uid= \\(a host process\\) do not apply$"
+expect_fail "add ipc link with sock=" "$LINKERR" ctl "${C[@]}" add g1 "type=vbus-ipc,id=6,service=c,sock=$T/l.sock,qsock=$T/l1.sock,peer=g2,peer_qsock=$T/l2.sock"
 expect_fail "stats unknown guest" "^vbus-hostd ctl: no guest 'zz'$" ctl "${C[@]}" stats zz
 expect_fail "bad command" "usage:" ctl "${C[@]}" frobnicate
 expect_fail "second daemon" "guest g1: RAM file $T/g1.ram is in use: locked by pid $pid \\(vbus-hostd\\)" "${C[@]}" --config "$T/good.conf"

@@ -3,7 +3,9 @@
  * vbus-hostd: the control socket.
  *
  * One request per connection: a line "list", "add NAME SPEC", "drop NAME
- * ID" or "stats NAME [ID]", optionally with "--json". The reply's first
+ * ID" or "stats NAME [ID]", optionally with "--json"; and, only in a
+ * daemon started with --test-faults, "fault NAME VERB ARGS" (the library's
+ * test-only fault injection, fault.h; refused otherwise). The reply's first
  * line is "OK" or "ERR <message>", the body follows; then the server
  * closes. Guest state is only touched on the guest's own thread
  * (hostd_guest_call), so the control path needs no locks of its own.
@@ -24,7 +26,7 @@
 
 #define CTL_LINE_MAX 4096
 #define CTL_MAX_TOKENS 8
-#define CTL_USAGE "usage: list | add NAME SPEC | drop NAME ID | stats NAME [ID] [--json]"
+#define CTL_USAGE "usage: list | add NAME SPEC | drop NAME ID | stats NAME [ID] [--json] | fault NAME VERB ... (--test-faults only)"
 
 struct ctl_req {
 	char *tok[CTL_MAX_TOKENS];
@@ -99,6 +101,14 @@ static int on_drop(struct hostd_guest *g, void *arg)
 	struct ctl_req *r = arg;
 
 	return hostd_bus_drop(&g->bus, r->id, r->err, sizeof(r->err));
+}
+
+static int on_fault(struct hostd_guest *g, void *arg)
+{
+	struct ctl_req *r = arg;
+
+	return hostd_fault_exec(g, r->tok + 2, r->nt - 2, &r->body, r->err,
+				sizeof(r->err));
 }
 
 /* ---- the commands ------------------------------------------------------------ */
@@ -231,6 +241,12 @@ static int cmd_stats(struct ctl_req *r)
 	return ret ? ret : on_guest(r, r->g, on_stats);
 }
 
+/* Test-only (fault.h): refused by the library unless --test-faults. */
+static int cmd_fault(struct ctl_req *r)
+{
+	return on_guest(r, r->g, on_fault);
+}
+
 static const struct {
 	const char *name;
 	unsigned int min, max;		/* words, the command included */
@@ -240,6 +256,7 @@ static const struct {
 	{ "add", 3, 3, cmd_add },
 	{ "drop", 3, 3, cmd_drop },
 	{ "stats", 2, 3, cmd_stats },
+	{ "fault", 3, CTL_MAX_TOKENS, cmd_fault },
 };
 
 /* Split @buf into words (and --json); 0, or -1 with the reason. */
@@ -562,5 +579,25 @@ int daemon_ctl_client(const char *path, const char *line, FILE *out)
 		}
 	}
 	hostd_buf_free(&in);
+	return ret;
+}
+
+int daemon_ctl_fault_spec(const char *spec, struct hostd_guest **guests,
+			  unsigned int n, char *err, size_t errlen)
+{
+	struct hostd_buf out = { 0 };
+	char line[CTL_LINE_MAX];
+	int ret = 0;
+
+	snprintf(line, sizeof(line), "fault %s", spec);
+	daemon_ctl_exec(line, guests, n, &out);
+	if (!out.s || strncmp(out.s, "OK", 2)) {
+		snprintf(err, errlen, "--test-fault '%s': %s", spec,
+			 out.s && !strncmp(out.s, "ERR ", 4) ? out.s + 4 :
+			 "no answer");
+		err[strcspn(err, "\n")] = 0;
+		ret = -1;
+	}
+	hostd_buf_free(&out);
 	return ret;
 }

@@ -5,6 +5,7 @@
  *   vbus-hostd --ctl CTL.sock --guest NAME:sock=G.sock,mem=F,size=1G[,machine=q35|pc]
  *              [--device NAME:type=vbus-test,id=1[,k=v...]] [--config FILE]
  *              [--foreground] [-v]
+ *              [--test-faults [--test-fault "NAME VERB ARGS"]...]
  *   vbus-hostd ctl --ctl CTL.sock list | add NAME SPEC | drop NAME ID |
  *              stats NAME [ID] [--json]
  *
@@ -38,9 +39,12 @@ static void usage(FILE *f)
 "usage: vbus-hostd --ctl CTL.sock --guest NAME:sock=G.sock,mem=FILE,size=SIZE[,machine=q35|pc]\n"
 "                  [--device NAME:type=TYPE,id=N[,key=value...]] [--config FILE]\n"
 "                  [--foreground] [-v]\n"
+"                  [--test-faults [--test-fault 'NAME VERB ARGS']...]   (tests only)\n"
 "       vbus-hostd ctl --ctl CTL.sock list | add NAME type=TYPE,id=N[,...] |\n"
 "                  drop NAME ID | stats NAME [ID]   [--json]\n"
 "config file: one '--guest SPEC' or '--device SPEC' per line, '#' comments\n"
+"a vbus-ipc channel between two guests (a link): --device G1:type=vbus-ipc,id=N,\n"
+"                  service=S,qsock=G1Q.sock,peer=G2,peer_qsock=G2Q.sock\n"
 "see vbus-hostd(8)\n");
 }
 
@@ -96,7 +100,8 @@ static int ctl_main(int argc, char **argv)
 
 /* ---- the command line --------------------------------------------------------- */
 
-enum { OPT_CTL = 256, OPT_GUEST, OPT_DEVICE, OPT_CONFIG, OPT_FOREGROUND };
+enum { OPT_CTL = 256, OPT_GUEST, OPT_DEVICE, OPT_CONFIG, OPT_FOREGROUND,
+       OPT_TEST_FAULTS, OPT_TEST_FAULT };
 
 static const struct option opts[] = {
 	{ "ctl", required_argument, NULL, OPT_CTL },
@@ -104,6 +109,8 @@ static const struct option opts[] = {
 	{ "device", required_argument, NULL, OPT_DEVICE },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
+	{ "test-faults", no_argument, NULL, OPT_TEST_FAULTS },
+	{ "test-fault", required_argument, NULL, OPT_TEST_FAULT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -131,6 +138,15 @@ static int parse_opt(int o, char **argv, struct daemon_config *c)
 		       die_usage("%s", err) : 0;
 	case OPT_FOREGROUND:
 		c->foreground = true;
+		return 0;
+	case OPT_TEST_FAULTS:
+		c->test_faults = true;
+		return 0;
+	case OPT_TEST_FAULT:
+		if (c->nfaults == HOSTD_MAX_FAULTS)
+			return die_usage("--test-fault: more than %s",
+					 "16 of them");
+		c->faults[c->nfaults++] = optarg;
 		return 0;
 	case 'v':
 		c->verbose++;
@@ -179,6 +195,9 @@ static int parse_args(int argc, char **argv, struct daemon_config *c)
 		return die_usage("unexpected argument '%s'", argv[optind]);
 	if (daemon_config_check(c, err, sizeof(err)))
 		return die_usage("%s", err);
+	/* fault injection is for tests, and only when asked for in so many words */
+	if (c->nfaults && !c->test_faults)
+		return die_usage("%s", "--test-fault needs --test-faults (fault injection, for tests only)");
 	return check_supervised(c);
 }
 
@@ -207,6 +226,7 @@ static void daemon_cleanup(struct daemon *d)
 		hostd_guest_going_down(d->guests[i]);
 	for (i = 0; i < d->nguests; i++) {
 		hostd_guest_fini(d->guests[i]);
+		hostd_fault_disable(d->guests[i]);
 		free(d->guests[i]);
 	}
 	free(d->guests);
@@ -384,6 +404,30 @@ static void daemon_stop(struct daemon *d)
 	__atomic_store_n(&stop_done, 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * --test-faults: every guest gets the library's fault injection (tests
+ * only; without the flag the hooks stay NULL and `ctl fault` is refused),
+ * then each --test-fault runs as `ctl fault` would, before the threads.
+ */
+static int setup_faults(struct daemon *d, char *err, size_t errlen)
+{
+	unsigned int i;
+
+	if (!d->cfg->test_faults)
+		return 0;
+	hostd_log("--test-faults: fault injection is on (a misbehaving host, for tests only)");
+	for (i = 0; i < d->nguests; i++)
+		if (hostd_fault_enable(d->guests[i]) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	for (i = 0; i < d->cfg->nfaults; i++)
+		if (daemon_ctl_fault_spec(d->cfg->faults[i], d->guests,
+					  d->nguests, err, errlen) < 0)
+			return -1;
+	return 0;
+}
+
 /* Everything up to "ready". 0, or -1 with the reason in @err. */
 static int daemon_setup(struct daemon *d, char *err, size_t errlen)
 {
@@ -403,6 +447,8 @@ static int daemon_setup(struct daemon *d, char *err, size_t errlen)
 	for (i = 0; i < c->nguests; i++)
 		if (setup_guest(d, i, err, errlen) < 0)
 			return -1;
+	if (setup_faults(d, err, errlen) < 0)
+		return -1;
 	daemon_fdstore_drop_rest(&d->store);
 	d->ctl_fd = daemon_ctl_listen(c->ctl, why, sizeof(why));
 	if (d->ctl_fd < 0) {

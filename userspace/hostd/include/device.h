@@ -163,6 +163,16 @@ void *hostd_desc_buf(struct hostd_dev *dev, const struct ioq_ring_desc *desc,
  */
 void *hostd_dev_gpa(struct hostd_dev *dev, __u64 gpa, __u64 len);
 
+/*
+ * hostd_dev_gpa() for a data buffer: a frame, a block segment (what the
+ * guest driver maps with dma_map_*; not rings, request headers or
+ * venet_sgs). With the test-only device parameter dma_window=START-END
+ * (every device takes it; vbus-hostd(8)) a buffer
+ * outside [START, END) is counted (ctl stats: dma_out; inside: dma_in),
+ * logged and refused (NULL).
+ */
+void *hostd_dev_data(struct hostd_dev *dev, __u64 gpa, __u64 len);
+
 /* --- the device itself ------------------------------------------------------ */
 
 void *hostd_dev_priv(const struct hostd_dev *dev);

@@ -31,6 +31,7 @@
 #include <vbus/vbus_ipc.h>
 #include "daemon.h"
 #include "fakeguest.h"
+#include "fake_qemu.h"
 #include "../../../ipc/ipc_msg.h"
 
 struct env {
@@ -42,46 +43,6 @@ struct env {
 	size_t size;
 	pid_t host;
 };
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
-/* One ivshmem server message: int64 and maybe an fd. */
-static __s64 qemu_recv(int sock, int *fd)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	__u64 le;
-	struct iovec iov = { .iov_base = &le, .iov_len = sizeof(le) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c;
-
-	*fd = -1;
-	assert_int_equal(recvmsg(sock, &mh, 0), sizeof(le));
-	c = CMSG_FIRSTHDR(&mh);
-	if (c && c->cmsg_type == SCM_RIGHTS)
-		memcpy(fd, CMSG_DATA(c), sizeof(int));
-	return (__s64)le64toh(le);
-}
-
-static int connect_to(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	strcpy(sa.sun_path, path);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
-}
 
 /* QEMU's side of the handshake, in QEMU 7.2's order. */
 static void qemu_connect(struct env *e)
@@ -107,13 +68,6 @@ static void qemu_connect(struct env *e)
 	assert_int_equal(e->shm->magic, VBUS_IPC_MAGIC);
 	assert_string_equal(e->shm->service, "echo");
 	assert_int_equal(vbus_ipc_layout_check(&e->shm->layout, e->size), 0);
-}
-
-static void kick(int fd)
-{
-	__u64 one = 1;
-
-	assert_int_equal(write(fd, &one, sizeof(one)), sizeof(one));
 }
 
 /* What vbus_ipc.ko does at open and release. */
