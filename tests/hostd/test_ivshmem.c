@@ -488,8 +488,10 @@ static char stranger_then_qemu(struct hostd_guest_cfg *cfg, uid_t uid,
  * Only the QEMU user connects to a guest's socket: a process of another
  * uid is closed on without a message and without taking the guest's one
  * connection, and QEMU, connecting after it, is served (5e8fef9 served
- * the first to connect, and refused QEMU). qemu_uid= lets a uid in,
- * qemu_gid= a process with that group, primary or supplementary.
+ * the first to connect, and refused QEMU). Without qemu_uid= and
+ * qemu_gid=, a process in the daemon's group may (the unit's sockets are
+ * the group's); qemu_uid= lets a uid in, qemu_gid= a process with that
+ * group, primary or supplementary.
  */
 static void test_qemu_peer(void **state)
 {
@@ -505,6 +507,9 @@ static void test_qemu_peer(void **state)
 	assert_int_equal(chmod(dir, 0711), 0);
 	assert_int_equal(stranger_then_qemu(&cfg, 65534, 65534, 65534, true),
 			 'R');
+	/* neither given: the daemon's own group (root's, here) may */
+	assert_int_equal(stranger_then_qemu(&cfg, 65534, 65534, getegid(),
+					    false), 'S');
 	cfg.qemu.uid_set = true;
 	cfg.qemu.uid = 65533;
 	assert_int_equal(stranger_then_qemu(&cfg, 65534, 65534, 65534, true),

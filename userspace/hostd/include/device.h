@@ -326,7 +326,8 @@ int hostd_sock_listen(const char *path, char *err, size_t errlen);
 /*
  * Who may connect to a socket QEMU connects to (the guest's qemu_uid= and
  * qemu_gid=): root and the daemon's own user always may; the uid, and a
- * process with the gid among its groups, when set.
+ * process with the gid among its groups, when set; with neither set, a
+ * process with the daemon's own group among its groups.
  */
 struct hostd_peer_rule {
 	bool uid_set, gid_set;

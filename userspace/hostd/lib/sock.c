@@ -103,6 +103,7 @@ bool hostd_sock_peer_ok(int fd, const struct hostd_peer_rule *rule,
 			struct ucred *cr)
 {
 	socklen_t len = sizeof(*cr);
+	gid_t gid;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &len) < 0) {
 		cr->pid = 0;
@@ -114,8 +115,17 @@ bool hostd_sock_peer_ok(int fd, const struct hostd_peer_rule *rule,
 		return true;
 	if (rule->uid_set && cr->uid == rule->uid)
 		return true;
-	return rule->gid_set &&
-	       (cr->gid == rule->gid || peer_in_group(fd, rule->gid));
+	/*
+	 * Neither given: the daemon's own group, the one its sockets' mode
+	 * lets in (the unit's vbus, with QEMU's user a member)
+	 */
+	if (!rule->uid_set && !rule->gid_set)
+		gid = getegid();
+	else if (rule->gid_set)
+		gid = rule->gid;
+	else
+		return false;
+	return cr->gid == gid || peer_in_group(fd, gid);
 }
 
 int hostd_send_fds(int sock, const void *buf, size_t len, const int *fds,
