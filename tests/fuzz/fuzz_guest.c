@@ -498,14 +498,31 @@ void fuzz_guest_run(const struct fuzz_target *t, const uint8_t *data,
 
 /* ---- ctl output ------------------------------------------------------------- */
 
-static void ctl_check_one(const char *line)
+/* The longest line of @s (a text reply: one line per guest or device). */
+static size_t longest_line(const char *s)
+{
+	size_t max = 0, n;
+
+	for (; s && *s; s += n + (s[n] == '\n')) {
+		n = strcspn(s, "\n");
+		if (n > max)
+			max = n;
+	}
+	return max;
+}
+
+static void ctl_check_one(const char *line, bool text)
 {
 	struct hostd_buf b = { 0 };
+	size_t longest;
 
 	daemon_ctl_exec(line, (struct hostd_guest *[]){ &G }, 1, &b);
-	if (b.len > FUZZ_CTL_REPLY_MAX || (b.s && strlen(b.s) != b.len)) {
-		fprintf(stderr, "ctl '%s': a reply of %zu bytes (at most %u)\n",
-			line, b.len, FUZZ_CTL_REPLY_MAX);
+	longest = text ? longest_line(b.s) : 0;
+	if (b.len > FUZZ_CTL_REPLY_MAX || (b.s && strlen(b.s) != b.len) ||
+	    longest > FUZZ_CTL_LINE_MAX) {
+		fprintf(stderr, "ctl '%s': a reply of %zu bytes (at most %u), its longest line %zu (at most %u)\n",
+			line, b.len, FUZZ_CTL_REPLY_MAX, longest,
+			FUZZ_CTL_LINE_MAX);
 		abort();
 	}
 	hostd_buf_free(&b);
@@ -513,9 +530,9 @@ static void ctl_check_one(const char *line)
 
 void fuzz_ctl_check(void)
 {
-	ctl_check_one("stats fuzz");
-	ctl_check_one("stats fuzz --json");
-	ctl_check_one("list");
+	ctl_check_one("stats fuzz", true);
+	ctl_check_one("stats fuzz --json", false);
+	ctl_check_one("list", true);
 }
 
 void fuzz_guest_report(FILE *f)

@@ -86,12 +86,18 @@ bool fuzz_ring_post(unsigned int k, uint64_t ptr, uint64_t len);
 
 /*
  * `ctl stats fuzz`, `ctl stats fuzz --json` and `ctl list`: each reply
- * must be bounded whatever the guest wrote (docs: ctl output is the host's
+ * must be bounded whatever the guest wrote (ctl output is the host's
  * words and bounded copies of the guest's); aborts if one is not.
  */
 void fuzz_ctl_check(void);
-/* The longest ctl reply the fuzz guest may produce. */
+/*
+ * The longest ctl reply the fuzz guest may produce, and the longest line
+ * of a text reply (a guest's or a device's: ~1 KiB of counters, strings
+ * of at most a path's length). A 64-byte guest string read as 16 KiB
+ * (finding 4 of issue 21) breaks both.
+ */
 #define FUZZ_CTL_REPLY_MAX	(32u << 10)
+#define FUZZ_CTL_LINE_MAX	4096u
 
 /* For replay -v: the stats of the last input. */
 void fuzz_guest_report(FILE *f);
