@@ -487,16 +487,25 @@ static char *trim(char *s)
 	return s;
 }
 
-/* "--guest SPEC", "guest=SPEC", ...: the spec, *@dev says which. */
+/* After "guest" or "device": '=', a space, or nothing (an empty spec). */
+static bool spec_follows(char c)
+{
+	return c == '=' || !c || isspace((unsigned char)c);
+}
+
+/*
+ * "--guest SPEC", "guest=SPEC", ...: the spec, *@dev says which. A bare
+ * "--guest" is an empty spec, which the option's parser words as it does
+ * for `--guest ''`: one mistake, one message.
+ */
 static char *config_line(char *s, bool *dev)
 {
 	if (!strncmp(s, "--", 2))
 		s += 2;
-	if (!strncmp(s, "guest", 5) && (s[5] == '=' || isspace((unsigned char)s[5]))) {
+	if (!strncmp(s, "guest", 5) && spec_follows(s[5])) {
 		*dev = false;
 		s += 5;
-	} else if (!strncmp(s, "device", 6) &&
-		   (s[6] == '=' || isspace((unsigned char)s[6]))) {
+	} else if (!strncmp(s, "device", 6) && spec_follows(s[6])) {
 		*dev = true;
 		s += 6;
 	} else {
