@@ -23,9 +23,9 @@ ALL="hostd blkpoll venet ipc ivshmem adopt ctl config"
 TARGETS=${*:-$ALL}
 
 command -v clang >/dev/null || { echo "run.sh: clang is needed (apt-get install clang-14)"; exit 2; }
-if [ ! -f "$B/CMakeCache.txt" ]; then
-	CC=clang cmake -S "$SRC" -B "$B" -DVBUS_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-fi
+# configured every time: a build tree of an older tree has no rule for a
+# new target until cmake has run again (cheap when nothing changed)
+CC=clang cmake -S "$SRC" -B "$B" -DVBUS_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 bins=()
 for t in $TARGETS; do bins+=("fuzz_$t"); done
 cmake --build "$B" -j"$(nproc)" --target "${bins[@]}" >/dev/null
