@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
@@ -38,6 +39,7 @@ struct nfx {
 	char sock[320];
 	char pidfile[320];
 	char uri[512];
+	char image[320];	/* qemu-nbd's qcow2 image */
 	pid_t pid;		/* the server, 0 when none */
 };
 
@@ -116,6 +118,45 @@ static void server_file(struct nfx *x, const char *filter, const char *arg)
 		server_start(x, "file", file, NULL);
 }
 
+/* run @argv to its end; its exit status */
+static int run(const char *const *argv)
+{
+	pid_t pid = fork();
+	int st;
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/*
+ * qemu-nbd on a new qcow2 image of @size: --fork returns once it serves;
+ * its server process is ours to reap (a child subreaper, main()).
+ */
+static void server_qemu_nbd(struct nfx *x, const char *size)
+{
+	const char *create[] = { "qemu-img", "create", "-q", "-f", "qcow2",
+				 x->image, size, NULL };
+	const char *serve[] = { "qemu-nbd", "--fork", "--pid-file", x->pidfile,
+				"-k", x->sock, "-f", "qcow2", x->image, NULL };
+	char buf[32] = "";
+	FILE *pf;
+
+	assert_int_equal(run(create), 0);
+	unlink(x->pidfile);
+	assert_int_equal(run(serve), 0);
+	pf = fopen(x->pidfile, "r");
+	assert_non_null(pf);
+	assert_non_null(fgets(buf, sizeof(buf), pf));
+	fclose(pf);
+	x->pid = (pid_t)atoi(buf);
+	assert_true(x->pid > 0);
+}
+
 static int setup(void **state)
 {
 	struct nfx *x = calloc(1, sizeof(*x));
@@ -130,6 +171,7 @@ static int setup(void **state)
 	snprintf(x->sock, sizeof(x->sock), "%s/sock", x->dir);
 	snprintf(x->pidfile, sizeof(x->pidfile), "%s/pid", x->dir);
 	snprintf(x->uri, sizeof(x->uri), "nbd+unix:///?socket=%s", x->sock);
+	snprintf(x->image, sizeof(x->image), "%s/image.qcow2", x->dir);
 	*state = x;
 	return 0;
 }
@@ -144,6 +186,7 @@ static int teardown(void **state)
 	server_kill(x);
 	unlink(x->sock);
 	unlink(x->pidfile);
+	unlink(x->image);
 	rmdir(x->dir);
 	unlink(x->f.path);
 	free(x);
@@ -571,6 +614,29 @@ static void nbd_close_inflight(void **state)
 	assert_false(fgd_dev_faulted(x->f.dev));
 }
 
+/* qemu-nbd on a qcow2 image: flushed data is in the image, server killed */
+static void nbd_qemu_nbd_qcow2(void **state)
+{
+	struct nfx *x = *state;
+	__u32 len = 4096;
+	__u64 w = buf_new(len, 0x6b), r = buf_new(len, 0);
+	const char *check[] = { "qemu-io", "-f", "qcow2", "-c",
+				"read -q -P 0x6b 4096 4096", x->image, NULL };
+
+	server_qemu_nbd(x, "8M");
+	nbd_up(x, NULL);
+	assert_int_equal(x->f.cfg.capacity, DISK_SIZE / SEC);
+	assert_int_equal(rw(&x->f, VBUS_BLK_OP_WRITE, 0, 8, 1, &w, &len),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(noseg(&x->f, VBUS_BLK_OP_FLUSH, 0, 0, 0),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(rw(&x->f, VBUS_BLK_OP_READ, 0, 8, 1, &r, &len),
+			 VBUS_BLK_S_OK);
+	assert_memory_equal(fgd_ram(r), fgd_ram(w), len);
+	server_kill(x);
+	assert_int_equal(run(check), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -582,9 +648,12 @@ int main(void)
 		T(nbd_param_errors), T(nbd_odd_block_sizes),
 		T(nbd_block_size_refused), T(nbd_malformed),
 		T(nbd_export_shrinks), T(nbd_read_only),
-		T(nbd_close_inflight),
+		T(nbd_close_inflight), T(nbd_qemu_nbd_qcow2),
 #undef T
 	};
 
+	/* qemu-nbd --fork's server: a grandchild, reaped here */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1))
+		return 1;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
