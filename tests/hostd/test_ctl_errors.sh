@@ -113,7 +113,9 @@ same g1 "type=vbus-blk,id=5" \
 NBD="nbd+unix:///?socket=$T/no-server.sock"
 NBD_RE="nbd\\+unix:///\\?socket=$T/no-server.sock"
 same g1 "type=vbus-blk,id=5,file=$T/disk.img,nbd=$NBD" \
-	"${B}vbus-blk takes file=PATH or nbd=URI, not both\$"
+	"${B}vbus-blk takes one of file=PATH, nbd=URI and image=PATH\$"
+same g1 "type=vbus-blk,id=5,image=$T/missing.qcow2" \
+	"${B}image=$T/missing.qcow2: No such file or directory\$"
 same g1 "type=vbus-blk,id=5,nbd=$NBD" \
 	"${B}nbd=$NBD_RE: cannot connect: .*connect: No such file or directory\$"
 same g1 "type=vbus-blk,id=5,file=$T/missing.img" \

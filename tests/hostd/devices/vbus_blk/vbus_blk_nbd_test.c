@@ -7,7 +7,10 @@
  * the server's backing file itself (nbdkit's file plugin), never through
  * the device only. Servers are killed with SIGKILL and started again on
  * the same socket; delays come from nbdkit's delay filter, odd limits
- * from its blocksize-policy filter. Every wait is for the awaited thing
+ * from its blocksize-policy filter. qemu-nbd serves a qcow2 image; the
+ * image= tests let the device start qemu-storage-daemon itself on a
+ * qcow2 overlay over a base (both checked with qemu-io / qemu-img
+ * check, -U: the daemon holds the lock). Every wait is for the awaited thing
  * (a stat, a pid file, a completion), bounded by TIMEOUT_MS.
  */
 #ifndef _GNU_SOURCE
@@ -39,7 +42,8 @@ struct nfx {
 	char sock[320];
 	char pidfile[320];
 	char uri[512];
-	char image[320];	/* qemu-nbd's qcow2 image */
+	char image[320];	/* qemu-nbd's qcow2 image; image='s overlay */
+	char base[320];		/* image='s base */
 	pid_t pid;		/* the server, 0 when none */
 };
 
@@ -172,6 +176,9 @@ static int setup(void **state)
 	snprintf(x->pidfile, sizeof(x->pidfile), "%s/pid", x->dir);
 	snprintf(x->uri, sizeof(x->uri), "nbd+unix:///?socket=%s", x->sock);
 	snprintf(x->image, sizeof(x->image), "%s/image.qcow2", x->dir);
+	snprintf(x->base, sizeof(x->base), "%s/base.qcow2", x->dir);
+	/* image='s storage daemons put their private directories here */
+	setenv("RUNTIME_DIRECTORY", x->dir, 1);
 	*state = x;
 	return 0;
 }
@@ -187,6 +194,7 @@ static int teardown(void **state)
 	unlink(x->sock);
 	unlink(x->pidfile);
 	unlink(x->image);
+	unlink(x->base);
 	rmdir(x->dir);
 	unlink(x->f.path);
 	free(x);
@@ -477,13 +485,13 @@ static void nbd_param_errors(void **state)
 
 	snprintf(params, sizeof(params), "file=%s,nbd=%s", x->f.path, x->uri);
 	assert_null(fgd_dev_create("vbus-blk", params, &err));
-	assert_non_null(strstr(fgd_last_error(), "vbus-blk takes file=PATH or nbd=URI, not both"));
+	assert_non_null(strstr(fgd_last_error(), "vbus-blk takes one of file=PATH, nbd=URI and image=PATH"));
 	snprintf(params, sizeof(params), "nbd=%s,direct=1", x->uri);
 	assert_null(fgd_dev_create("vbus-blk", params, &err));
 	assert_non_null(strstr(fgd_last_error(), "direct= applies to file= only, not to nbd="));
 	snprintf(params, sizeof(params), "file=%s,nbd_timeout=5", x->f.path);
 	assert_null(fgd_dev_create("vbus-blk", params, &err));
-	assert_non_null(strstr(fgd_last_error(), "nbd_timeout= applies to nbd= only"));
+	assert_non_null(strstr(fgd_last_error(), "nbd_timeout= applies to nbd= and image= only"));
 	assert_null(fgd_dev_create("vbus-blk", "nbd=nbd+ssh://h/x", &err));
 	assert_non_null(strstr(fgd_last_error(), "cannot connect"));
 }
@@ -637,6 +645,89 @@ static void nbd_qemu_nbd_qcow2(void **state)
 	assert_int_equal(run(check), 0);
 }
 
+/* image=: a base with a pattern, a qcow2 overlay on it; the device on it */
+static void image_up(struct nfx *x)
+{
+	const char *base[] = { "qemu-img", "create", "-q", "-f", "qcow2",
+			       x->base, "8M", NULL };
+	const char *fill[] = { "qemu-io", "-f", "qcow2", "-c",
+			       "write -q -P 0x5a 0 1M", x->base, NULL };
+	const char *overlay[] = { "qemu-img", "create", "-q", "-f", "qcow2",
+				  "-b", x->base, "-F", "qcow2", x->image, NULL };
+	char params[1024];
+
+	assert_int_equal(run(base), 0);
+	assert_int_equal(run(fill), 0);
+	assert_int_equal(run(overlay), 0);
+	snprintf(params, sizeof(params), "image=%s", x->image);
+	blk_create_params(&x->f, params);
+	blk_negotiate(&x->f, x->f.cfg.features, 2, 16);
+}
+
+/* image=: the overlay's data and the base's, and the base unchanged */
+static void image_qcow2_overlay(void **state)
+{
+	struct nfx *x = *state;
+	__u32 len = 4096;
+	__u64 w = buf_new(len, 0x6b), r = buf_new(len, 0);
+	const char *in_overlay[] = { "qemu-io", "-U", "-r", "-f", "qcow2", "-c",
+				     "read -q -P 0x6b 4096 4096", x->image, NULL };
+	const char *base_kept[] = { "qemu-io", "-U", "-r", "-f", "qcow2", "-c",
+				    "read -q -P 0x5a 0 1M", x->base, NULL };
+	const char *check[] = { "qemu-img", "check", "-q", "-U", x->image, NULL };
+
+	image_up(x);
+	assert_string_equal(fgd_stat_str(x->f.dev, "image_format"), "qcow2");
+	assert_string_equal(fgd_stat_str(x->f.dev, "image_state"), "running");
+	assert_int_equal(x->f.cfg.capacity, DISK_SIZE / SEC);
+	assert_int_equal(rw(&x->f, VBUS_BLK_OP_READ, 0, 0, 1, &r, &len),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(((unsigned char *)fgd_ram(r))[0], 0x5a);
+	assert_int_equal(rw(&x->f, VBUS_BLK_OP_WRITE, 0, 8, 1, &w, &len),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(noseg(&x->f, VBUS_BLK_OP_FLUSH, 0, 0, 0),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(run(in_overlay), 0);
+	assert_int_equal(run(base_kept), 0);
+	assert_int_equal(run(check), 0);
+}
+
+/* a second user of the image is refused, with the storage daemon's reason */
+static void image_second_user(void **state)
+{
+	struct nfx *x = *state;
+	char params[1024];
+	int err;
+
+	image_up(x);
+	snprintf(params, sizeof(params), "image=%s", x->image);
+	assert_null(fgd_dev_create("vbus-blk", params, &err));
+	assert_non_null(strstr(fgd_last_error(), "lock"));
+}
+
+/* the storage daemon killed: started again, the request waits and lands */
+static void image_daemon_restarted(void **state)
+{
+	struct nfx *x = *state;
+	__u32 len = 4096;
+	__u64 w = buf_new(len, 0x3c);
+	const char *landed[] = { "qemu-io", "-U", "-r", "-f", "qcow2", "-c",
+				 "read -q -P 0x3c 8192 4096", x->image, NULL };
+	pid_t pid;
+
+	image_up(x);
+	pid = (pid_t)fgd_stat(x->f.dev, "image_pid");
+	assert_true(pid > 0);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	wait_stat(x, "image_restarts", 1);
+	assert_int_equal(rw(&x->f, VBUS_BLK_OP_WRITE, 0, 16, 1, &w, &len),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(noseg(&x->f, VBUS_BLK_OP_FLUSH, 0, 0, 0),
+			 VBUS_BLK_S_OK);
+	assert_true(fgd_stat(x->f.dev, "nbd_reconnects") >= 1);
+	assert_int_equal(run(landed), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -649,6 +740,8 @@ int main(void)
 		T(nbd_block_size_refused), T(nbd_malformed),
 		T(nbd_export_shrinks), T(nbd_read_only),
 		T(nbd_close_inflight), T(nbd_qemu_nbd_qcow2),
+		T(image_qcow2_overlay), T(image_second_user),
+		T(image_daemon_restarted),
 #undef T
 	};
 

@@ -5,8 +5,10 @@
  * or by an NBD server's export (vbus_blk_nbd.c). Protocol: the
  * docs/devices/vbus_blk.md; ABI: <vbus/vbus_blk.h>.
  *
- * Params: file=PATH or nbd=URI (one of them; a file is claimed: no other
- * device of the daemon may use it), nbd_timeout=SECONDS (nbd: how long a
+ * Params: file=PATH, nbd=URI or image=PATH (one of them; a file is
+ * claimed: no other device of the daemon may use it; an image is served
+ * by a qemu-storage-daemon of the device's, see vbus_blk_image.c, in
+ * image_format=FMT or the one qemu-img finds), nbd_timeout=SECONDS (nbd: how long a
  * request may wait for the server, 1..3600, default 30), ro=0|1, serial=STR (<= 20 bytes; default "vbus-" and a hash of
  * the canonical path), queues=N (max queues offered, 1..16, default
  * min(4, CPUs)), depth=N (max descriptors per queue ring, a power of two
@@ -28,6 +30,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include "vbus_blk_dev.h"
+#include "vbus_blk_image.h"
 
 /* The offered feature set (config.features). */
 static __u32 vbus_blk_features_offered(const struct vbus_blk *b)
@@ -113,15 +116,30 @@ static int params_nbd_only(struct vbus_blk *b, const struct hostd_params *p)
 	return 0;
 }
 
+/* one backing store: file=, nbd= or image= */
+static int params_one(struct vbus_blk *b, const struct hostd_params *p)
+{
+	static const char *const keys[] = { "file", "nbd", "image", NULL };
+	unsigned int i, n = 0;
+
+	for (i = 0; keys[i]; i++)
+		n += hostd_param_get(p, keys[i]) != NULL;
+	if (n > 1)
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "vbus-blk takes one of file=PATH, nbd=URI "
+				      "and image=PATH");
+	if (!hostd_param_get(p, "image") && hostd_param_get(p, "image_format"))
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "image_format= applies to image= only");
+	return 0;
+}
+
 /* nbd=URI: the NBD backend (vbus_blk_nbd.c checks the URI itself) */
 static int params_nbd(struct vbus_blk *b, const struct hostd_params *p,
 		      const char *uri)
 {
 	int ret;
 
-	if (hostd_param_get(p, "file"))
-		return hostd_dev_fail(b->dev, -EINVAL,
-				      "vbus-blk takes file=PATH or nbd=URI, not both");
 	if (!*uri)
 		return hostd_dev_fail(b->dev, -EINVAL,
 				      "nbd=: want a URI (nbd://HOST[:PORT]/EXPORT "
@@ -144,13 +162,18 @@ static int params_file(struct vbus_blk *b, const struct hostd_params *p)
 	const char *s = hostd_param_get(p, "file");
 	const char *uri = hostd_param_get(p, "nbd");
 	char real[PATH_MAX];
+	int ret = params_one(b, p);
 
+	if (ret < 0)
+		return ret;
+	if (hostd_param_get(p, "image"))
+		return params_nbd(b, p, "image");	/* the URI comes later */
 	if (uri)
 		return params_nbd(b, p, uri);
 	b->be = &vbus_blk_file_ops;
 	if (hostd_param_get(p, "nbd_timeout"))
 		return hostd_dev_fail(b->dev, -EINVAL,
-				      "nbd_timeout= applies to nbd= only");
+				      "nbd_timeout= applies to nbd= and image= only");
 	if (!s || !*s)
 		return hostd_dev_fail(b->dev, -EINVAL,
 				      "vbus-blk needs file=PATH (a regular file "
@@ -201,7 +224,7 @@ static int vbus_blk_params(struct vbus_blk *b, const struct hostd_params *p)
 		"file", "ro", "serial", "queues", "depth", "segs",
 		"max_sectors", "discard", "direct", "strict",
 		"doorbell_mask_us", "poll_us", "iowq_workers", "nbd",
-		"nbd_timeout", NULL
+		"nbd_timeout", "image", "image_format", NULL
 	};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	__u32 defq = ncpu > 0 && ncpu < 4 ? (__u32)ncpu : 4;
@@ -255,6 +278,7 @@ static void vbus_blk_free(struct vbus_blk *b)
 	vbus_blk_mask_fini(b);
 	if (b->be)
 		b->be->close(b);
+	vbus_blk_image_close(b);	/* after the connection to it */
 	free(b);
 }
 
@@ -268,6 +292,9 @@ static int vbus_blk_create(struct hostd_dev *dev, const struct hostd_params *p)
 	b->dev = dev;
 	b->fd = b->fd_buffered = b->efd = b->mask_tfd = -1;
 	ret = vbus_blk_params(b, p);
+	if (!ret && hostd_param_get(p, "image"))
+		ret = vbus_blk_image_open(b, hostd_param_get(p, "image"),
+					  hostd_param_get(p, "image_format"));
 	if (!ret)
 		ret = b->be->open(b);
 	if (!ret)
@@ -425,6 +452,7 @@ static void vbus_blk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 
 	hostd_stat_str(out, "backend", b->be->name);
 	b->be->stats(b, out);
+	vbus_blk_image_stats(b, out);
 	memcpy(serial, b->serial, VBUS_BLK_SERIAL_LEN);
 	serial[VBUS_BLK_SERIAL_LEN] = '\0';
 	hostd_stat_str(out, "serial", serial);

@@ -17,6 +17,8 @@
  *   vbus_blk_nbd_conn.c the NBD backend's connection: connect, the
  *                       server's limits, loss, reconnect with backoff,
  *                       the timeout tick
+ *   vbus_blk_image.c    image=: the qemu-storage-daemon serving the
+ *                       image to the NBD backend, started and watched
  *   vbus_blk_mask.c     the guest's doorbells masked while a queue has
  *                       I/O in flight, and the timer that bounds it
  *   vbus_blk_poll.c     poll_us: look at the CQ and the rings for a
@@ -148,6 +150,7 @@ struct vbus_blk {
 
 	const struct vbus_blk_backend_ops *be;	/* file or nbd */
 	void *be_priv;			/* the nbd backend's state */
+	struct vbus_blk_image *image;	/* image=: its storage daemon */
 	__u32 be_features;		/* VBUS_BLK_F_* the backend can do */
 
 	/* params */
