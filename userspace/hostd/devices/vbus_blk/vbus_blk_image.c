@@ -14,13 +14,14 @@
  * user (another vbus-hostd, a QEMU) is refused, and so is this one when
  * the image is in use, with qemu-storage-daemon's own message.
  *
- * The daemon is watched through a pidfd: when it dies it is started
- * again (the NBD backend's requests wait meanwhile and are resent once
- * it reconnects, vbus_blk_nbd_conn.c). A restart that fails stops the
- * restarts (`ctl stats`: image_state=failed); the requests then fail at
- * their nbd_timeout. A start runs qemu-storage-daemon --daemonize: its
- * first process exits once the export is up; at create that is waited
- * for (bounded by nbd_timeout), on the loop it is watched, not waited.
+ * The daemon is our child, watched through a pidfd: when it dies after
+ * serving it is started again (the NBD backend's requests wait
+ * meanwhile and are resent once it reconnects, vbus_blk_nbd_conn.c,
+ * whose reconnect backoff also covers the restart's start-up). One
+ * that dies while starting is not restarted (`ctl stats`:
+ * image_state=failed); the requests then fail at their nbd_timeout. At
+ * create the start is waited for (bounded by nbd_timeout): the pid file
+ * it writes once its export is up. On the loop nothing is waited for.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "vbus_blk_image.h"
@@ -143,8 +145,8 @@ static int check_format(struct vbus_blk *b, const struct vbus_blk_image *im)
 
 static void on_daemon_exit(struct hostd_dev *dev, int fd, __u32 events,
 			   void *arg);
-static void on_starter_exit(struct hostd_dev *dev, int fd, __u32 events,
-			    void *arg);
+static void on_daemon_stderr(struct hostd_dev *dev, int fd, __u32 events,
+			     void *arg);
 
 static void unwatch(struct vbus_blk_image *im, int *fd)
 {
@@ -155,17 +157,29 @@ static void unwatch(struct vbus_blk_image *im, int *fd)
 	*fd = -1;
 }
 
-/* qemu-storage-daemon --daemonize: its first process is the starter */
+/*
+ * qemu-storage-daemon as our child, through setpriv --pdeathsig: it
+ * gets SIGTERM when the thread that started it (the guest's loop) ends,
+ * the daemon's crash included, so no storage daemon outlives us holding
+ * the image's lock (a restarted vbus-hostd starts its own). Its signal
+ * mask and handlers are reset: ours may block SIGTERM.
+ */
 static int start(struct vbus_blk_image *im)
 {
-	char file[PATH_MAX + 64], fmt[64], nbd[PATH_MAX + 64], exp[128];
+	char file[PATH_MAX + 64], fmt[64], nbd[160], exp[128];
 	const char *argv[] = {
-		"qemu-storage-daemon", "--daemonize", "--pidfile", im->pidfile,
+		"setpriv", "--pdeathsig", "TERM", "--",
+		"qemu-storage-daemon", "--pidfile", im->pidfile,
 		"--blockdev", file, "--blockdev", fmt, "--nbd-server", nbd,
 		"--export", exp, NULL
 	};
-	int e[2];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	int e[2], ret;
 
+	if (strchr(im->image, ','))
+		return -EINVAL;	/* qemu's option syntax: a comma splits */
 	snprintf(file, sizeof(file),
 		 "driver=file,node-name=file,filename=%s,locking=on", im->image);
 	snprintf(fmt, sizeof(fmt), "driver=%s,node-name=disk,file=file",
@@ -174,106 +188,176 @@ static int start(struct vbus_blk_image *im)
 	snprintf(exp, sizeof(exp),
 		 "type=nbd,id=disk,node-name=disk,name=disk,writable=%s",
 		 im->b->ro ? "off" : "on");
-	if (strchr(im->image, ','))
-		return -EINVAL;	/* qemu's option syntax: a comma splits */
 	if (pipe2(e, O_CLOEXEC | O_NONBLOCK))
 		return -errno;
 	unlink(im->pidfile);
 	unlink(im->sock);
-	im->starter = spawn(argv, -1, e[1]);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
+				 POSIX_SPAWN_SETSIGDEF);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, e[1], 2);
+	ret = posix_spawnp(&im->pid, argv[0], &fa, &at, (char *const *)argv,
+			   environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
 	close(e[1]);
-	if (im->starter < 0) {
+	if (ret) {
 		close(e[0]);
-		return -errno;
+		im->pid = 0;
+		return -ret;
 	}
 	im->errfd = e[0];
-	im->starter_fd = pidfd_of(im->starter);
-	return im->starter_fd < 0 ? -errno : 0;
+	im->ready = false;
+	im->daemon_fd = pidfd_of(im->pid);
+	return im->daemon_fd < 0 ? -errno : 0;
 }
 
-/* the starter exited: the daemon serves (0), or it said why not */
-static int started(struct vbus_blk_image *im)
-{
-	char buf[32] = "";
-	int st = 0, fd = -1;
-	FILE *pf;
-
-	waitpid(im->starter, &st, 0);
-	im->starter = 0;
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		read_msg(im->errfd, im->why, sizeof(im->why));
-		if (!im->why[0])
-			snprintf(im->why, sizeof(im->why), "exited with status %d",
-				 WIFEXITED(st) ? WEXITSTATUS(st) : 128);
-		return -EIO;
-	}
-	pf = fopen(im->pidfile, "re");
-	if (pf && fgets(buf, sizeof(buf), pf))
-		im->pid = (pid_t)atoi(buf);
-	if (pf)
-		fclose(pf);
-	if (im->pid > 0)
-		fd = pidfd_of(im->pid);
-	if (fd < 0) {
-		snprintf(im->why, sizeof(im->why), "no pid file");
-		return -EIO;
-	}
-	im->daemon_fd = fd;
-	return hostd_fd_add(im->b->dev, fd, EPOLLIN, on_daemon_exit, im);
-}
-
-static void close_errfd(struct vbus_blk_image *im)
+/* the start's words on stderr, as one line (a refusal says why there) */
+static void take_stderr(struct vbus_blk_image *im)
 {
 	if (im->errfd >= 0)
-		close(im->errfd);
-	im->errfd = -1;
+		read_msg(im->errfd, im->why, sizeof(im->why));
 }
 
-static void on_starter_exit(struct hostd_dev *dev, int fd, __u32 events,
-			    void *arg)
+/* the daemon exited: reap it, say why */
+static void reap(struct vbus_blk_image *im)
+{
+	int st = 0;
+
+	if (im->pid > 0 && waitpid(im->pid, &st, 0) == im->pid && !im->why[0])
+		snprintf(im->why, sizeof(im->why), WIFEXITED(st) ?
+			 "exited with status %d" : "was killed by signal %d",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	im->pid = 0;
+}
+
+/* watched on the loop: its exit, and its stderr (never left to fill) */
+static int watch(struct vbus_blk_image *im)
+{
+	int ret = hostd_fd_add(im->b->dev, im->daemon_fd, EPOLLIN,
+			       on_daemon_exit, im);
+
+	if (!ret)
+		ret = hostd_fd_add(im->b->dev, im->errfd, EPOLLIN,
+				   on_daemon_stderr, im);
+	return ret;
+}
+
+static void on_daemon_stderr(struct hostd_dev *dev, int fd, __u32 events,
+			     void *arg)
 {
 	struct vbus_blk_image *im = arg;
-	int ret;
+	char msg[512];
 
-	(void)dev;
 	(void)fd;
-	(void)events;
-	unwatch(im, &im->starter_fd);
-	ret = started(im);
-	close_errfd(im);
-	if (ret < 0) {
-		im->failed = true;
-		hostd_dev_log(im->b->dev, "vbus-blk: image=%s: qemu-storage-daemon "
-			      "did not start again: %s", im->image, im->why);
+	read_msg(im->errfd, msg, sizeof(msg));
+	if (msg[0]) {
+		hostd_dev_log(dev, "vbus-blk: image=%s: qemu-storage-daemon: %s",
+			      im->image, msg);
+		snprintf(im->why, sizeof(im->why), "%s", msg);
+	} else if (events & (EPOLLHUP | EPOLLERR)) {
+		hostd_fd_del(dev, im->errfd);	/* closed: it is exiting */
+		close(im->errfd);
+		im->errfd = -1;
 	}
 }
 
+static bool pidfile_there(const struct vbus_blk_image *im)
+{
+	return !access(im->pidfile, F_OK);
+}
+
+/*
+ * The daemon exited. One that had served (its pid file written after
+ * its export was up) is started again: the NBD backend reconnects to
+ * the same socket once it listens. One that died starting is not: the
+ * next would too (the image is gone, locked, broken).
+ */
 static void on_daemon_exit(struct hostd_dev *dev, int fd, __u32 events,
 			   void *arg)
 {
 	struct vbus_blk_image *im = arg;
+	bool served = im->ready || pidfile_there(im);
+	int ret;
 
 	(void)fd;
 	(void)events;
 	unwatch(im, &im->daemon_fd);
-	im->pid = 0;
-	im->restarts++;
-	hostd_dev_log(dev, "vbus-blk: image=%s: qemu-storage-daemon exited; "
-		      "starting it again", im->image);
-	if (start(im) < 0 ||
-	    hostd_fd_add(dev, im->starter_fd, EPOLLIN, on_starter_exit, im) < 0) {
+	take_stderr(im);
+	unwatch(im, &im->errfd);
+	reap(im);
+	if (!served) {
 		im->failed = true;
-		close_errfd(im);
+		hostd_dev_log(dev, "vbus-blk: image=%s: qemu-storage-daemon did "
+			      "not start: %s; not starting it again", im->image,
+			      im->why);
+		return;
+	}
+	im->restarts++;
+	hostd_dev_log(dev, "vbus-blk: image=%s: qemu-storage-daemon %s; "
+		      "starting it again", im->image, im->why);
+	im->why[0] = '\0';
+	ret = start(im);
+	if (!ret)
+		ret = watch(im);
+	if (ret < 0) {
+		im->failed = true;
 		hostd_dev_log(dev, "vbus-blk: image=%s: cannot start "
-			      "qemu-storage-daemon: %s", im->image, strerror(errno));
+			      "qemu-storage-daemon: %s", im->image, strerror(-ret));
 	}
 }
 
-/* the first start, at create: waited for, up to @timeout_s */
+/*
+ * The first start, at create: until the pid file appears (inotify on
+ * the private directory; qemu-storage-daemon writes it once its export
+ * is up) or it exits, at most @timeout_s.
+ */
+static int wait_ready(struct vbus_blk_image *im, unsigned int timeout_s)
+{
+	__u64 end = hostd_now_ns() + timeout_s * 1000000000ull;
+	int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	int ret = -ETIMEDOUT;
+
+	if (in < 0 || inotify_add_watch(in, im->dir, IN_CREATE | IN_MOVED_TO) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	for (;;) {
+		struct pollfd p[2] = { { .fd = in, .events = POLLIN },
+				       { .fd = im->daemon_fd, .events = POLLIN } };
+		char ev[4096];
+		__u64 now = hostd_now_ns();
+
+		if (pidfile_there(im)) {
+			ret = 0;
+			break;
+		}
+		if (now >= end || poll(p, 2, (int)((end - now) / 1000000 + 1)) < 0)
+			break;
+		if (p[1].revents) {
+			/* exited: a last look (it may have served and died) */
+			ret = pidfile_there(im) ? 0 : -EIO;
+			break;
+		}
+		while (read(in, ev, sizeof(ev)) > 0)
+			;
+	}
+out:
+	if (in >= 0)
+		close(in);
+	return ret;
+}
+
 static int start_first(struct vbus_blk *b, struct vbus_blk_image *im,
 		       unsigned int timeout_s)
 {
-	struct pollfd p;
 	int ret = start(im);
 
 	if (ret == -EINVAL)
@@ -283,19 +367,21 @@ static int start_first(struct vbus_blk *b, struct vbus_blk_image *im,
 		return hostd_dev_fail(b->dev, ret, "image=%s: cannot start "
 				      "qemu-storage-daemon: %s", im->image,
 				      strerror(-ret));
-	p = (struct pollfd){ .fd = im->starter_fd, .events = POLLIN };
-	if (poll(&p, 1, (int)timeout_s * 1000) <= 0)
-		return hostd_dev_fail(b->dev, -ETIMEDOUT, "image=%s: "
-				      "qemu-storage-daemon did not start within "
-				      "%u s", im->image, timeout_s);
-	close(im->starter_fd);
-	im->starter_fd = -1;
-	ret = started(im);
-	close_errfd(im);
-	if (ret < 0)
+	ret = wait_ready(im, timeout_s);
+	if (ret == -EIO) {
+		/* it said why on stderr, then exited */
+		take_stderr(im);
+		reap(im);
 		return hostd_dev_fail(b->dev, ret, "image=%s: %s", im->image,
 				      im->why);
-	return 0;
+	}
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret, "image=%s: qemu-storage-daemon "
+				      "did not start within %u s%s%s", im->image,
+				      timeout_s, ret == -ETIMEDOUT ? "" : ": ",
+				      ret == -ETIMEDOUT ? "" : strerror(-ret));
+	im->ready = true;
+	return watch(im);
 }
 
 int vbus_blk_image_open(struct vbus_blk *b, const char *path,
@@ -308,7 +394,7 @@ int vbus_blk_image_open(struct vbus_blk *b, const char *path,
 	if (!im)
 		return -ENOMEM;
 	im->b = b;
-	im->starter_fd = im->daemon_fd = im->errfd = -1;
+	im->daemon_fd = im->errfd = -1;
 	b->image = im;
 	if (!realpath(path, im->image))
 		return hostd_dev_fail(b->dev, -errno, "image=%s: %s", path,
@@ -344,21 +430,36 @@ int vbus_blk_image_open(struct vbus_blk *b, const char *path,
 	return 0;
 }
 
+static void stop_wait(struct vbus_blk_image *im)
+{
+	int fd = pidfd_of(im->pid);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (fd >= 0 && poll(&p, 1, VBLK_IMAGE_STOP_MS) == 0)
+		kill(im->pid, SIGKILL);
+	if (fd >= 0)
+		close(fd);
+	waitpid(im->pid, NULL, 0);
+	im->pid = 0;
+}
+
 void vbus_blk_image_close(struct vbus_blk *b)
 {
 	struct vbus_blk_image *im = b->image;
 
 	if (!im)
 		return;
-	unwatch(im, &im->starter_fd);
 	unwatch(im, &im->daemon_fd);
-	if (im->starter > 0) {
-		kill(im->starter, SIGTERM);
-		waitpid(im->starter, NULL, 0);
-	}
-	if (im->pid > 0)
+	unwatch(im, &im->errfd);
+	if (im->pid > 0) {
+		/*
+		 * SIGTERM: it closes the image cleanly (qcow2's metadata);
+		 * waited for, so the image is unlocked when the device is
+		 * gone (a bounded wait: SIGKILL after VBLK_IMAGE_STOP_MS)
+		 */
 		kill(im->pid, SIGTERM);
-	close_errfd(im);
+		stop_wait(im);
+	}
 	if (im->dir[0]) {
 		unlink(im->sock);
 		unlink(im->pidfile);
@@ -377,7 +478,8 @@ void vbus_blk_image_stats(struct vbus_blk *b, struct hostd_stats_out *out)
 	hostd_stat_str(out, "image", im->image);
 	hostd_stat_str(out, "image_format", im->format);
 	hostd_stat_str(out, "image_state", im->failed ? "failed" :
-		       im->pid > 0 ? "running" : "starting");
+		       im->pid > 0 && (im->ready || pidfile_there(im)) ?
+		       "running" : "starting");
 	hostd_stat_u64(out, "image_pid", (__u64)(im->pid > 0 ? im->pid : 0));
 	hostd_stat_u64(out, "image_restarts", im->restarts);
 }

@@ -11,6 +11,8 @@
 #include <sys/types.h>
 #include "vbus_blk_dev.h"
 
+#define VBLK_IMAGE_STOP_MS	5000	/* destroy: SIGTERM, then SIGKILL */
+
 struct vbus_blk_image {
 	struct vbus_blk *b;
 	char image[PATH_MAX];		/* canonical */
@@ -18,11 +20,10 @@ struct vbus_blk_image {
 	char dir[96];			/* private (0700): the socket, the pid file */
 	char sock[112];			/* fits sun_path */
 	char pidfile[112];
-	pid_t starter;			/* qemu-storage-daemon --daemonize's first */
-	int starter_fd;			/* its pidfd while watched, -1 */
-	int errfd;			/* the start's stderr, -1 */
-	pid_t pid;			/* the storage daemon, 0 */
+	int errfd;			/* its stderr, watched, -1 */
+	pid_t pid;			/* the storage daemon (our child), 0 */
 	int daemon_fd;			/* its pidfd, watched, -1 */
+	bool ready;			/* its export was up (the pid file) */
 	bool failed;			/* a restart failed: no more */
 	__u64 restarts;
 	char why[512];			/* why a start failed */
