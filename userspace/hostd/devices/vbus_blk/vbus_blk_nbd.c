@@ -74,6 +74,8 @@ void nbd_list_move(struct nbd_cmd *c, struct nbd_cmd_list *to,
 
 void nbd_cmd_free(struct nbd_cmd *c)
 {
+	if (c->orphan)
+		c->n->orphans--;
 	list_del(c);
 	free(c->buf);
 	free(c);
@@ -219,7 +221,6 @@ static bool settle_once(struct vbus_blk_nbd *n, bool *touched)
 		int res;
 
 		if (c->orphan) {
-			n->orphans--;
 			nbd_cmd_free(c);
 			continue;
 		}

@@ -271,7 +271,6 @@ void nbd_conn_lost(struct vbus_blk_nbd *n, const char *why)
 		struct nbd_cmd *c = n->sent.head.next;
 
 		if (c->orphan) {
-			n->orphans--;
 			nbd_cmd_free(c);
 			continue;
 		}
