@@ -166,7 +166,7 @@ static void unwatch(struct vbus_blk_image *im, int *fd)
  */
 static int start(struct vbus_blk_image *im)
 {
-	char file[PATH_MAX + 64], fmt[64], nbd[160], exp[128];
+	char file[PATH_MAX + 80], fmt[96], nbd[160], exp[128];
 	const char *argv[] = {
 		"setpriv", "--pdeathsig", "TERM", "--",
 		"qemu-storage-daemon", "--pidfile", im->pidfile,
@@ -181,9 +181,11 @@ static int start(struct vbus_blk_image *im)
 	if (strchr(im->image, ','))
 		return -EINVAL;	/* qemu's option syntax: a comma splits */
 	snprintf(file, sizeof(file),
-		 "driver=file,node-name=file,filename=%s,locking=on", im->image);
-	snprintf(fmt, sizeof(fmt), "driver=%s,node-name=disk,file=file",
-		 im->format);
+		 "driver=file,node-name=file,filename=%s,locking=on,"
+		 "discard=unmap", im->image);
+	/* discard=unmap: a guest's discard frees the image's space */
+	snprintf(fmt, sizeof(fmt),
+		 "driver=%s,node-name=disk,file=file,discard=unmap", im->format);
 	snprintf(nbd, sizeof(nbd), "addr.type=unix,addr.path=%s", im->sock);
 	snprintf(exp, sizeof(exp),
 		 "type=nbd,id=disk,node-name=disk,name=disk,writable=%s",
