@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "blk_fx.h"
 
@@ -728,6 +729,45 @@ static void image_daemon_restarted(void **state)
 	assert_int_equal(run(landed), 0);
 }
 
+/* the storage daemon holds no descriptor of ours: no guest RAM, no pipe */
+static void image_daemon_inherits_nothing(void **state)
+{
+	struct nfx *x = *state;
+	char dir[64], fd[320], target[512];
+	int leaked = 0, fds = 0;
+	DIR *d;
+	struct dirent *e;
+	int keep;
+
+	/* a descriptor that is not close-on-exec, as the daemon may have */
+	keep = dup(0);
+	assert_true(keep >= 0);
+	image_up(x);
+	snprintf(dir, sizeof(dir), "/proc/%d/fd",
+		 (int)fgd_stat(x->f.dev, "image_pid"));
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		ssize_t n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		fds++;
+		snprintf(fd, sizeof(fd), "%s/%s", dir, e->d_name);
+		n = readlink(fd, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = '\0';
+		if (atoi(e->d_name) == keep || strstr(target, "memfd:")) {
+			fprintf(stderr, "[test] storage daemon has fd %s -> %s\n",
+				e->d_name, target);
+			leaked++;
+		}
+	}
+	closedir(d);
+	close(keep);
+	assert_true(fds >= 3);
+	assert_int_equal(leaked, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -741,7 +781,7 @@ int main(void)
 		T(nbd_export_shrinks), T(nbd_read_only),
 		T(nbd_close_inflight), T(nbd_qemu_nbd_qcow2),
 		T(image_qcow2_overlay), T(image_second_user),
-		T(image_daemon_restarted),
+		T(image_daemon_restarted), T(image_daemon_inherits_nothing),
 #undef T
 	};
 

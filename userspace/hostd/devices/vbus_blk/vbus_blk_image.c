@@ -64,6 +64,8 @@ static pid_t spawn(const char *const *argv, int out, int err)
 	else
 		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, err, 2);
+	/* nothing of ours (guest RAM, sockets) reaches the child */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	ret = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv,
 			   environ);
 	posix_spawn_file_actions_destroy(&fa);
@@ -205,6 +207,12 @@ static int start(struct vbus_blk_image *im)
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, e[1], 2);
+	/*
+	 * Only stdin, stdout and stderr: not every descriptor of the daemon
+	 * is close-on-exec (a guest's RAM, the start-up pipe), and the
+	 * storage daemon must hold none of them.
+	 */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	ret = posix_spawnp(&im->pid, argv[0], &fa, &at, (char *const *)argv,
 			   environ);
 	posix_spawn_file_actions_destroy(&fa);
