@@ -19,7 +19,10 @@ daemon_args() {
 daemon_args 1
 start_daemon "${args[@]}" || finish
 qsd=$("$HOSTD" ctl "${C[@]}" stats g1 2 | tr ' ' '\n' | sed -n 's/^image_pid=//p')
-[ -n "$qsd" ] && [ "$qsd" -gt 0 ] || { fail "no image_pid in ctl stats"; finish; }
+if [ -z "$qsd" ] || [ "$qsd" -le 0 ]; then
+	fail "no image_pid in ctl stats"
+	finish
+fi
 echo "ok: qemu-storage-daemon $qsd serves the image"
 
 C=(--ctl "$T/ctl2.sock")
