@@ -26,6 +26,14 @@
  * writes and a cached copy of the one it waits on, reloaded (and checked)
  * only when the cache says full or empty, as DPDK's rte_ring does.
  *
+ * v6 never reads this side's own counters back from shared memory: the
+ * peer can write them. North's pusher takes the reaper's inuse head from
+ * the reaper's shadow (reap.head), its reaper bounds valid.head by the
+ * pusher's shadow (push.tail), and the queries count with the shadows of
+ * this side's counters and the shared copy of the peer's only. The shared
+ * copy of an own counter is written for the peer and read back only by
+ * v6_own_intact(), which faults the channel when the peer changed it.
+ *
  * Ordering, every edge labelled; callers cite these labels
  * (docs/ring.md has the table):
  *
@@ -39,8 +47,11 @@
  *   [A2] reaper: acquire load of valid.head (v6) / of sown (v5, via [A4])
  *        before reading a completion.
  *   [R3] reaper: release store of inuse.head, after its reads of the
- *        completion.  Pairs with [A3].
- *   [A3] pusher: acquire load of inuse.head before rewriting the slot.
+ *        completion (v6: of its shadow reap.head, which north's pusher
+ *        reads, then of the shared copy, for the peer's queries).
+ *        Pairs with [A3].
+ *   [A3] pusher: acquire load of inuse.head before rewriting the slot
+ *        (v6: of the reaper's shadow, never the shared copy).
  *   [R4] v5 only: release store of sown (push: body before the flip;
  *        pop: after valid.head moved, so "reaped" implies "valid has
  *        room").  Pairs with [A4].
@@ -153,6 +164,14 @@ static void v6_bind(struct ioq *ioq)
 	ioq->consume.tail = ioq->consume.head;	/* empty: reload first */
 	ioq->reap.head = ioq->push.head;
 	ioq->reap.done = ioq->reap.head;	/* none: reload first */
+	/*
+	 * North's own counters are read this once, into the shadows; a pair
+	 * that cannot be right (the peer wrote them before we bound) would
+	 * make every later room check lie, so it faults the channel now.
+	 */
+	if (ioq->locale == ioq_locality_north &&
+	    ioq->push.tail - ioq->reap.head > ioq->count)
+		ioq_faulted(ioq, "ioq: index out of range");
 }
 
 int ioq_init_ver(struct ioq *ioq, const struct ioq_ops *ops,
@@ -221,8 +240,12 @@ static int v6_post_room(struct ioq *ioq, unsigned int n)
 
 	if (ioq->count - used >= n)
 		return (int)n;
-	/* [A3] the reaper's reads of the slots come before we reuse them */
-	head = VBUS_LOAD_ACQUIRE(*ioq->iheadp);
+	/*
+	 * [A3] the reaper's reads of the slots come before we reuse them.
+	 * Its shadow, not the shared inuse_head the peer can write: a
+	 * reaper on this side moves it, so it is always in range.
+	 */
+	head = VBUS_LOAD_ACQUIRE(ioq->reap.head);
 	used = ioq->push.tail - head;
 	if (used > ioq->count)
 		return ioq_faulted(ioq, "ioq: inuse head out of range");
@@ -251,7 +274,11 @@ static int v6_post_publish(struct ioq *ioq, unsigned int n)
 
 	if (err)
 		return err;
-	ioq->push.tail += n;
+	/*
+	 * The shadow first: this side's reaper and queries read it (a
+	 * reader that saw the shared tail through [A1]/[A2] then sees it).
+	 */
+	VBUS_WRITE(ioq->push.tail, ioq->push.tail + n);
 	/* [R1] the descriptor bodies before the tail; pairs with [A1] */
 	VBUS_STORE_RELEASE(*ioq->tailp, ioq->push.tail);
 	return 0;
@@ -280,7 +307,8 @@ static int v6_consume_publish(struct ioq *ioq, unsigned int n)
 
 	if (err)
 		return err;
-	ioq->consume.head += n;
+	/* the shadow first: this side's queries read it */
+	VBUS_WRITE(ioq->consume.head, ioq->consume.head + n);
 	/*
 	 * [R2] our reads of the bodies and buffers (and writes to them)
 	 * before the head; pairs with [A2] in the reaper
@@ -304,9 +332,11 @@ static int v6_reap_avail(struct ioq *ioq, unsigned int n)
 	done = VBUS_LOAD_ACQUIRE(*ioq->vheadp);
 	/*
 	 * The tail only to bound valid.head: [A2] saw a head that the
-	 * consumer moved after its [A1] of this tail or a later one.
+	 * consumer moved after its [A1] of this tail or a later one. The
+	 * pusher's shadow, not the shared tail the peer can write; the
+	 * pusher stored it before its [R1], so [A2] makes it visible here.
 	 */
-	posted = VBUS_READ(*ioq->tailp) - ioq->reap.head;
+	posted = VBUS_READ(ioq->push.tail) - ioq->reap.head;
 	avail = done - ioq->reap.head;
 	if (posted > ioq->count || avail > posted)
 		return ioq_faulted(ioq, "ioq: valid head out of range");
@@ -320,8 +350,12 @@ static int v6_reap_publish(struct ioq *ioq, unsigned int n)
 
 	if (err)
 		return err;
-	ioq->reap.head += n;
-	/* [R3] our reads of the completions before the head; pairs with [A3] */
+	/*
+	 * [R3] our reads of the completions before the head, the shadow
+	 * (north's pusher reads it, [A3]) and then the shared copy (the
+	 * peer's queries)
+	 */
+	VBUS_STORE_RELEASE(ioq->reap.head, ioq->reap.head + n);
 	VBUS_STORE_RELEASE(*ioq->iheadp, ioq->reap.head);
 	return 0;
 }
@@ -344,25 +378,31 @@ static enum ioq_role role_of(struct ioq *ioq, enum ioq_idx_type type)
 }
 
 /*
- * Shared counters of an index, read for a query (not a role's hot path).
- * All three, in the order they move (inuse head, valid head, tail): an
- * honest ring then always reads inuse_head <= valid_head <= tail with at
- * most count between the ends, even while the roles run. A valid head
- * outside [inuse_head, tail] is no more possible than a window over
- * count, and faults the same way, after the same bounded re-reads as
+ * Counters of an index, read for a query (not a role's hot path). All
+ * three, in the order they move (inuse head, valid head, tail): an honest
+ * ring then always reads inuse_head <= valid_head <= tail with at most
+ * count between the ends, even while the roles run. A valid head outside
+ * [inuse_head, tail] is no more possible than a window over count, and
+ * faults the same way, after the same bounded re-reads as
  * ioq_load_pair() (a query may catch the counters at different moments).
+ * This side's own counters come from the roles' shadows (north: inuse
+ * head and tail; south: valid head), only the peer's from shared memory.
  */
 static int v6_count(struct ioq *ioq, enum ioq_idx_type type,
 		    __u32 *headp, __u32 *tailp)
 {
+	int north = ioq->locale == ioq_locality_north;
 	int tries = 3;
 	__u32 ih, vh, t, head;
 
 	do {
 		/* [A3], [A2], [A1]: as the roles' reloads; a query reads all */
-		ih = VBUS_LOAD_ACQUIRE(*ioq->iheadp);
-		vh = VBUS_LOAD_ACQUIRE(*ioq->vheadp);
-		t = VBUS_LOAD_ACQUIRE(*ioq->tailp);
+		ih = VBUS_LOAD_ACQUIRE(*(north ? &ioq->reap.head :
+					 ioq->iheadp));
+		vh = north ? VBUS_LOAD_ACQUIRE(*ioq->vheadp) :
+			     VBUS_READ(ioq->consume.head);
+		t = north ? VBUS_READ(ioq->push.tail) :
+			    VBUS_LOAD_ACQUIRE(*ioq->tailp);
 		if (t - ih <= ioq->count && vh - ih <= t - ih)
 			break;
 	} while (--tries);
@@ -488,8 +528,9 @@ static __u32 v6_iter_head(struct ioq_iterator *iter)
 
 static __u32 v6_iter_tail(struct ioq_iterator *iter)
 {
-	if (iter->role == ioq_role_push)
-		return iter->ioq->push.tail;
+	/* north's tail is the pusher's shadow, never the shared copy */
+	if (iter->ioq->locale == ioq_locality_north)
+		return VBUS_READ(iter->ioq->push.tail);
 	return VBUS_READ(*iter->ioq->tailp);
 }
 
@@ -629,7 +670,7 @@ static int v6_iter_pop(struct ioq_iterator *iter)
 		if (n < 0)
 			return n;
 		if (!n)	/* empty, or posted and not consumed yet */
-			return VBUS_READ(*ioq->tailp) == ioq->reap.head ?
+			return VBUS_READ(ioq->push.tail) == ioq->reap.head ?
 			       -ENOENT : -EINVAL;
 		if (!iter->desc || iter->pos != ioq->reap.head)
 			return -EINVAL;

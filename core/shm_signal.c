@@ -88,6 +88,7 @@ int shm_signal_enable(struct shm_signal *s, int flags)
 	(void)flags;
 	vbus_lock(&s->lock, iflags);
 
+	s->enabled = 1;
 	VBUS_WRITE(irq->enabled, 1);
 	/*
 	 * [B2] Order enabled=1 before the loads of dirty/pending. Pairs with
@@ -113,13 +114,18 @@ VBUS_EXPORT(shm_signal_enable);
 int shm_signal_disable(struct shm_signal *s, int flags)
 {
 	struct shm_signal_irq *irq = &s->desc->irq[s->locale];
+	unsigned long iflags = 0;
 
 	(void)flags;
 	/*
 	 * No barrier: masking late only costs a spurious notification, which
-	 * every receiver tolerates.
+	 * every receiver tolerates. The lock is for the shadow (a bit in the
+	 * word in_wakeup shares).
 	 */
+	vbus_lock(&s->lock, iflags);
+	s->enabled = 0;
 	VBUS_WRITE(irq->enabled, 0);
+	vbus_unlock(&s->lock, iflags);
 
 	return 0;
 }
@@ -181,9 +187,10 @@ void _shm_signal_wakeup(struct shm_signal *s)
 	/*
 	 * The outer loop closes the race between clearing pending and a
 	 * peer that set dirty just before (it saw pending=1 and did not
-	 * cross the boundary).
+	 * cross the boundary). enabled is our shadow, not irq->enabled: a
+	 * peer that wrote our mask would run a masked side's notifier.
 	 */
-	while (VBUS_READ(irq->enabled) &&
+	while (s->enabled &&
 	       (VBUS_READ(irq->dirty) || VBUS_READ(irq->pending))) {
 		/*
 		 * Run the notifier until dirty stays clear. pending stays set
@@ -238,7 +245,7 @@ void _shm_signal_wakeup(struct shm_signal *s)
 
 			vbus_lock(&s->lock, iflags);
 			dirty = VBUS_READ(irq->dirty);
-		} while (VBUS_READ(irq->enabled) && dirty &&
+		} while (s->enabled && dirty &&
 			 !shm_signal_faulted(s));
 
 		if (shm_signal_faulted(s))

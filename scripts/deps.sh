@@ -11,12 +11,14 @@ pkgs=(
 	linux-headers-amd64 sparse kmod		# make modules, modules-check
 	qemu-system-x86 busybox-static cpio xz-utils	# tests/qemu
 	iproute2 iperf3 ethtool iputils-ping	# guest network tests
+	openvswitch-switch			# venet_pair: guests on Open vSwitch (userspace datapath)
 	fio e2fsprogs udev			# guest disk tests (vbus-blk; udev: its udevadm names the disks)
 	python3 gnuplot-nox			# bench: report and plot
 	libdpdk-dev				# ioq-bench --poll: the rte_ring baseline
 	mandoc					# man pages: mandoc -T lint
 	shellcheck				# the shellcheck stage (scripts/shellcheck.sh)
 	systemd strace util-linux procps	# ops: systemd-analyze, strace, unshare/setpriv; pgrep (qemu restart suite)
+	systemd-container debootstrap		# ops_systemd_sandbox: systemd-nspawn --boot of a Debian tree
 	liburing-dev				# vbus-blk: io_uring
 	libnbd-dev nbdkit qemu-utils		# vbus-blk nbd=: libnbd; its tests' servers (nbdkit, qemu-nbd, qemu-img)
 	qemu-system-common			# qemu-storage-daemon (vbus-blk image=)

@@ -2,9 +2,9 @@
 # What vbus-hostd refuses, shown the way a user meets it (the main job's
 # step 2b): a RAM file another user could reach, a disk on a live guest's
 # RAM file or on another disk through a hard link, a config that is not a
-# regular file, a supervised daemon that would fork, a control client of
-# another uid. Each line is the daemon's own message; exit 1 if anything
-# was accepted that must not be.
+# regular file, a supervised daemon that would fork, a control client or
+# a QEMU socket connector of another uid. Each line is the daemon's own
+# message; exit 1 if anything was accepted that must not be.
 #
 #   scripts/hostd-refusals.sh PATH/TO/vbus-hostd
 set -uo pipefail
@@ -63,8 +63,20 @@ else
 	printf '  %-34s %s\n' "supervised, without --foreground:" "$(head -n 1 <<<"$msg")"
 fi
 if [ "$(id -u)" = 0 ] && [ -n "$pid" ]; then
-	chmod 666 "$T/live.sock"
+	# a guest's socket: only its QEMU user is served (the log says who)
+	chmod 666 "$T/live-g1.sock"
 	chmod o+x "$T"
+	# any client will do: the daemon must close on it without a word
+	timeout 20 setpriv --reuid 65534 --regid 65534 --clear-groups \
+		"$hostd" ctl --ctl "$T/live-g1.sock" list >/dev/null 2>&1
+	line=$(grep -m1 "refused a connection" "$T/daemon.err")
+	if [ -z "$line" ]; then
+		echo "  ACCEPTED: a QEMU socket connector of uid 65534"
+		bad=1
+	else
+		printf '  %-34s %s\n' "QEMU socket, uid 65534:" "$line"
+	fi
+	chmod 666 "$T/live.sock"
 	if msg=$(setpriv --reuid 65534 --regid 65534 --clear-groups \
 		"$hostd" ctl --ctl "$T/live.sock" list 2>&1); then
 		echo "  ACCEPTED: a ctl client of uid 65534"

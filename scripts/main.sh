@@ -20,6 +20,10 @@
 #   4b. ipc      the same kind of guest with a vbus-ipc channel: a guest
 #                process and a host process exchange 20000 checked messages
 #                (tests/qemu/run.sh vbus_ipc --demo)
+#   4c. ipc-link two such guests with a vbus-ipc link between them: a
+#                process in each exchange 20000 checked messages, the data
+#                path never through vbus-hostd (tests/qemu/run.sh ipc_link
+#                --demo)
 #   5. vbus-blk  boots one guest with a vbus-blk disk (vbus-hostd, io_uring
 #                on a backing file) next to a virtio-blk disk: short fio
 #                runs on both (IOPS, MB/s, latency, host CPU per I/O; one of them
@@ -142,6 +146,15 @@ VBUS_BUILD="$VBUS_BUILD" bash "$top/tests/qemu/run.sh" vbus_ipc --no-build --dem
 	--timeout 300 | grep -E '^(FAIL|    |guest:|[0-9]+ passed)' || rc=$?
 ((rc == 0)) || fail ipc "$(elapsed "$t0")" "the exchange failed (logs in $VBUS_BUILD/qemu/vbus_ipc)"
 done_step ipc ok "$(elapsed "$t0")" "20000 messages each way, checked"
+
+# ---- 4c. vbus-ipc between two guests -------------------------------------------------------------
+step "4c. vbus-ipc link: a process in one guest <-> a process in another"
+t0=$(date +%s.%N)
+rc=0
+VBUS_BUILD="$VBUS_BUILD" bash "$top/tests/qemu/run.sh" ipc_link --no-build --demo --msgs 20000 \
+	--timeout 300 | grep -E '^(FAIL|    |guest:|[0-9]+ passed)' || rc=$?
+((rc == 0)) || fail ipc-link "$(elapsed "$t0")" "the exchange failed (logs in $VBUS_BUILD/qemu/ipc_link)"
+done_step ipc-link ok "$(elapsed "$t0")" "20000 messages each way between two guests, checked"
 
 # ---- 5. vbus-blk: a disk through vbus-hostd --------------------------------------------------
 step "5. vbus-blk: a disk on vbus next to virtio-blk (short fio), ext4 on it"

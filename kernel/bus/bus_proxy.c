@@ -17,6 +17,7 @@
 #include <linux/slab.h>
 #include <linux/log2.h>
 #include <linux/device.h>
+#include <linux/dma-mapping.h>
 #include <vbus/vbus_driver.h>
 
 #define VBUS_PROXY_NAME "vbus-proxy"
@@ -169,8 +170,9 @@ EXPORT_SYMBOL_GPL(vbus_driver_unregister);
 /*
  * ---- driver-side IOQ helper (seed 006) ----
  *
- * The ring lives in one physically contiguous allocation (the host reaches
- * it by guest-physical address); the ioq context is a separate allocation.
+ * The ring lives in one dma_alloc_coherent() allocation on the proxy's
+ * dma_dev (whole pages: nothing private shares them; the host reaches the
+ * ring at its DMA address); the ioq context is a separate allocation.
  * The ioq's single reference owns both; ioq_put() drops the signal
  * reference first (core/ioq.c) and then calls the release below.
  *
@@ -182,6 +184,9 @@ EXPORT_SYMBOL_GPL(vbus_driver_unregister);
 struct vbus_driver_ioq {
 	struct ioq ioq;
 	struct ioq_ring_head *head;
+	struct device *dma_dev;
+	dma_addr_t dma;
+	size_t len;
 	struct shm_signal *signal;
 };
 
@@ -204,7 +209,7 @@ static void vbus_driver_ioq_release(struct ioq *ioq)
 
 	might_sleep();
 	vbus_defer_cancel(&signal->deferred_notify);
-	kfree(dioq->head);
+	dma_free_coherent(dioq->dma_dev, dioq->len, dioq->head, dioq->dma);
 	kfree(dioq);
 	shm_signal_put(signal);
 }
@@ -219,10 +224,12 @@ int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 	struct vbus_driver_ioq *dioq;
 	struct ioq_ring_head *head;
 	struct shm_signal *signal = NULL;
+	u32 ver = IOQ_RING_VER;
+	dma_addr_t dma;
 	size_t len;
 	int ret;
 
-	if (!dev->ops || !dev->ops->shm)
+	if (!dev->ops || !dev->ops->shm || !dev->dma_dev)
 		return -EINVAL;
 	if (!count || !is_power_of_2(count) || count > IOQ_RING_MAX_COUNT)
 		return -EINVAL;
@@ -233,8 +240,8 @@ int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 	if (!dioq)
 		return -ENOMEM;
 
-	/* kmalloc memory is physically contiguous: one guest-physical range */
-	head = kmalloc(len, GFP_KERNEL);
+	/* one DMA range; coherent: no syncs around the host's accesses */
+	head = dma_alloc_coherent(dev->dma_dev, len, &dma, GFP_KERNEL);
 	if (!head) {
 		ret = -ENOMEM;
 		goto err_head;
@@ -243,19 +250,20 @@ int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 	if (ret)
 		goto err_format;
 
-	ret = dev->ops->shm(dev, id, prio, head, len, &head->signal, &signal,
-			    0);
+	ret = dev->ops->shm(dev, id, prio, head, dma, len, &head->signal,
+			    &signal, 0);
 	if (ret == -EPROTO) {
 		/*
 		 * A host that reads only ring v5 refused v6 (its ring check
 		 * answered -EPROTO): lay the ring out again as v5 and offer
 		 * that (docs/transport.md, "ring version").
 		 */
-		ret = ioq_ring_format_ver(head, count, IOQ_RING_VER_V5);
+		ver = IOQ_RING_VER_V5;
+		ret = ioq_ring_format_ver(head, count, ver);
 		if (ret)
 			goto err_format;
-		ret = dev->ops->shm(dev, id, prio, head, len, &head->signal,
-				    &signal, 0);
+		ret = dev->ops->shm(dev, id, prio, head, dma, len,
+				    &head->signal, &signal, 0);
 	}
 	if (ret < 0)
 		goto err_shm;
@@ -265,14 +273,31 @@ int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 		goto err_format;
 	}
 
-	/* ioq_init() takes over our reference on @signal */
-	ret = ioq_init(&dioq->ioq, &vbus_driver_ioq_ops, ioq_locality_north,
-		       head, signal, count);
+	/*
+	 * ioq_init_ver() takes over our reference on @signal. The version
+	 * is the one we formatted, never head->ver: the host can write the
+	 * ring now, and the bridge's cookie table holds the signal, whose
+	 * descriptor is in @head, until the device closes.
+	 */
+	ret = ioq_init_ver(&dioq->ioq, &vbus_driver_ioq_ops,
+			   ioq_locality_north, head, signal, count, ver);
 	if (ret) {
+		/*
+		 * Not reachable (count and ver were checked above); were it
+		 * so, the ring stays published: leak it rather than free
+		 * memory the host and the cookie table still reach.
+		 */
 		shm_signal_put(signal);
-		goto err_format;
+		dev_err_ratelimited(&dev->dev,
+				    "shm %d: ring init failed (%d), leaking its %zu-byte ring\n",
+				    id, ret, len);
+		kfree(dioq);
+		return ret;
 	}
 	dioq->head = head;
+	dioq->dma_dev = dev->dma_dev;
+	dioq->dma = dma;
+	dioq->len = len;
 	dioq->signal = shm_signal_get(signal);
 	*ioqp = &dioq->ioq;
 	return 0;
@@ -291,7 +316,7 @@ err_shm:
 		return ret;
 	}
 err_format:
-	kfree(head);
+	dma_free_coherent(dev->dma_dev, len, head, dma);
 err_head:
 	kfree(dioq);
 	return ret;

@@ -83,9 +83,11 @@ struct vbus_pci_bridge {
 	struct ioq eventq;
 	struct shm_signal eventq_signal;
 	struct ioq_notifier eventq_notifier;
-	struct ioq_ring_head *eventq_ring;
+	struct ioq_ring_head *eventq_ring;	/* coherent, at eventq_ring_dma */
+	dma_addr_t eventq_ring_dma;
 	size_t eventq_ring_len;
 	struct vbus_pci_event *events;	/* events[slot] for ring slot */
+	dma_addr_t events_dma;
 	size_t events_len;
 	struct tasklet_struct eventq_tasklet;
 	bool eventq_ready;		/* ioq_init done */

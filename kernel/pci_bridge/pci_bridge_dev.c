@@ -108,7 +108,7 @@ static int vbus_pci_dev_close(struct vbus_device_proxy *vdev, int flags)
 }
 
 static int vbus_pci_dev_shm(struct vbus_device_proxy *vdev, int id, int prio,
-			    void *ptr, size_t len,
+			    void *ptr, dma_addr_t dma, size_t len,
 			    struct shm_signal_desc *sdesc,
 			    struct shm_signal **signal, int flags)
 {
@@ -123,9 +123,10 @@ static int vbus_pci_dev_shm(struct vbus_device_proxy *vdev, int id, int prio,
 	};
 	int ret;
 
-	if (!ptr || !len || len > U32_MAX || !virt_addr_valid(ptr))
+	if (!ptr || !len || len > U32_MAX)
 		return -EINVAL;
-	params.datap = virt_to_phys(ptr);
+	/* the driver's coherent allocation on our PCI device (vdev.dma_dev) */
+	params.datap = dma;
 
 	if (signal) {
 		/* the descriptor must sit inside the region, formatted */
@@ -507,6 +508,7 @@ static void vbus_pci_devadd_work(struct work_struct *work)
 	dev->vdev.type = dev->type;
 	dev->vdev.id = ew->id;
 	dev->vdev.ops = &vbus_pci_dev_ops;
+	dev->vdev.dma_dev = &b->pdev->dev;
 	atomic_inc(&b->ndevs);
 
 	/* the bound driver's probe runs in here */

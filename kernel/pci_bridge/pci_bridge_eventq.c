@@ -18,7 +18,14 @@
 #include <linux/module.h>
 #include <linux/gfp.h>
 #include <linux/io.h>
+#include <linux/dma-mapping.h>
 #include "pci_bridge.h"
+
+/* Where the host writes the event of ring slot @slot. */
+static u64 eventq_event_dma(struct vbus_pci_bridge *b, u32 slot)
+{
+	return (u64)b->events_dma + (u64)slot * sizeof(struct vbus_pci_event);
+}
 
 static void eventq_repost(struct vbus_pci_bridge *b, struct ioq_iterator *post)
 {
@@ -32,7 +39,7 @@ static void eventq_repost(struct vbus_pci_bridge *b, struct ioq_iterator *post)
 	 * changed any of them.
 	 */
 	WRITE_ONCE(desc->cookie, slot);
-	WRITE_ONCE(desc->ptr, (u64)virt_to_phys(&b->events[slot]));
+	WRITE_ONCE(desc->ptr, eventq_event_dma(b, slot));
 	WRITE_ONCE(desc->len, sizeof(struct vbus_pci_event));
 	WRITE_ONCE(desc->valid, 1);
 
@@ -175,7 +182,7 @@ static int eventq_post_all(struct vbus_pci_bridge *b)
 		struct ioq_ring_desc *desc = post.desc;
 
 		desc->cookie = i;
-		desc->ptr = virt_to_phys(&b->events[i]);
+		desc->ptr = eventq_event_dma(b, i);
 		desc->len = sizeof(struct vbus_pci_event);
 		desc->valid = 1;
 		ret = ioq_iter_push(&post, 0);
@@ -199,8 +206,8 @@ static int eventq_format(struct vbus_pci_bridge *b)
 }
 
 /*
- * Allocate and format the ring and event array (physically contiguous,
- * zeroed), bind the north ioq and post every descriptor. The host sees
+ * Allocate and format the ring and event array (dma_alloc_coherent() on
+ * the PCI device: zeroed, whole pages), bind the north ioq and post every descriptor. The host sees
  * none of it until BUSREG.
  */
 int vbus_pci_eventq_setup(struct vbus_pci_bridge *b)
@@ -210,9 +217,10 @@ int vbus_pci_eventq_setup(struct vbus_pci_bridge *b)
 	b->eventq_ring_len = IOQ_HEAD_DESC_SIZE(VBUS_PCI_EVENTQ_COUNT);
 	b->events_len = sizeof(struct vbus_pci_event) * VBUS_PCI_EVENTQ_COUNT;
 
-	b->eventq_ring = alloc_pages_exact(b->eventq_ring_len,
-					   GFP_KERNEL | __GFP_ZERO);
-	b->events = alloc_pages_exact(b->events_len, GFP_KERNEL | __GFP_ZERO);
+	b->eventq_ring = dma_alloc_coherent(&b->pdev->dev, b->eventq_ring_len,
+					    &b->eventq_ring_dma, GFP_KERNEL);
+	b->events = dma_alloc_coherent(&b->pdev->dev, b->events_len,
+				       &b->events_dma, GFP_KERNEL);
 	if (!b->eventq_ring || !b->events)
 		return -ENOMEM;
 
@@ -221,9 +229,13 @@ int vbus_pci_eventq_setup(struct vbus_pci_bridge *b)
 		return ret;
 
 	vbus_pci_eventq_signal_init(b);
-	/* takes over the signal's initial reference (never released) */
-	ret = ioq_init(&b->eventq, NULL, ioq_locality_north, b->eventq_ring,
-		       &b->eventq_signal, VBUS_PCI_EVENTQ_COUNT);
+	/*
+	 * takes over the signal's initial reference (never released); the
+	 * version we formatted, not one read back from the ring
+	 */
+	ret = ioq_init_ver(&b->eventq, NULL, ioq_locality_north,
+			   b->eventq_ring, &b->eventq_signal,
+			   VBUS_PCI_EVENTQ_COUNT, IOQ_RING_VER_V5);
 	if (ret)
 		return ret;
 	b->eventq_notifier.signal = vbus_pci_eventq_notify;
@@ -306,8 +318,8 @@ int vbus_pci_eventq_register(struct vbus_pci_bridge *b)
 		.eventq = {
 			{
 				.count = VBUS_PCI_EVENTQ_COUNT,
-				.ring = virt_to_phys(b->eventq_ring),
-				.data = virt_to_phys(b->events),
+				.ring = b->eventq_ring_dma,
+				.data = b->events_dma,
 			},
 		},
 	};
@@ -361,9 +373,11 @@ void vbus_pci_eventq_free(struct vbus_pci_bridge *b)
 	if (READ_ONCE(b->eventq_leak))
 		return;
 	if (b->eventq_ring)
-		free_pages_exact(b->eventq_ring, b->eventq_ring_len);
+		dma_free_coherent(&b->pdev->dev, b->eventq_ring_len,
+				  b->eventq_ring, b->eventq_ring_dma);
 	if (b->events)
-		free_pages_exact(b->events, b->events_len);
+		dma_free_coherent(&b->pdev->dev, b->events_len, b->events,
+				  b->events_dma);
 	b->eventq_ring = NULL;
 	b->events = NULL;
 }

@@ -3,9 +3,10 @@
  * Hypercalls through the BAR2 mailbox (docs/transport.md, "Hypercalls").
  *
  * The request struct and the call's data buffer are copied into one
- * kmalloc'ed bounce buffer that the host reaches by guest-physical address:
- * callers may pass stack memory (not physically addressable with
- * VMAP_STACK), and a buffer whose call timed out returns to the allocator
+ * bounce buffer from dma_alloc_coherent() on the bridge's PCI device
+ * (whole pages, so nothing private shares them), which the host reaches at
+ * its DMA address: callers may pass stack memory (VMAP_STACK), and a
+ * buffer whose call timed out returns to the allocator
  * only once the host answered a later call (it may still write it until
  * then); a host that answers nothing can make us keep at most
  * VBUS_PCI_HC_LEAK_MAX bytes so. One call at a time
@@ -14,6 +15,7 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/io.h>
+#include <linux/dma-mapping.h>
 #include "pci_bridge.h"
 
 static unsigned int vbus_pci_hc_timeout_ms = 5000;
@@ -33,15 +35,30 @@ MODULE_PARM_DESC(hc_timeout_ms, "hypercall timeout in ms (default 5000)");
 struct vbus_pci_hc_leak {
 	struct list_head node;	/* bridge->hc_leaks, under hc_lock */
 	void *buf;		/* never read or written by us again */
+	dma_addr_t dma;
 	size_t len;
 };
+
+/* A coherent bounce buffer of @len bytes; its DMA address in *@dma. */
+static void *hc_buf_alloc(struct vbus_pci_bridge *b, size_t len,
+			  dma_addr_t *dma)
+{
+	return dma_alloc_coherent(&b->pdev->dev, len, dma, GFP_KERNEL);
+}
+
+static void hc_buf_free(struct vbus_pci_bridge *b, void *buf, size_t len,
+			dma_addr_t dma)
+{
+	dma_free_coherent(&b->pdev->dev, len, buf, dma);
+}
 
 /*
  * Under hc_lock: the call of @buf was not answered; keep it away from the
  * allocator until the host answers a later one. Without memory for the
  * record, it stays leaked for good (still counted).
  */
-static void hc_leak(struct vbus_pci_bridge *b, void *buf, size_t len)
+static void hc_leak(struct vbus_pci_bridge *b, void *buf, size_t len,
+		    dma_addr_t dma)
 {
 	struct vbus_pci_hc_leak *l = kmalloc(sizeof(*l), GFP_KERNEL);
 
@@ -50,6 +67,7 @@ static void hc_leak(struct vbus_pci_bridge *b, void *buf, size_t len)
 	if (!l)
 		return;
 	l->buf = buf;
+	l->dma = dma;
 	l->len = len;
 	list_add_tail(&l->node, &b->hc_leaks);
 }
@@ -71,7 +89,7 @@ static void hc_reclaim(struct vbus_pci_bridge *b)
 	list_for_each_entry_safe(l, tmp, &b->hc_leaks, node) {
 		list_del(&l->node);
 		WRITE_ONCE(b->hc_leaked_bytes, b->hc_leaked_bytes - l->len);
-		kfree(l->buf);
+		hc_buf_free(b, l->buf, l->len, l->dma);
 		kfree(l);
 	}
 }
@@ -152,6 +170,7 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 	struct vbus_pci_shm *shm = b->shm;
 	size_t off = ALIGN(reqlen, 8);
 	u64 orig_datap = 0;
+	dma_addr_t dma;
 	long left;
 	void *buf;
 	u32 seq;
@@ -163,14 +182,13 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 	if (!data)
 		datalen = 0;
 
-	buf = kmalloc(off + datalen, GFP_KERNEL);
+	buf = hc_buf_alloc(b, off + datalen, &dma);
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, req, reqlen);
 	if (datap_off != VBUS_PCI_HC_NO_DATAP) {
 		memcpy(&orig_datap, req + datap_off, sizeof(u64));
-		*(u64 *)(buf + datap_off) = datalen ?
-			(u64)virt_to_phys(buf + off) : 0;
+		*(u64 *)(buf + datap_off) = datalen ? (u64)(dma + off) : 0;
 	}
 	if (datalen)
 		memcpy(buf + off, data, datalen);
@@ -179,7 +197,7 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 	if (READ_ONCE(b->host_down)) {
 		/* the host went away on purpose: nobody would answer */
 		mutex_unlock(&b->hc_lock);
-		kfree(buf);
+		hc_buf_free(b, buf, off + datalen, dma);
 		return -ENOTCONN;
 	}
 	if (!list_empty(&b->hc_leaks) && hc_done(b, b->hc_seq)) {
@@ -189,7 +207,7 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 	}
 	if (b->hc_leaked_bytes > VBUS_PCI_HC_LEAK_MAX) {
 		mutex_unlock(&b->hc_lock);
-		kfree(buf);
+		hc_buf_free(b, buf, off + datalen, dma);
 		dev_err_ratelimited(&b->pdev->dev,
 				    "hypercall %u refused: %zu bytes of unanswered hypercalls are leaked already\n",
 				    vector, READ_ONCE(b->hc_leaked_bytes));
@@ -204,7 +222,7 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 
 	WRITE_ONCE(shm->hc.vector, vector);
 	WRITE_ONCE(shm->hc.len, reqlen);
-	WRITE_ONCE(shm->hc.datap, (u64)virt_to_phys(buf));
+	WRITE_ONCE(shm->hc.datap, (u64)dma);
 	/*
 	 * The mailbox and the bounce buffer before the new hc_seq: the host
 	 * reads hc_seq first and then the rest (its rmb pairs with this).
@@ -218,7 +236,7 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 				  msecs_to_jiffies(vbus_pci_hc_timeout_ms));
 	if (!hc_done(b, seq) && READ_ONCE(b->host_down)) {
 		/* as a timeout, without the wait: buf may still be written */
-		hc_leak(b, buf, off + datalen);
+		hc_leak(b, buf, off + datalen, dma);
 		mutex_unlock(&b->hc_lock);
 		return -ENOTCONN;
 	}
@@ -226,7 +244,7 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 		vbus_pci_stat_inc(b, hc_timeouts);
 		hc_timed_out(b, vector, seq, off + datalen);
 		/* buf is deliberately not freed: the host may still write it */
-		hc_leak(b, buf, off + datalen);
+		hc_leak(b, buf, off + datalen, dma);
 		mutex_unlock(&b->hc_lock);
 		return -ETIMEDOUT;
 	}
@@ -248,6 +266,6 @@ int vbus_pci_hypercall(struct vbus_pci_bridge *b, u32 vector,
 		if (datalen)
 			memcpy(data, buf + off, datalen);
 	}
-	kfree(buf);
+	hc_buf_free(b, buf, off + datalen, dma);
 	return ret;
 }

@@ -18,6 +18,8 @@
  */
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/dma-mapping.h>
+#include <linux/swiotlb.h>
 #include <linux/io.h>
 #include <linux/slab.h>
 #include "pci_bridge.h"
@@ -170,6 +172,24 @@ static struct vbus_pci_bridge *vbus_pci_alloc(struct pci_dev *pdev)
 	return b;
 }
 
+/*
+ * Every streaming mapping of ours bounces (swiotlb=force, a confidential
+ * guest): say so, and where the bounce buffers are, so that the host's
+ * view can be checked against it (the QEMU suites' --swiotlb). The kernel
+ * prints its own "mapped [mem ...]" line only when it needs bounce
+ * buffers for addressing, not when forced.
+ */
+static void vbus_pci_dma_info(struct pci_dev *pdev)
+{
+#ifdef CONFIG_SWIOTLB
+	struct io_tlb_mem *mem = pdev->dev.dma_io_tlb_mem;
+
+	if (is_swiotlb_force_bounce(&pdev->dev))
+		dev_info(&pdev->dev, "DMA bounces through swiotlb [mem %pa-%pa)\n",
+			 &mem->start, &mem->end);
+#endif
+}
+
 /* The PCI device and its regions; undoes itself on failure. */
 static int vbus_pci_enable(struct pci_dev *pdev)
 {
@@ -178,7 +198,14 @@ static int vbus_pci_enable(struct pci_dev *pdev)
 	ret = pci_enable_device(pdev);
 	if (ret)
 		return ret;
-	ret = pci_request_regions(pdev, VBUS_PCI_DRV_NAME);
+	/*
+	 * The host reaches any guest address: no bouncing below 4 GiB (the
+	 * PCI default). Every buffer it sees is allocated or mapped on
+	 * this device (docs/transport.md, "Addresses").
+	 */
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (!ret)
+		ret = pci_request_regions(pdev, VBUS_PCI_DRV_NAME);
 	if (ret)
 		pci_disable_device(pdev);
 	return ret;
@@ -270,6 +297,7 @@ static int vbus_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		kfree(b);
 		return ret;
 	}
+	vbus_pci_dma_info(pdev);
 	ret = vbus_pci_map(b);
 	if (!ret)
 		ret = vbus_pci_start_hc(b);

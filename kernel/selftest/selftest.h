@@ -31,6 +31,9 @@ __printf(2, 3) void vst_fail(const char *name, const char *fmt, ...);
 /* The shared cases of tests/common (selftest_cases.c). */
 void vst_run_cases(void);
 
+/* vbus_driver_ioq_alloc() against a hostile host (selftest_proxy.c). */
+void vst_run_proxy_cases(void);
+
 /* The cross-CPU producer/consumer stress (selftest_stress.c). */
 void vst_run_stress(const struct vst_stress_cfg *cfg);
 

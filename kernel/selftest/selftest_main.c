@@ -20,6 +20,10 @@ static bool run_cases = true;
 module_param(run_cases, bool, 0644);
 MODULE_PARM_DESC(run_cases, "Run the shared tests/common cases (default Y)");
 
+static bool proxy_cases;
+module_param(proxy_cases, bool, 0644);
+MODULE_PARM_DESC(proxy_cases, "Run the vbus_proxy ring-helper cases (needs vbus_proxy loaded; default N)");
+
 static unsigned long stress_msgs = 1000000;
 module_param(stress_msgs, ulong, 0644);
 MODULE_PARM_DESC(stress_msgs, "Messages for the cross-CPU stress; 0 skips it");
@@ -89,6 +93,8 @@ static void vst_run_all(void)
 		READ_ONCE(run_cases), cfg.msgs, cfg.ring);
 	if (READ_ONCE(run_cases))
 		vst_run_cases();
+	if (READ_ONCE(proxy_cases))
+		vst_run_proxy_cases();
 	if (cfg.msgs)
 		vst_run_stress(&cfg);
 	pr_info("DONE passed=%u failed=%u\n", passed, failed);

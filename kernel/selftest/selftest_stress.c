@@ -16,6 +16,15 @@
  * goes through the whole enable/inject/wakeup protocol, including the
  * deferred notify (tasklet) that shm_signal_enable() uses.
  *
+ * The consumer also plays venet's NAPI look-again (issue 20.1): after each
+ * batch it asks ioq_reap_poll() about north's ring with the snapshot the
+ * reaper last took (ioq_reap_snapshot()), on its own CPU while the
+ * producer reaps on the other. That runs the call venet uses in-guest,
+ * against a live reaper; it cannot catch a look-again that writes the
+ * reaper's state, since valid_head does not move while the consumer
+ * itself looks (the old look-again passed here): that race needs a third
+ * party, and `ioq-stress --lookagain 1` (tests/stress) is its test.
+ *
  * Checks: every message arrives exactly once and in order (cookie = sequence
  * number, ptr = a tag of it), every completion comes back in order with the
  * tag the consumer wrote, no lost wakeup (a sleep that ended by its timeout
@@ -78,6 +87,8 @@ struct vst_stress {
 	u64 pushed;	/* north only */
 	u64 reaped;	/* north only */
 	u64 consumed;	/* south only */
+	u32 reap_snap;	/* north writes, south reads: WRITE_ONCE/READ_ONCE */
+	unsigned long lookagains, lookagain_hits;	/* south only */
 	atomic_t running;
 	wait_queue_head_t done_wq;
 	bool abort;	/* READ_ONCE/WRITE_ONCE: stop both sides */
@@ -278,6 +289,8 @@ static int vst_producer(void *arg)
 		progress = vst_reap(n);
 		if (progress < 0)
 			break;
+		/* the reaper's snapshot, for the consumer's look-again */
+		WRITE_ONCE(st->reap_snap, ioq_reap_snapshot(&n->ioq));
 		ret = 0;
 
 		while (st->pushed < msgs && !vst_stopping(st)) {
@@ -365,6 +378,10 @@ static int vst_consumer(void *arg)
 					ret);
 			goto out;
 		}
+		/* venet_poll()'s look-again, racing the reaper */
+		st->lookagains++;
+		if (ioq_reap_poll(&st->north.ioq, READ_ONCE(st->reap_snap)))
+			st->lookagain_hits++;
 		cond_resched();
 	}
 out:
@@ -456,13 +473,14 @@ static void vst_report(struct vst_stress *st, u64 ns)
 	u64 rate = ns ? div64_u64(msgs * NSEC_PER_SEC, ns) : 0;
 	u64 npm = msgs ? div64_u64(notifies * 1000, msgs) : 0;
 
-	pr_info("STRESS msgs=%llu secs=%llu.%03llu msgs_per_sec=%llu notifies_per_msg=%llu.%03llu ring=%u cpus=%d,%d n2s_notifies=%lu s2n_notifies=%lu wakeups=%lu/%lu waits=%lu/%lu stalls=%lu/%lu\n",
+	pr_info("STRESS msgs=%llu secs=%llu.%03llu msgs_per_sec=%llu notifies_per_msg=%llu.%03llu ring=%u cpus=%d,%d n2s_notifies=%lu s2n_notifies=%lu wakeups=%lu/%lu waits=%lu/%lu stalls=%lu/%lu lookagains=%lu/%lu\n",
 		msgs, ms / 1000, ms % 1000, rate, npm / 1000, npm % 1000,
 		cfg->ring, st->north.cpu, st->south.cpu,
 		st->north.sig.injects, st->south.sig.injects,
 		st->north.sig.wakeups, st->south.sig.wakeups,
 		st->north.waits, st->south.waits,
-		st->north.stalls, st->south.stalls);
+		st->north.stalls, st->south.stalls,
+		st->lookagain_hits, st->lookagains);
 }
 
 /* After a clean run: everything arrived once, came back, and nothing hangs. */
@@ -482,6 +500,8 @@ static void vst_check_end(struct vst_stress *st)
 	if (shm_signal_faulted(&st->north.sig) ||
 	    shm_signal_faulted(&st->south.sig))
 		vst_stress_fail(st, "channel faulted");
+	if (!st->lookagains)
+		vst_stress_fail(st, "the look-again never ran");
 	if (st->north.lost_wakeups || st->south.lost_wakeups)
 		vst_stress_fail(st, "lost wakeups: north %lu south %lu (work ready, no wakeup for %u s)",
 				st->north.lost_wakeups, st->south.lost_wakeups,

@@ -13,6 +13,7 @@
 #include <linux/mutex.h>
 #include <linux/workqueue.h>
 #include <linux/scatterlist.h>
+#include <linux/dma-mapping.h>
 #include <linux/spinlock.h>
 #include <vbus/ioq.h>
 #include <vbus/vbus_blk.h>
@@ -36,6 +37,14 @@ struct vbus_blk_queue {
 	struct ioq_notifier notifier;
 	spinlock_t lock;
 	struct request **slots;	/* queue_depth entries */
+	/*
+	 * The request headers the host reads (and writes req.status of),
+	 * one per ring slot, vblk->req_stride apart: coherent memory on
+	 * the bridge's PCI device that holds nothing else (no kernel
+	 * pointer, no private state). desc.ptr is reqs_dma + the offset.
+	 */
+	void *reqs;
+	dma_addr_t reqs_dma;
 	unsigned int index;
 	/*
 	 * A poll queue (HCTX_TYPE_POLL: REQ_POLLED I/O, e.g. io_uring with
@@ -46,10 +55,11 @@ struct vbus_blk_queue {
 };
 
 /*
- * Per-request driver data (the request's pdu, tag_set.cmd_size). @req and
- * its segment list are what the descriptor points at: the host reads them
- * and writes req.status. The pdu lives in the tag set's pages, physically
- * contiguous per request, so one guest-physical pointer covers it.
+ * Per-request driver data (the request's pdu, tag_set.cmd_size), private:
+ * the host never sees it. @req and its segments are our copy of the
+ * header, built here and copied to the ring slot's header in vq->reqs at
+ * the post. The data pages are mapped through @sg (dma_map_sg on the
+ * bridge's PCI device) while the request is on a ring.
  */
 struct vbus_blk_cmd {
 	struct list_head node;	/* on a completion list or vblk->parked */
@@ -58,6 +68,8 @@ struct vbus_blk_cmd {
 	unsigned int timeouts;	/* timer resets so far */
 	u32 slot;		/* ring slot it was posted to */
 	u32 nr_segs;		/* our copy of req.nr_segs */
+	int nents;		/* sg entries mapped (dma_map_sg); 0 = none */
+	enum dma_data_direction dir;	/* of the mapping */
 	struct scatterlist *sg;	/* max_segments entries, after req */
 	/* last: followed by max_segments struct vbus_blk_seg, then sg[] */
 	struct vbus_blk_req req __aligned(8);
@@ -72,6 +84,7 @@ struct vbus_blk {
 	unsigned int nr_poll_queues;	/* the last ones of @queues */
 	unsigned int queue_depth;
 	unsigned int max_segs;	/* segments per request we use */
+	size_t req_stride;	/* bytes per header in a queue's reqs */
 	int index;		/* the N of vbdN */
 
 	struct vbus_blk_config config;	/* checked copy of the host's */
@@ -120,6 +133,12 @@ void vbus_blk_fault(struct vbus_blk *vblk, const char *why);
 int vbus_blk_close_locked(struct vbus_blk *vblk);
 void vbus_blk_shutdown(struct vbus_blk *vblk);
 void vbus_blk_notify(struct ioq_notifier *n);
+
+/* What the host's accesses go through: every mapping is on it. */
+static inline struct device *vbus_blk_dma_dev(struct vbus_blk *vblk)
+{
+	return vblk->vdev->dma_dev;
+}
 
 /* io: requests across a host restart (close_lock held) */
 unsigned int vbus_blk_take_back(struct vbus_blk *vblk);

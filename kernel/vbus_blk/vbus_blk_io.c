@@ -3,10 +3,11 @@
  * vbus_blk I/O path: blk-mq requests to ring descriptors and back.
  *
  * One request = one descriptor (docs/devices/vbus_blk.md):
- * desc.ptr is the guest-physical address of the request's struct
- * vbus_blk_req (in the request's pdu), followed by its segments, which
- * are the guest-physical addresses of the bio pages (blk_rq_map_sg). The
- * host reads guest RAM directly, so there is no DMA mapping.
+ * desc.ptr is the DMA address of the ring slot's struct vbus_blk_req (in
+ * the queue's coherent header array, a copy of the one the pdu keeps),
+ * followed by its segments: the bio pages (blk_rq_map_sg), mapped with
+ * dma_map_sg on the bridge's PCI device while the host has the request
+ * (bounce buffers under swiotlb, physical addresses with dma-direct).
  *
  * queue_rq posts without ringing; the doorbell goes once per batch (the
  * last request of a dispatch, or commit_rqs when blk-mq stops early).
@@ -27,6 +28,7 @@
 #include <linux/blk-mq.h>
 #include <linux/io.h>
 #include <linux/slab.h>
+#include <linux/dma-mapping.h>
 
 #include "vbus_blk_drv.h"
 
@@ -48,6 +50,18 @@ void vbus_blk_io_init(struct vbus_blk *vblk)
 	mutex_init(&vblk->close_lock);
 	spin_lock_init(&vblk->park_lock);
 	INIT_LIST_HEAD(&vblk->parked);
+}
+
+/*
+ * The host is done with @cmd's pages (or never got them): unmap them,
+ * which under swiotlb copies a read's data out of the bounce buffers.
+ */
+static void vbus_blk_unmap(struct vbus_blk *vblk, struct vbus_blk_cmd *cmd)
+{
+	if (!cmd->nents)
+		return;
+	dma_unmap_sg(vbus_blk_dma_dev(vblk), cmd->sg, cmd->nents, cmd->dir);
+	cmd->nents = 0;
 }
 
 /*
@@ -234,6 +248,8 @@ unsigned int vbus_blk_resend_parked(struct vbus_blk *vblk)
 	vbus_blk_unpark_all(vblk, &list);
 	list_for_each_entry_safe(cmd, next, &list, node) {
 		list_del_init(&cmd->node);
+		/* queue_rq maps it again */
+		vbus_blk_unmap(vblk, cmd);
 		blk_mq_requeue_request(blk_mq_rq_from_pdu(cmd), false);
 		n++;
 	}
@@ -259,13 +275,17 @@ void vbus_blk_unquiesce(struct vbus_blk *vblk)
 	blk_mq_kick_requeue_list(vblk->disk->queue);
 }
 
-/* The data segments of @rq into @cmd: their count, or -errno. */
+/*
+ * The data segments of @rq into @cmd, mapped for the host: their count,
+ * -ENOMEM when the mapping failed (try later), or -EINVAL.
+ */
 static int vbus_blk_map_segs(struct vbus_blk *vblk, struct request *rq,
 			     struct vbus_blk_cmd *cmd)
 {
 	unsigned short nr = blk_rq_nr_phys_segments(rq);
+	enum dma_data_direction dir;
 	struct scatterlist *sg;
-	int count, i;
+	int count, mapped, i;
 
 	if (!nr || nr > vblk->max_segs)
 		return -EINVAL;
@@ -273,16 +293,21 @@ static int vbus_blk_map_segs(struct vbus_blk *vblk, struct request *rq,
 	count = blk_rq_map_sg(rq->q, rq, cmd->sg);
 	if (count <= 0 || count > nr)
 		return -EINVAL;
+	dir = rq_data_dir(rq) == WRITE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	mapped = dma_map_sg(vbus_blk_dma_dev(vblk), cmd->sg, count, dir);
+	if (!mapped)
+		return -ENOMEM;
+	cmd->nents = count;	/* dma_unmap_sg() takes what we passed */
+	cmd->dir = dir;
 
-	for_each_sg(cmd->sg, sg, count, i) {
+	for_each_sg(cmd->sg, sg, mapped, i) {
 		struct vbus_blk_seg *seg = &cmd->req.seg[i];
 
-		/* guest RAM is the shared memory: its physical address */
-		seg->addr = (u64)sg_phys(sg);
-		seg->len = sg->length;
+		seg->addr = (u64)sg_dma_address(sg);
+		seg->len = sg_dma_len(sg);
 		seg->reserved = 0;
 	}
-	return count;
+	return mapped;
 }
 
 /* Fill the request header (and segments) for @rq. */
@@ -327,6 +352,8 @@ static blk_status_t vbus_blk_setup_cmd(struct vbus_blk *vblk,
 	default:
 		return BLK_STS_NOTSUPP;
 	}
+	if (count == -ENOMEM)	/* no mapping now: blk-mq retries */
+		return BLK_STS_RESOURCE;
 	if (count < 0) {
 		/* our own limits produced it: a driver bug, not host input */
 		dev_err_ratelimited(&vblk->vdev->dev,
@@ -349,6 +376,7 @@ static int vbus_blk_post(struct vbus_blk_queue *vq, struct request *rq,
 	struct vbus_blk *vblk = vq->vblk;
 	struct ioq_ring_desc *desc;
 	struct ioq_iterator iter;
+	size_t off;
 	u32 slot;
 	int ret;
 
@@ -370,12 +398,21 @@ static int vbus_blk_post(struct vbus_blk_queue *vq, struct request *rq,
 	}
 
 	slot = iter.pos & (vblk->queue_depth - 1);
-	/* inuse has room, so the tail slot is free: our bookkeeping */
-	if (WARN_ON_ONCE(vq->slots[slot]))
+	/*
+	 * inuse has room, so the tail slot is free. v6 counts room with our
+	 * own shadows; a v5 ring re-reads counters the host writes: fault,
+	 * never WARN.
+	 */
+	if (vq->slots[slot]) {
+		vbus_blk_fault(vblk, "ring tail slot still in flight");
 		return -EIO;
+	}
 
+	/* the slot's header: a copy of ours, which stays private */
+	off = slot * vblk->req_stride;
+	memcpy(vq->reqs + off, &cmd->req, VBUS_BLK_REQ_SIZE(cmd->nr_segs));
 	desc = iter.desc;
-	WRITE_ONCE(desc->ptr, (u64)virt_to_phys(&cmd->req));
+	WRITE_ONCE(desc->ptr, (u64)(vq->reqs_dma + off));
 	WRITE_ONCE(desc->len, (u64)VBUS_BLK_REQ_SIZE(cmd->nr_segs));
 	WRITE_ONCE(desc->cookie, (u64)slot);	/* the host never reads it */
 	WRITE_ONCE(desc->valid, 1);
@@ -419,6 +456,9 @@ static blk_status_t vbus_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	spin_lock_irqsave(&vq->lock, flags);
 	ret = vbus_blk_post(vq, rq, cmd);
 	spin_unlock_irqrestore(&vq->lock, flags);
+	/* not posted: blk-mq retries (mapping again) or ends the request */
+	if (ret)
+		vbus_blk_unmap(vblk, cmd);
 
 	if (ret == -ENOSPC) {
 		/* a reaped slot frees a tag too: blk-mq reruns us then */
@@ -477,6 +517,7 @@ static bool vbus_blk_reap_one(struct vbus_blk_queue *vq,
 			      struct ioq_iterator *iter, struct list_head *done)
 {
 	struct vbus_blk *vblk = vq->vblk;
+	struct vbus_blk_req *hdr;
 	struct vbus_blk_cmd *cmd;
 	struct request *rq;
 	u32 slot;
@@ -504,7 +545,8 @@ static bool vbus_blk_reap_one(struct vbus_blk_queue *vq,
 	vq->slots[slot] = NULL;
 
 	cmd = blk_mq_rq_to_pdu(rq);
-	wire = READ_ONCE(cmd->req.status);
+	hdr = vq->reqs + slot * vblk->req_stride;
+	wire = READ_ONCE(hdr->status);
 	if (wire == VBUS_BLK_S_BADREQ)
 		dev_err_ratelimited(&vblk->vdev->dev,
 				    "host rejected request (op %u sector %llu)\n",
@@ -631,7 +673,9 @@ static void vbus_blk_map_queues(struct blk_mq_tag_set *set)
 static void vbus_blk_complete_rq(struct request *rq)
 {
 	struct vbus_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct vbus_blk_queue *vq = rq->mq_hctx->driver_data;
 
+	vbus_blk_unmap(vq->vblk, cmd);
 	blk_mq_end_request(rq, cmd->status);
 }
 
@@ -719,6 +763,7 @@ static int vbus_blk_init_request(struct blk_mq_tag_set *set,
 	cmd->sg = (struct scatterlist *)&cmd->req.seg[vblk->max_segs];
 	INIT_LIST_HEAD(&cmd->node);
 	cmd->parked = false;
+	cmd->nents = 0;
 	cmd->slot = 0;		/* the timeout handler looks before a post */
 	return 0;
 }

@@ -48,11 +48,16 @@ static struct attribute *vbus_blk_attrs[] = {
 };
 ATTRIBUTE_GROUPS(vbus_blk);
 
-/* The request-slot maps, one per queue: they outlive a host restart. */
+/*
+ * The request-slot maps and the request headers, one of each per queue:
+ * they outlive a host restart (a new host must offer the same
+ * max_segments, so the header size stays).
+ */
 static int vbus_blk_queues_alloc(struct vbus_blk *vblk)
 {
 	unsigned int q;
 
+	vblk->req_stride = ALIGN(VBUS_BLK_REQ_SIZE(vblk->max_segs), 8);
 	vblk->queues = kcalloc(vblk->nr_queues, sizeof(*vblk->queues),
 			       GFP_KERNEL);
 	if (!vblk->queues)
@@ -68,6 +73,12 @@ static int vbus_blk_queues_alloc(struct vbus_blk *vblk)
 		vq->slots = kcalloc(vblk->queue_depth, sizeof(*vq->slots),
 				    GFP_KERNEL);
 		if (!vq->slots)
+			return -ENOMEM;
+		vq->reqs = dma_alloc_coherent(vbus_blk_dma_dev(vblk),
+					      vblk->queue_depth *
+					      vblk->req_stride,
+					      &vq->reqs_dma, GFP_KERNEL);
+		if (!vq->reqs)
 			return -ENOMEM;
 	}
 	return 0;
@@ -86,8 +97,15 @@ static void vbus_blk_rings_free(struct vbus_blk *vblk)
 			"host did not close the device: leaking its rings\n");
 		return;
 	}
-	for (q = 0; q < vblk->nr_queues; q++)
-		kfree(vblk->queues[q].slots);
+	for (q = 0; q < vblk->nr_queues; q++) {
+		struct vbus_blk_queue *vq = &vblk->queues[q];
+
+		kfree(vq->slots);
+		if (vq->reqs)
+			dma_free_coherent(vbus_blk_dma_dev(vblk),
+					  vblk->queue_depth * vblk->req_stride,
+					  vq->reqs, vq->reqs_dma);
+	}
 	kfree(vblk->queues);
 	vblk->queues = NULL;
 }
@@ -101,7 +119,9 @@ static void vbus_blk_set_limits(struct vbus_blk *vblk, struct gendisk *disk)
 	blk_queue_logical_block_size(q, c->logical_block_size);
 	blk_queue_physical_block_size(q, c->physical_block_size);
 	blk_queue_max_segments(q, vblk->max_segs);
-	blk_queue_max_segment_size(q, c->max_segment_size);
+	/* a segment is one mapping: swiotlb bounces at most 256 KiB at once */
+	blk_queue_max_segment_size(q, min_t(size_t, c->max_segment_size,
+				   dma_max_mapping_size(vbus_blk_dma_dev(vblk))));
 	blk_queue_max_hw_sectors(q, c->max_sectors);
 	blk_queue_write_cache(q, f & VBUS_BLK_F_FLUSH,
 			      (f & VBUS_BLK_F_FLUSH) && (f & VBUS_BLK_F_FUA));

@@ -32,6 +32,13 @@ struct vbus_ipc {
 	struct vbus_ipc_layout lay;	/* checked copy, never re-read */
 	u64 region_id;
 	u32 host_peer;
+	/*
+	 * VBUS_IPC_SIDE_*, from IVPosition at probe: a link's south guest
+	 * keeps its session words apart from the north guest's (the region
+	 * is both guests'); the words this side writes and the one it reads.
+	 */
+	u32 side;
+	u32 *open_word, *close_word, *served_word;
 	char service[VBUS_IPC_SERVICE_LEN];
 	int index;			/* N of /dev/vbus-ipcN */
 	char name[24];

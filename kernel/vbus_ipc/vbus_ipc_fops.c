@@ -2,8 +2,10 @@
 /*
  * vbus_ipc.ko, the character device: /dev/vbus-ipcN, one opener at a time.
  *
- *   open     guest_open + 1 in the header, CTRL doorbell: "a process is
- *            here"; vbus-hostd starts a session once a host process is too
+ *   open     guest_open + 1 in the header (a link's south guest:
+ *            south_open), CTRL doorbell: "a process is here"; vbus-hostd
+ *            starts a session once the other end (a host process, or the
+ *            link's peer guest) is too
  *   ioctl    INFO (the checked layout), WAIT_SESSION (until this open's
  *            session is up, or -EPIPE/-ETIMEDOUT)
  *   mmap     the whole region, shared, offset 0
@@ -11,7 +13,8 @@
  *   read     8 bytes: DATA interrupts since the last read (blocks unless
  *            O_NONBLOCK); poll POLLIN on them, POLLERR once the session
  *            has ended (read/write then -EPIPE)
- *   release  guest_close = guest_open, CTRL doorbell: the session ends
+ *   release  guest_close = guest_open (south_close), CTRL doorbell: the
+ *            session ends
  *
  * The session fields of the header are the host's (hostile): each is read
  * once and only decides what this file answers; no address comes from
@@ -48,7 +51,7 @@ static enum vbus_ipc_sess vbus_ipc_sess(struct vbus_ipc *ipc)
 	 */
 	state = virt_load_acquire(&shm->state);
 	session = READ_ONCE(shm->session);
-	sopen = READ_ONCE(shm->session_open);
+	sopen = READ_ONCE(*ipc->served_word);
 	if (READ_ONCE(ipc->served))
 		return state == VBUS_IPC_STATE_ACTIVE &&
 		       session == ipc->session && sopen == ipc->my_open ?
@@ -77,8 +80,8 @@ static int vbus_ipc_open(struct inode *inode, struct file *f)
 		ipc->served = false;
 		ipc->mapping = f->f_mapping;
 		atomic64_set(&ipc->irqs, 0);
-		ipc->my_open = READ_ONCE(ipc->shm->guest_open) + 1;
-		WRITE_ONCE(ipc->shm->guest_open, ipc->my_open);
+		ipc->my_open = READ_ONCE(*ipc->open_word) + 1;
+		WRITE_ONCE(*ipc->open_word, ipc->my_open);
 		kref_get(&ipc->ref);
 		f->private_data = ipc;
 		vbus_ipc_doorbell(ipc, VBUS_IPC_VEC_CTRL);
@@ -95,7 +98,7 @@ static int vbus_ipc_release_file(struct inode *inode, struct file *f)
 
 	mutex_lock(&ipc->lock);
 	if (!ipc->removed) {
-		WRITE_ONCE(ipc->shm->guest_close, ipc->my_open);
+		WRITE_ONCE(*ipc->close_word, ipc->my_open);
 		vbus_ipc_doorbell(ipc, VBUS_IPC_VEC_CTRL);
 	}
 	ipc->busy = false;
@@ -137,6 +140,7 @@ static long vbus_ipc_info(struct vbus_ipc *ipc, void __user *arg)
 	info.region_id = ipc->region_id;
 	info.layout = ipc->lay;
 	info.session = ipc->session;
+	info.side = ipc->side;
 	memcpy(info.service, ipc->service, sizeof(info.service));
 	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
 }
@@ -238,6 +242,40 @@ static const struct file_operations vbus_ipc_fops = {
 	.llseek = no_llseek,
 };
 
+/*
+ * /sys/class/misc/vbus-ipcN/{service,side}: what the channel is, without
+ * opening it (an open starts a session): libioq's ioq_vchan_*_init find
+ * a channel by name with them. Both are our probe-time copies.
+ */
+static struct vbus_ipc *dev_ipc(struct device *dev)
+{
+	struct miscdevice *misc = dev_get_drvdata(dev);
+
+	return container_of(misc, struct vbus_ipc, misc);
+}
+
+static ssize_t service_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%s\n", dev_ipc(dev)->service);
+}
+static DEVICE_ATTR_RO(service);
+
+static ssize_t side_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "%s\n", dev_ipc(dev)->side == VBUS_IPC_SIDE_SOUTH ?
+			  "south" : "north");
+}
+static DEVICE_ATTR_RO(side);
+
+static struct attribute *vbus_ipc_attrs[] = {
+	&dev_attr_service.attr,
+	&dev_attr_side.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(vbus_ipc);
+
 int vbus_ipc_chardev_add(struct vbus_ipc *ipc)
 {
 	int ret;
@@ -247,6 +285,7 @@ int vbus_ipc_chardev_add(struct vbus_ipc *ipc)
 	ipc->misc.name = ipc->name;
 	ipc->misc.fops = &vbus_ipc_fops;
 	ipc->misc.parent = &ipc->pdev->dev;
+	ipc->misc.groups = vbus_ipc_groups;
 	ret = misc_register(&ipc->misc);
 	if (!ret)
 		ipc->misc_registered = true;
@@ -264,7 +303,7 @@ void vbus_ipc_chardev_quiesce(struct vbus_ipc *ipc)
 {
 	mutex_lock(&ipc->lock);
 	if (ipc->busy && !ipc->removed) {
-		WRITE_ONCE(ipc->shm->guest_close, ipc->my_open);
+		WRITE_ONCE(*ipc->close_word, ipc->my_open);
 		vbus_ipc_doorbell(ipc, VBUS_IPC_VEC_CTRL);
 	}
 	WRITE_ONCE(ipc->removed, true);

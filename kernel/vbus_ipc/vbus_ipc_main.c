@@ -83,6 +83,29 @@ static int vbus_ipc_check(struct vbus_ipc *ipc)
 	return 0;
 }
 
+/*
+ * Which end of the channel this guest is: vbus-hostd, our ivshmem server,
+ * told QEMU our peer id (IVPosition). A link's south guest sends on H2G
+ * and has session words of its own; anything else is north.
+ */
+static void vbus_ipc_side(struct vbus_ipc *ipc)
+{
+	struct vbus_ipc_shm *shm = ipc->shm;
+
+	if (ioread32(ipc->regs + VBUS_PCI_REG_IVPOSITION) ==
+	    VBUS_IPC_SOUTH_PEER) {
+		ipc->side = VBUS_IPC_SIDE_SOUTH;
+		ipc->open_word = &shm->south_open;
+		ipc->close_word = &shm->south_close;
+		ipc->served_word = &shm->south_session_open;
+	} else {
+		ipc->side = VBUS_IPC_SIDE_NORTH;
+		ipc->open_word = &shm->guest_open;
+		ipc->close_word = &shm->guest_close;
+		ipc->served_word = &shm->session_open;
+	}
+}
+
 static int vbus_ipc_map(struct vbus_ipc *ipc)
 {
 	struct pci_dev *pdev = ipc->pdev;
@@ -171,6 +194,7 @@ static int vbus_ipc_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	if (ret)
 		goto fail;
+	vbus_ipc_side(ipc);
 	/* TCG drops MSI-X from a device that is not bus master */
 	pci_set_master(pdev);
 	ret = vbus_ipc_irqs(ipc);
@@ -180,8 +204,9 @@ static int vbus_ipc_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = vbus_ipc_chardev_add(ipc);
 	if (ret)
 		goto fail;
-	dev_info(&pdev->dev, "vbus-ipc service \"%s\": /dev/%s, %u x %u bytes each way\n",
-		 ipc->service, ipc->name, ipc->lay.count, ipc->lay.buf_size);
+	dev_info(&pdev->dev, "vbus-ipc service \"%s\": /dev/%s, %u x %u bytes each way%s\n",
+		 ipc->service, ipc->name, ipc->lay.count, ipc->lay.buf_size,
+		 ipc->side == VBUS_IPC_SIDE_SOUTH ? ", south end of a link" : "");
 	return 0;
 fail:
 	vbus_ipc_teardown(ipc);

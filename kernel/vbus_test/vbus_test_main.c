@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 #include <linux/log2.h>
 #include <linux/vmalloc.h>
+#include <linux/dma-mapping.h>
 #include <linux/sort.h>
 #include <linux/ktime.h>
 #include <linux/delay.h>
@@ -45,6 +46,7 @@ struct vtest {
 	struct ioq *ioq;
 	struct ioq_notifier notifier;
 	u8 *bufs;			/* ring_count * msg_size, by slot */
+	dma_addr_t bufs_dma;		/* coherent on vdev->dma_dev */
 	bool ring_broken;		/* descriptors lost in a failed run */
 	char result[160];
 
@@ -212,7 +214,7 @@ static int vtest_run_ring(struct vtest *vt, u64 n)
 			for (i = 0; i < msg_size; i++)
 				buf[i] = vtest_pattern(posted, i);
 			desc->cookie = posted;
-			desc->ptr = virt_to_phys(buf);
+			desc->ptr = vt->bufs_dma + (dma_addr_t)slot * msg_size;
 			desc->len = msg_size;
 			desc->valid = 1;
 			/* publishes the body: [R1] (v5: [R4] too), core/ioq.c */
@@ -477,6 +479,15 @@ static void vtest_ring_close(struct vtest *vt)
 	vt->ioq = NULL;
 }
 
+static void vtest_free_bufs(struct vtest *vt)
+{
+	if (vt->bufs)
+		dma_free_coherent(vt->vdev->dma_dev,
+				  (size_t)ring_count * msg_size, vt->bufs,
+				  vt->bufs_dma);
+	vt->bufs = NULL;
+}
+
 static int vtest_probe(struct vbus_device_proxy *vdev)
 {
 	struct vtest *vt;
@@ -491,7 +502,9 @@ static int vtest_probe(struct vbus_device_proxy *vdev)
 	atomic_long_set(&vt->notifies, 0);
 	strscpy(vt->result, "none", sizeof(vt->result));
 
-	vt->bufs = kcalloc(ring_count, msg_size, GFP_KERNEL);
+	vt->bufs = dma_alloc_coherent(vdev->dma_dev,
+				      (size_t)ring_count * msg_size,
+				      &vt->bufs_dma, GFP_KERNEL);
 	if (!vt->bufs) {
 		ret = -ENOMEM;
 		goto err_free;
@@ -525,7 +538,7 @@ static int vtest_probe(struct vbus_device_proxy *vdev)
 err_close:
 	vdev->ops->close(vdev, 0);
 err_free:
-	kfree(vt->bufs);
+	vtest_free_bufs(vt);
 	kfree(vt);
 	return ret;
 }
@@ -539,7 +552,7 @@ static int vtest_remove(struct vbus_device_proxy *vdev)
 	/* sysfs runs are drained before remove is called */
 	if (vt->ioq)
 		vtest_ring_close(vt);
-	kfree(vt->bufs);
+	vtest_free_bufs(vt);
 	dev_set_drvdata(&vdev->dev, NULL);
 	kfree(vt);
 	return 0;

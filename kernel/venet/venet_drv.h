@@ -13,6 +13,7 @@
 #include <linux/skbuff.h>
 #include <linux/spinlock.h>
 #include <linux/scatterlist.h>
+#include <linux/dma-mapping.h>
 #include <linux/u64_stats_sync.h>
 #include <linux/workqueue.h>
 #include <vbus/ioq.h>
@@ -49,15 +50,37 @@
  */
 struct venet_rx_slot {
 	struct sk_buff *skb;	/* plain mode: the posted buffer */
+	dma_addr_t dma;		/* plain mode: skb->data mapped, buflen */
 	u32 buflen;		/* bytes posted: the most the host may fill */
 	bool posted;		/* RXSG: the descriptor is the host's */
-	struct venet_sg *vsg;	/* RXSG: preallocated, VENET_RX_SG_SIZE */
+	struct venet_sg *vsg;	/* RXSG: in priv->rx_vsgs, VENET_RX_SG_SIZE */
+	dma_addr_t vsg_dma;
 	struct page *pages[VENET_RX_PAGES];	/* RXSG; NULL once consumed */
+	/* RXSG: pages[i] is mapped (DMA_FROM_DEVICE) at page_dma[i] */
+	dma_addr_t page_dma[VENET_RX_PAGES];
+	unsigned long mapped;	/* bit i: page_dma[i] valid */
 };
 
+/*
+ * tx: while the host has the frame, its mappings (DMA_TO_DEVICE). Our
+ * copy: the venet_sg the host can write is never read back.
+ */
 struct venet_tx_slot {
 	struct sk_buff *skb;
-	struct venet_sg *vsg;	/* SG mode: preallocated, VENET_TX_SG_SIZE */
+	struct venet_sg *vsg;	/* SG mode: in priv->tx_vsgs, VENET_TX_SG_SIZE */
+	dma_addr_t vsg_dma;
+	int nents;		/* SG mode: sgl entries mapped; 0 = none */
+	dma_addr_t dma;		/* plain mode: the linear frame */
+	u32 dma_len;		/* plain mode; 0 = not mapped */
+	struct scatterlist sgl[VENET_TX_MAX_IOVS];	/* SG mode */
+};
+
+/* One ring's venet_sgs in one coherent area (venet_dma.c). */
+struct venet_vsgs {
+	void *va;
+	dma_addr_t dma;
+	size_t len;
+	size_t stride;
 };
 
 /* Written only by the NAPI poll (or with NAPI disabled). */
@@ -101,6 +124,7 @@ struct venet_priv {
 	struct ioq *rxq;
 	struct ioq_notifier rx_notifier;
 	struct venet_rx_slot *rx_slots;
+	struct venet_vsgs rx_vsgs;	/* RXSG */
 	u32 rx_count;
 	u32 rx_bufsize;		/* size of buffers posted from now on */
 	struct delayed_work refill;
@@ -108,10 +132,10 @@ struct venet_priv {
 	struct ioq *txq;
 	struct ioq_notifier tx_notifier;
 	struct venet_tx_slot *tx_slots;
+	struct venet_vsgs tx_vsgs;	/* SG mode */
 	u32 tx_count;
-	spinlock_t txlock;	/* tx ring tail/head, tx_slots, tx_sgl, tx stats */
+	spinlock_t txlock;	/* tx ring tail/head, tx_slots, tx stats */
 	struct timer_list tx_timer;	/* reaps what a burst left in flight */
-	struct scatterlist tx_sgl[VENET_TX_MAX_IOVS];
 
 	struct {
 		bool sg;
@@ -142,6 +166,24 @@ static inline u32 venet_rx_bufsize(unsigned int mtu)
 /* main */
 void venet_fault(struct venet_priv *priv, const char *why);
 
+/* What the host's accesses go through: every mapping is on it. */
+static inline struct device *venet_dma_dev(struct venet_priv *priv)
+{
+	return priv->vdev->dma_dev;
+}
+
+/* dma: the venet_sg arrays */
+int venet_vsgs_alloc(struct venet_priv *priv, struct venet_vsgs *a,
+		     u32 count, size_t size);
+void venet_vsgs_free(struct venet_priv *priv, struct venet_vsgs *a);
+
+static inline struct venet_sg *venet_vsg(struct venet_vsgs *a, u32 i,
+					 dma_addr_t *dma)
+{
+	*dma = a->dma + (dma_addr_t)i * a->stride;
+	return a->va + (size_t)i * a->stride;
+}
+
 /* The one check of venet_fault()'s verdict (a ring is unusable). */
 static inline bool venet_faulted(struct venet_priv *priv)
 {
@@ -151,7 +193,6 @@ static inline bool venet_faulted(struct venet_priv *priv)
 /* rx */
 int venet_rx_fill(struct venet_priv *priv, gfp_t gfp);
 int venet_rx_poll(struct venet_priv *priv, int budget);
-bool venet_rx_pending(struct venet_priv *priv);
 void venet_rx_drain(struct venet_priv *priv);
 void venet_rx_free_all(struct venet_priv *priv);
 int venet_rx_setup(struct venet_priv *priv);

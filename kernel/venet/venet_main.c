@@ -115,6 +115,7 @@ static int venet_poll(struct napi_struct *napi, int budget)
 	struct venet_priv *priv =
 		container_of(napi, struct venet_priv, napi);
 	int done = 0;
+	u32 rx_snap;
 
 	/* the ring layer faults a signal whose indexes the host corrupted */
 	if (shm_signal_faulted(priv->rxq->signal) ||
@@ -125,6 +126,12 @@ static int venet_poll(struct napi_struct *napi, int budget)
 	if (budget)	/* budget 0 is netpoll: tx only */
 		done = venet_rx_poll(priv, budget);
 
+	/*
+	 * Where the rx reaper got to, taken while this poll still owns it:
+	 * once napi_complete_done() returned, another CPU's poll may be
+	 * reaping, and the look-again below only compares (read-only).
+	 */
+	rx_snap = ioq_reap_snapshot(priv->rxq);
 	if (done < budget && napi_complete_done(napi, done) &&
 	    !venet_faulted(priv)) {
 		/* tx completions interrupt only when we wait on them */
@@ -143,9 +150,10 @@ static int venet_poll(struct napi_struct *napi, int budget)
 		 * below cannot be satisfied before that store; it pairs with
 		 * the full barrier after dirty=1 in the host's inject ([B1]):
 		 * either the host sees enabled=1 and signals, or we see its
-		 * pop here.
+		 * pop here. rx: ioq_reap_poll() against the snapshot, which
+		 * writes no ring state; tx: under txlock.
 		 */
-		if (venet_rx_pending(priv) ||
+		if (ioq_reap_poll(priv->rxq, rx_snap) ||
 		    (tx_on && venet_tx_pending(priv)))
 			venet_schedule(priv);
 	}

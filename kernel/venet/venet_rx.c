@@ -19,6 +19,12 @@
  * A zero-length completion is a buffer handed back without a frame
  * (FLUSHRX, or a buffer the host could not use).
  *
+ * The host writes the frames through DMA_FROM_DEVICE mappings on the
+ * bridge's PCI device (bounce buffers under swiotlb): a buffer is unmapped
+ * before we read it. The venet_sgs are coherent (venet_dma.c). What we
+ * post never carries old kernel data: plain skbs are zeroed, RXSG pages
+ * come zeroed from the allocator or hold an earlier frame of the host's.
+ *
  * Everything here runs in one context at a time: the NAPI poll, or a
  * caller that has disabled NAPI (probe, MTU change, refill work, remove).
  */
@@ -29,6 +35,7 @@
 #include <linux/io.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
+#include <linux/dma-mapping.h>
 #include <linux/virtio_net.h>
 
 #include "venet_drv.h"
@@ -50,6 +57,7 @@ int venet_rx_setup(struct venet_priv *priv)
 	/* a frame never needs more frags than there are pages */
 	BUILD_BUG_ON(VENET_RX_PAGES > MAX_SKB_FRAGS);
 	BUILD_BUG_ON(VENET_RX_COPY > PAGE_SIZE);
+	BUILD_BUG_ON(VENET_RX_PAGES > BITS_PER_LONG);	/* slot->mapped */
 
 	priv->rx_slots = kvcalloc(priv->rx_count, sizeof(*priv->rx_slots),
 				  GFP_KERNEL);
@@ -58,30 +66,68 @@ int venet_rx_setup(struct venet_priv *priv)
 	if (!priv->caps.rxsg)
 		return 0;
 
-	for (i = 0; i < priv->rx_count; i++) {
-		/* kmalloc: physically contiguous, so one guest-physical ptr */
-		priv->rx_slots[i].vsg = kzalloc(VENET_RX_SG_SIZE,
-						GFP_KERNEL);
-		if (!priv->rx_slots[i].vsg)
-			return -ENOMEM;	/* the caller frees what we got */
-	}
+	/* the caller frees what we got */
+	if (venet_vsgs_alloc(priv, &priv->rx_vsgs, priv->rx_count,
+			     VENET_RX_SG_SIZE))
+		return -ENOMEM;
+	for (i = 0; i < priv->rx_count; i++)
+		priv->rx_slots[i].vsg = venet_vsg(&priv->rx_vsgs, i,
+						  &priv->rx_slots[i].vsg_dma);
+	return 0;
+}
+
+/* RXSG: page @i of @slot for the host to write; 0 or -ENOMEM. */
+static int venet_rx_map_page(struct venet_priv *priv,
+			     struct venet_rx_slot *slot, u32 i)
+{
+	struct device *dma_dev = venet_dma_dev(priv);
+	dma_addr_t dma;
+
+	if (test_bit(i, &slot->mapped))
+		return 0;
+	dma = dma_map_page(dma_dev, slot->pages[i], 0, PAGE_SIZE,
+			   DMA_FROM_DEVICE);
+	if (dma_mapping_error(dma_dev, dma))
+		return -ENOMEM;
+	slot->page_dma[i] = dma;
+	__set_bit(i, &slot->mapped);
 	return 0;
 }
 
 /*
- * RXSG: give @slot a full set of pages and describe them in its venet_sg.
- * Pages a previous frame did not use are still there and are posted again.
+ * RXSG: the host is done with the first @len bytes of @slot's pages:
+ * unmap them (under swiotlb this copies the frame out of the bounce
+ * buffers) before we read them. The rest stay mapped for the next post.
  */
-static int venet_rx_prep_sg(struct venet_rx_slot *slot, gfp_t gfp)
+static void venet_rx_unmap_pages(struct venet_priv *priv,
+				 struct venet_rx_slot *slot, u32 len)
+{
+	u32 i;
+
+	for (i = 0; i < VENET_RX_PAGES && i * PAGE_SIZE < len; i++) {
+		if (!__test_and_clear_bit(i, &slot->mapped))
+			continue;
+		dma_unmap_page(venet_dma_dev(priv), slot->page_dma[i],
+			       PAGE_SIZE, DMA_FROM_DEVICE);
+	}
+}
+
+/*
+ * RXSG: give @slot a full set of mapped pages and describe them in its
+ * venet_sg. Pages a previous frame did not use are still there (and
+ * mapped) and are posted again; new ones come zeroed.
+ */
+static int venet_rx_prep_sg(struct venet_priv *priv,
+			    struct venet_rx_slot *slot, gfp_t gfp)
 {
 	struct venet_sg *vsg = slot->vsg;
 	u32 i;
 
 	for (i = 0; i < VENET_RX_PAGES; i++) {
-		if (slot->pages[i])
-			continue;
-		slot->pages[i] = alloc_page(gfp | __GFP_NOWARN);
 		if (!slot->pages[i])
+			slot->pages[i] = alloc_page(gfp | __GFP_NOWARN |
+						    __GFP_ZERO);
+		if (!slot->pages[i] || venet_rx_map_page(priv, slot, i))
 			return -ENOMEM;
 	}
 
@@ -92,7 +138,7 @@ static int venet_rx_prep_sg(struct venet_rx_slot *slot, gfp_t gfp)
 	for (i = 0; i < VENET_RX_PAGES; i++) {
 		vsg->iov[i].len = PAGE_SIZE;
 		vsg->iov[i].reserved = 0;
-		vsg->iov[i].ptr = (u64)page_to_phys(slot->pages[i]);
+		vsg->iov[i].ptr = (u64)slot->page_dma[i];
 	}
 	slot->buflen = VENET_RX_PAGES * PAGE_SIZE;
 	return 0;
@@ -107,12 +153,12 @@ static int venet_rx_post_sg(struct venet_priv *priv, struct ioq_iterator *iter,
 {
 	struct ioq_ring_desc *desc = iter->desc;
 
-	if (venet_rx_prep_sg(slot, gfp)) {
+	if (venet_rx_prep_sg(priv, slot, gfp)) {
 		venet_rx_count(priv, &priv->rx_stats.alloc_failed);
 		return -ENOMEM;
 	}
 	WRITE_ONCE(desc->cookie, iter->pos & (priv->rx_count - 1));
-	WRITE_ONCE(desc->ptr, (u64)virt_to_phys(slot->vsg));
+	WRITE_ONCE(desc->ptr, (u64)slot->vsg_dma);
 	WRITE_ONCE(desc->len, (u64)VENET_RX_SG_SIZE);
 	WRITE_ONCE(desc->valid, 1);
 	slot->posted = true;
@@ -130,8 +176,10 @@ static int venet_rx_post_flat(struct venet_priv *priv,
 			      struct ioq_iterator *iter,
 			      struct venet_rx_slot *slot, u32 bufsize, gfp_t gfp)
 {
+	struct device *dma_dev = venet_dma_dev(priv);
 	struct ioq_ring_desc *desc = iter->desc;
 	struct sk_buff *skb;
+	dma_addr_t dma;
 
 	skb = __netdev_alloc_skb_ip_align(priv->dev, bufsize, gfp);
 	if (!skb) {
@@ -140,23 +188,32 @@ static int venet_rx_post_flat(struct venet_priv *priv,
 		u64_stats_update_end(&priv->rx_stats.syncp);
 		return -ENOMEM;
 	}
+	/* the host may read what it may write: no old kernel data in it */
+	memset(skb->data, 0, bufsize);
+	dma = dma_map_single(dma_dev, skb->data, bufsize, DMA_FROM_DEVICE);
+	if (dma_mapping_error(dma_dev, dma)) {
+		kfree_skb(skb);
+		venet_rx_count(priv, &priv->rx_stats.alloc_failed);
+		return -ENOMEM;
+	}
 
 	slot->skb = skb;
+	slot->dma = dma;
 	slot->buflen = bufsize;
 
 	/*
-	 * skb->data is kmalloc or page-fragment memory: physically
-	 * contiguous over bufsize bytes. The cookie is informational
-	 * only (see venet_drv.h): we never read it back.
+	 * The cookie is informational only (see venet_drv.h): we never
+	 * read it back.
 	 */
 	WRITE_ONCE(desc->cookie, iter->pos & (priv->rx_count - 1));
-	WRITE_ONCE(desc->ptr, (u64)virt_to_phys(skb->data));
+	WRITE_ONCE(desc->ptr, (u64)dma);
 	WRITE_ONCE(desc->len, (u64)bufsize);
 	WRITE_ONCE(desc->valid, 1);
 
 	/* the push's [R1] (v5: [R4]) publishes the body */
 	if (ioq_iter_push(iter, 0)) {
 		slot->skb = NULL;
+		dma_unmap_single(dma_dev, dma, bufsize, DMA_FROM_DEVICE);
 		kfree_skb(skb);
 		venet_fault(priv, "rx ring push");
 		return -EIO;
@@ -200,8 +257,9 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 		}
 
 		slot = &priv->rx_slots[iter.pos & (priv->rx_count - 1)];
-		if (WARN_ON_ONCE(slot->skb || slot->posted)) {
-			/* our own bookkeeping, not host input */
+		if (slot->skb || slot->posted) {
+			/* room, yet the tail slot is posted: see venet_tx_tail() */
+			venet_fault(priv, "rx tail slot still posted");
 			ret = -EIO;
 			break;
 		}
@@ -407,6 +465,7 @@ static void venet_rx_complete_sg(struct venet_priv *priv,
 		return;
 	}
 
+	venet_rx_unmap_pages(priv, slot, (u32)len);
 	skb = venet_rx_build_sg(priv, slot, (u32)len, napi);
 	if (!skb) {
 		venet_rx_count(priv, &st->alloc_failed);
@@ -489,8 +548,10 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 				break;
 			}
 			done++;
-			if (WARN_ON_ONCE(!slot->posted))
-				continue;	/* our bookkeeping */
+			if (!slot->posted) {	/* completed twice (v5) */
+				venet_fault(priv, "rx completion of a slot not posted");
+				break;
+			}
 			slot->posted = false;
 			venet_rx_complete_sg(priv, slot, len, &m, napi);
 			continue;
@@ -499,6 +560,10 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 		skb = slot->skb;
 		buflen = slot->buflen;
 		slot->skb = NULL;
+		/* the host is done with it (or gone): ours to read */
+		if (skb)
+			dma_unmap_single(venet_dma_dev(priv), slot->dma, buflen,
+					 DMA_FROM_DEVICE);
 
 		ret = ioq_iter_pop(&iter, 0);
 		if (ret) {
@@ -508,8 +573,10 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 		}
 		done++;
 
-		if (WARN_ON_ONCE(!skb))
-			continue;	/* our bookkeeping, not host input */
+		if (!skb) {	/* completed twice (v5) */
+			venet_fault(priv, "rx completion of a slot not posted");
+			break;
+		}
 
 		venet_rx_complete(priv, skb, buflen, len, napi);
 	}
@@ -534,23 +601,12 @@ int venet_rx_poll(struct venet_priv *priv, int budget)
 	return done;
 }
 
-/* True when the host has completed the rx descriptor at the inuse head. */
-bool venet_rx_pending(struct venet_priv *priv)
-{
-	struct ioq_iterator iter;
-
-	if (venet_faulted(priv))
-		return false;
-	if (ioq_iter_init(priv->rxq, &iter, ioq_idx_reap,
-			  IOQ_ITER_REAP) ||
-	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
-		return false;
-	return venet_head_completed(priv->rxq, &iter);
-}
-
 /*
  * Reap everything the host has completed, with NAPI disabled (MTU change
  * after FLUSHRX). Frames that were filled before the flush still go up.
+ * napi_disable() does not wait for a poll's look-again after
+ * napi_complete_done(); that one is ioq_reap_poll(), which writes no ring
+ * state, so it cannot race this reaper.
  */
 void venet_rx_drain(struct venet_priv *priv)
 {
@@ -571,17 +627,21 @@ void venet_rx_free_all(struct venet_priv *priv)
 		struct venet_rx_slot *slot = &priv->rx_slots[i];
 		u32 p;
 
+		if (slot->skb)
+			dma_unmap_single(venet_dma_dev(priv), slot->dma,
+					 slot->buflen, DMA_FROM_DEVICE);
 		kfree_skb(slot->skb);
 		slot->skb = NULL;
+		venet_rx_unmap_pages(priv, slot, VENET_RX_PAGES * PAGE_SIZE);
 		for (p = 0; p < VENET_RX_PAGES; p++) {
 			if (slot->pages[p])
 				put_page(slot->pages[p]);
 			slot->pages[p] = NULL;
 		}
-		kfree(slot->vsg);
 		slot->vsg = NULL;
 		slot->posted = false;
 	}
+	venet_vsgs_free(priv, &priv->rx_vsgs);
 }
 
 /*

@@ -22,7 +22,11 @@
  * Descriptor formats (docs/devices/venet.md, "tx ring"):
  *   plain mode: ptr/len = the linear frame;
  *   SG mode:    ptr/len = a per-slot struct venet_sg + iov[], preallocated
- *               in kmalloc memory, describing the skb's head and frags.
+ *               in coherent memory (venet_dma.c), describing the skb's
+ *               head and frags.
+ * The frame's bytes are mapped DMA_TO_DEVICE on the bridge's PCI device
+ * while the host has them (a bounce buffer under swiotlb or an IOMMU
+ * address, a physical one otherwise) and unmapped when it hands them back.
  *
  * txlock serialises the xmit path (which writes the tails) with the reaper
  * (which writes the inuse head) and the per-slot state both use.
@@ -33,6 +37,7 @@
 #include <linux/tcp.h>
 #include <linux/io.h>
 #include <linux/slab.h>
+#include <linux/dma-mapping.h>
 
 #include "venet_drv.h"
 
@@ -40,24 +45,36 @@ int venet_tx_setup(struct venet_priv *priv)
 {
 	u32 i;
 
-	priv->tx_slots = kcalloc(priv->tx_count, sizeof(*priv->tx_slots),
-				 GFP_KERNEL);
+	priv->tx_slots = kvcalloc(priv->tx_count, sizeof(*priv->tx_slots),
+				  GFP_KERNEL);
 	if (!priv->tx_slots)
 		return -ENOMEM;
 
 	if (!priv->caps.sg)
 		return 0;
 
-	for (i = 0; i < priv->tx_count; i++) {
-		/* kmalloc: physically contiguous, so one guest-physical ptr */
-		priv->tx_slots[i].vsg = kzalloc(VENET_TX_SG_SIZE,
-						GFP_KERNEL);
-		if (!priv->tx_slots[i].vsg) {
-			venet_tx_teardown(priv);
-			return -ENOMEM;
-		}
+	if (venet_vsgs_alloc(priv, &priv->tx_vsgs, priv->tx_count,
+			     VENET_TX_SG_SIZE)) {
+		venet_tx_teardown(priv);
+		return -ENOMEM;
 	}
+	for (i = 0; i < priv->tx_count; i++)
+		priv->tx_slots[i].vsg = venet_vsg(&priv->tx_vsgs, i,
+						  &priv->tx_slots[i].vsg_dma);
 	return 0;
+}
+
+/* The host handed the frame of @slot back (or never got it): unmap it. */
+static void venet_tx_unmap(struct venet_priv *priv, struct venet_tx_slot *slot)
+{
+	if (slot->nents)
+		dma_unmap_sg(venet_dma_dev(priv), slot->sgl, slot->nents,
+			     DMA_TO_DEVICE);
+	slot->nents = 0;
+	if (slot->dma_len)
+		dma_unmap_single(venet_dma_dev(priv), slot->dma, slot->dma_len,
+				 DMA_TO_DEVICE);
+	slot->dma_len = 0;
 }
 
 /*
@@ -72,10 +89,11 @@ void venet_tx_teardown(struct venet_priv *priv)
 		return;
 
 	for (i = 0; i < priv->tx_count; i++) {
+		venet_tx_unmap(priv, &priv->tx_slots[i]);
 		dev_kfree_skb_any(priv->tx_slots[i].skb);
-		kfree(priv->tx_slots[i].vsg);
 	}
-	kfree(priv->tx_slots);
+	venet_vsgs_free(priv, &priv->tx_vsgs);
+	kvfree(priv->tx_slots);
 	priv->tx_slots = NULL;
 }
 
@@ -154,13 +172,17 @@ static int venet_tx_sg_gso(struct venet_priv *priv, struct sk_buff *skb,
 	return 0;
 }
 
-/* One iov per piece of @skb: their count, or -errno. */
+/*
+ * One iov per mapped piece of @skb (mapped DMA_TO_DEVICE through
+ * @slot->sgl): their count, or -errno.
+ */
 static int venet_tx_sg_iovs(struct venet_priv *priv, struct sk_buff *skb,
-			    struct venet_sg *vsg)
+			    struct venet_tx_slot *slot)
 {
-	struct scatterlist *sgl = priv->tx_sgl;
+	struct scatterlist *sgl = slot->sgl;
+	struct venet_sg *vsg = slot->vsg;
 	struct scatterlist *sg;
-	int count;
+	int count, mapped;
 	int i;
 
 	sg_init_table(sgl, VENET_TX_MAX_IOVS);
@@ -169,34 +191,42 @@ static int venet_tx_sg_iovs(struct venet_priv *priv, struct sk_buff *skb,
 		venet_tx_bad(priv, skb, "skb_to_sgvec");
 		return count ? count : -EINVAL;
 	}
+	mapped = dma_map_sg(venet_dma_dev(priv), sgl, count, DMA_TO_DEVICE);
+	if (!mapped) {
+		venet_tx_bad(priv, skb, "DMA mapping failed");
+		return -ENOMEM;
+	}
+	slot->nents = count;	/* dma_unmap_sg() takes what we passed */
 
-	for_each_sg(sgl, sg, count, i) {
+	for_each_sg(sgl, sg, mapped, i) {
 		struct venet_iov *iov = &vsg->iov[i];
 
-		iov->len = sg->length;
+		iov->len = sg_dma_len(sg);
 		iov->reserved = 0;
-		iov->ptr = (u64)sg_phys(sg);
+		iov->ptr = (u64)sg_dma_address(sg);
 	}
-	return count;
+	return mapped;
 }
 
 /*
- * Describe @skb in @vsg: checksum offload, GSO and one iov per piece.
- * Returns 0, or -errno when the skb cannot be expressed (dropped, counted
- * as a tx error by the caller).
+ * Describe @skb in @slot's venet_sg: checksum offload, GSO and one iov per
+ * piece. Returns 0, or -errno when the skb cannot be expressed or mapped
+ * (dropped, counted as a tx error by the caller).
  */
 static int venet_tx_build_sg(struct venet_priv *priv,
-			     struct sk_buff *skb, struct venet_sg *vsg)
+			     struct sk_buff *skb, struct venet_tx_slot *slot)
 {
+	struct venet_sg *vsg = slot->vsg;
 	u32 flags = 0;
 	int count;
 
-	memset(vsg, 0, sizeof(*vsg));
+	/* the iovs too: no stale entry of an earlier frame reaches the host */
+	memset(vsg, 0, VENET_TX_SG_SIZE);
 	count = venet_tx_sg_csum(priv, skb, vsg, &flags);
 	if (!count)
 		count = venet_tx_sg_gso(priv, skb, vsg, &flags);
 	if (!count)
-		count = venet_tx_sg_iovs(priv, skb, vsg);
+		count = venet_tx_sg_iovs(priv, skb, slot);
 	if (count < 0)
 		return count;
 
@@ -371,8 +401,16 @@ static bool venet_tx_tail(struct venet_priv *priv, struct ioq_iterator *iter,
 		return false;
 	}
 	*slot = &priv->tx_slots[iter->pos & (priv->tx_count - 1)];
-	/* our bookkeeping, not host input */
-	return !WARN_ON_ONCE((*slot)->skb);
+	/*
+	 * The ring had room, so the slot at the tail was reaped. On v6 the
+	 * room comes from our own shadows; a v5 ring re-reads its counters
+	 * from memory the host writes: fault, never WARN.
+	 */
+	if ((*slot)->skb) {
+		venet_fault(priv, "tx tail slot still in flight");
+		return false;
+	}
+	return true;
 }
 
 /* The frame into the descriptor: the slot's venet_sg, or flat. */
@@ -384,17 +422,24 @@ static enum venet_tx_verdict venet_tx_fill(struct venet_priv *priv,
 	struct ioq_ring_desc *desc = iter->desc;
 
 	if (priv->caps.sg) {
-		if (venet_tx_build_sg(priv, skb, slot->vsg)) {
+		if (venet_tx_build_sg(priv, skb, slot)) {
 			venet_tx_count_drop(priv, true);
 			return VENET_TX_DROPPED;
 		}
-		WRITE_ONCE(desc->ptr, (u64)virt_to_phys(slot->vsg));
+		WRITE_ONCE(desc->ptr, (u64)slot->vsg_dma);
 		WRITE_ONCE(desc->len, (u64)VENET_TX_SG_SIZE);
 	} else {
+		struct device *dma_dev = venet_dma_dev(priv);
+
 		/* plain mode: the host reads one contiguous frame */
 		if (skb_linearize(skb))
 			return VENET_TX_DROP;
-		WRITE_ONCE(desc->ptr, (u64)virt_to_phys(skb->data));
+		slot->dma = dma_map_single(dma_dev, skb->data, skb->len,
+					   DMA_TO_DEVICE);
+		if (dma_mapping_error(dma_dev, slot->dma))
+			return VENET_TX_DROP;
+		slot->dma_len = skb->len;
+		WRITE_ONCE(desc->ptr, (u64)slot->dma);
 		WRITE_ONCE(desc->len, (u64)skb->len);
 	}
 	WRITE_ONCE(desc->cookie, iter->pos & (priv->tx_count - 1));
@@ -427,6 +472,7 @@ static enum venet_tx_verdict venet_tx_publish(struct venet_priv *priv,
 	/* the push's [R1] (v5: [R4]) publishes the descriptor and venet_sg */
 	if (ioq_iter_push(iter, 0)) {
 		slot->skb = NULL;
+		venet_tx_unmap(priv, slot);
 		venet_fault(priv, "tx ring push");
 		return VENET_TX_DROP;
 	}
@@ -473,7 +519,11 @@ static unsigned int __venet_tx_reap(struct venet_priv *priv)
 			break;
 		}
 		done++;
-		WARN_ON_ONCE(!skb);	/* our bookkeeping, not host input */
+		if (!skb) {	/* the host completed a slot twice (v5) */
+			venet_fault(priv, "tx completion of an empty slot");
+			break;
+		}
+		venet_tx_unmap(priv, slot);
 		dev_consume_skb_any(skb);
 	}
 

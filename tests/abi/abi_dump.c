@@ -258,6 +258,9 @@ int main(void)
 	F(struct vbus_ipc_shm, session);
 	F(struct vbus_ipc_shm, state);
 	F(struct vbus_ipc_shm, session_open);
+	F(struct vbus_ipc_shm, south_open);
+	F(struct vbus_ipc_shm, south_close);
+	F(struct vbus_ipc_shm, south_session_open);
 
 	S(struct vbus_ipc_attach);
 	F(struct vbus_ipc_attach, session);
@@ -271,6 +274,7 @@ int main(void)
 	F(struct vbus_ipc_info, region_id);
 	F(struct vbus_ipc_info, layout);
 	F(struct vbus_ipc_info, session);
+	F(struct vbus_ipc_info, side);
 	F(struct vbus_ipc_info, service);
 
 	return 0;

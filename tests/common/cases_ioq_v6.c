@@ -44,6 +44,18 @@ static int burst_in_order(int (*burst)(struct ioq *, struct ioq_ring_desc *,
 	return 1;
 }
 
+/* the offset of the first byte that differs, -1 when none (no memcmp: vt.h) */
+static long first_diff(const void *a, const void *b, size_t n)
+{
+	const unsigned char *x = a, *y = b;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return (long)i;
+	return -1;
+}
+
 /* ---- layout, format, check ---- */
 
 VT_CASE(v6_format_lays_out_lines)
@@ -284,17 +296,147 @@ VT_CASE(v6_valid_head_past_tail_faults)
 	VT_ASSERT_EQ(shm_signal_faulted(&r->north.side.sig), 1);
 }
 
-VT_CASE(v6_inuse_head_out_of_range_faults)
+/*
+ * North's own counters are never read back (issue 20.5). The peer claims
+ * north reaped everything (inuse_head = tail: a consistent value): the
+ * pusher still sees the ring full by its reaper's shadow, and the
+ * reaper's next publish finds the rewrite and faults.
+ */
+VT_CASE(v6_peer_written_inuse_head_gives_no_room)
 {
 	struct vt_ring *r = vt_ring_new(N);
+	__u64 c;
+	__u32 pos;
 
 	VT_ASSERT(r);
 	VT_ASSERT_EQ(bulk_post(r, 0, N), N);
-	/* the cache says full: the next post reloads inuse_head */
-	h6(r)->inuse_head = N + 5;
-	VT_ASSERT_EQ(vt_post(r, N, 0), -EIO);
-	VT_ASSERT_EQ(shm_signal_faulted(&r->north.side.sig), 1);
+	h6(r)->inuse_head = N;
+	VT_ASSERT_EQ(ioq_post_begin(&r->north.q, 1, &pos), 0);
+	VT_ASSERT_EQ(vt_post(r, N, 0), -ENOSPC);
 	VT_ASSERT_EQ(h6(r)->tail, N);
+	VT_ASSERT_EQ(ioq_count(&r->north.q, ioq_idx_reap), N);
+	VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
+	VT_ASSERT_EQ(vt_reap(r, &c), -EIO);
+	VT_ASSERT_EQ(shm_signal_faulted(&r->north.side.sig), 1);
+}
+
+/* A rewound tail does not shrink what north counts as posted. */
+VT_CASE(v6_peer_written_tail_does_not_change_north_count)
+{
+	struct vt_ring *r = vt_ring_new(N);
+	__u64 c;
+
+	VT_ASSERT(r);
+	VT_ASSERT_EQ(bulk_post(r, 0, 3), 3);
+	VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
+	VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
+	h6(r)->tail = 2;	/* = valid_head: consistent, and a lie */
+	VT_ASSERT_EQ(ioq_count(&r->north.q, ioq_idx_reap), 3);
+	VT_ASSERT_EQ(ioq_count(&r->north.q, ioq_idx_consume), 1);
+}
+
+/*
+ * The peer moves north's tail and valid_head past what north posted:
+ * the reaper bounds valid_head by its own tail and faults instead of
+ * handing out slots that were never posted.
+ */
+VT_CASE(v6_peer_written_tail_cannot_widen_reap)
+{
+	struct vt_ring *r = vt_ring_new(N);
+	__u32 pos = 0;
+
+	VT_ASSERT(r);
+	VT_ASSERT_EQ(bulk_post(r, 0, 3), 3);
+	h6(r)->tail = 5;
+	h6(r)->valid_head = 5;
+	VT_ASSERT_EQ(ioq_reap_begin(&r->north.q, N, &pos), -EIO);
+	VT_ASSERT_EQ(shm_signal_faulted(&r->north.side.sig), 1);
+}
+
+/* Bound to a ring whose own counters cannot be right: faulted at once. */
+VT_CASE(v6_north_binds_impossible_counters_faulted)
+{
+	struct vt_ring *r = vt_ring_new(N);
+	struct ioq *q = vt_alloc(sizeof(*q));
+	__u32 pos;
+
+	VT_ASSERT(r && q);
+	h6(r)->tail = N + 1;	/* inuse_head 0 */
+	VT_ASSERT_EQ(ioq_init_ver(q, NULL, ioq_locality_north, r->head,
+				  &r->north.side.sig, N, IOQ_RING_VER_V6), 0);
+	VT_ASSERT_EQ(shm_signal_faulted(&r->north.side.sig), 1);
+	VT_ASSERT_EQ(ioq_post_begin(q, 1, &pos), -EIO);
+}
+
+/* ---- the reaper's look-again (issue 20.1) ---- */
+
+/*
+ * ioq_reap_poll() may run while another context reaps: it must write
+ * nothing, neither the struct ioq (the reaper's cached valid head) nor
+ * the ring.
+ */
+VT_CASE(v6_reap_poll_writes_nothing)
+{
+	struct vt_ring *r = vt_ring_new(N);
+	size_t len = IOQ_HEAD_DESC_SIZE(N);
+	struct ioq *q0 = vt_alloc(sizeof(*q0));
+	void *ring0 = vt_alloc(len);
+	__u64 c;
+	__u32 snap;
+
+	VT_ASSERT(r && q0 && ring0);
+	VT_ASSERT_EQ(bulk_post(r, 0, 4), 4);
+	snap = ioq_reap_snapshot(&r->north.q);
+	VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
+	VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
+	memcpy(q0, &r->north.q, sizeof(*q0));
+	memcpy(ring0, r->head, len);
+	VT_ASSERT_EQ(ioq_reap_poll(&r->north.q, snap), 1);
+	VT_ASSERT_EQ(first_diff(q0, &r->north.q, sizeof(*q0)), -1);
+	VT_ASSERT_EQ(first_diff(ring0, r->head, len), -1);
+}
+
+/* News is a completion past the snapshot, and only that. */
+VT_CASE(v6_reap_poll_news_only_past_snapshot)
+{
+	struct vt_ring *r = vt_ring_new(N);
+	__u64 c;
+	__u32 snap;
+
+	VT_ASSERT(r);
+	VT_ASSERT_EQ(bulk_post(r, 0, 2), 2);
+	snap = ioq_reap_snapshot(&r->north.q);
+	VT_ASSERT_EQ(ioq_reap_poll(&r->north.q, snap), 0);	/* posted only */
+	VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
+	VT_ASSERT_EQ(ioq_reap_poll(&r->north.q, snap), 1);
+	VT_ASSERT_EQ(vt_reap(r, &c), 0);
+	snap = ioq_reap_snapshot(&r->north.q);
+	VT_ASSERT_EQ(snap, 1);
+	VT_ASSERT_EQ(ioq_reap_poll(&r->north.q, snap), 0);
+	shm_signal_fault(&r->north.side.sig, "test");
+	VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
+	VT_ASSERT_EQ(ioq_reap_poll(&r->north.q, snap), 0);	/* faulted */
+}
+
+/* v5: the same answers from sown and the inuse tail. */
+VT_CASE(v5_reap_poll_news_only_past_snapshot)
+{
+	struct vt_ring *r = vt_ring_new_ver(N, IOQ_RING_VER_V5);
+	__u64 c;
+	__u32 snap;
+
+	VT_ASSERT(r);
+	snap = ioq_reap_snapshot(&r->north.q);
+	VT_ASSERT_EQ(ioq_reap_poll(&r->north.q, snap), 0);	/* empty */
+	VT_ASSERT_EQ(vt_post(r, 0, 0), 0);
+	VT_ASSERT_EQ(vt_post(r, 1, 0), 0);
+	VT_ASSERT_EQ(ioq_reap_poll(&r->north.q, snap), 0);	/* posted only */
+	VT_ASSERT_EQ(vt_consume(r, &c, 0), 0);
+	VT_ASSERT_EQ(ioq_reap_poll(&r->north.q, snap), 1);
+	VT_ASSERT_EQ(vt_reap(r, &c), 0);
+	snap = ioq_reap_snapshot(&r->north.q);
+	VT_ASSERT_EQ(snap, 1);
+	VT_ASSERT_EQ(ioq_reap_poll(&r->north.q, snap), 0);
 }
 
 /* a fault is final even where a cached counter would let a call through */
@@ -521,7 +663,13 @@ VT_SUITE(ioq_v6,
 	VT_ENTRY(v6_tail_out_of_range_faults),
 	VT_ENTRY(v6_tail_behind_head_faults),
 	VT_ENTRY(v6_valid_head_past_tail_faults),
-	VT_ENTRY(v6_inuse_head_out_of_range_faults),
+	VT_ENTRY(v6_peer_written_inuse_head_gives_no_room),
+	VT_ENTRY(v6_peer_written_tail_does_not_change_north_count),
+	VT_ENTRY(v6_peer_written_tail_cannot_widen_reap),
+	VT_ENTRY(v6_north_binds_impossible_counters_faulted),
+	VT_ENTRY(v6_reap_poll_writes_nothing),
+	VT_ENTRY(v6_reap_poll_news_only_past_snapshot),
+	VT_ENTRY(v5_reap_poll_news_only_past_snapshot),
 	VT_ENTRY(v6_fault_stops_every_call),
 	VT_ENTRY(v6_cached_tail_is_not_reread_while_it_suffices),
 	VT_ENTRY(v6_bulk_round_trip),

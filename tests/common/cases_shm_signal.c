@@ -217,6 +217,25 @@ VT_CASE(wakeup_budget_yields_to_deferred_notify)
 	VT_ASSERT_EQ(vt_defer_pending(&p->south.sig.deferred_notify), 0);
 }
 
+/*
+ * Our mask is ours: the peer writing our enabled byte (and dirty,
+ * pending) must not run a masked side's notifier (issue 20.5: the
+ * wakeup read enabled back from shared memory).
+ */
+VT_CASE(wakeup_ignores_peer_written_enabled)
+{
+	struct vt_pair *p = vt_pair_new();
+
+	VT_ASSERT(p);
+	shm_signal_disable(&p->south.sig, 0);
+	SOUTH_IRQ(p)->enabled = 1;	/* the peer unmasks us */
+	SOUTH_IRQ(p)->dirty = 1;
+	SOUTH_IRQ(p)->pending = 1;
+	_shm_signal_wakeup(&p->south.sig);
+	VT_ASSERT_EQ(p->south.notifies, 0);
+	VT_ASSERT_EQ(SOUTH_IRQ(p)->dirty, 1);
+}
+
 /* ---- enable / disable ---- */
 
 VT_CASE(enable_sets_enabled)
@@ -417,6 +436,7 @@ VT_SUITE(shm_signal,
 	VT_ENTRY(wakeup_with_nothing_dirty_runs_nothing),
 	VT_ENTRY(wakeup_while_disabled_leaves_dirty),
 	VT_ENTRY(wakeup_budget_yields_to_deferred_notify),
+	VT_ENTRY(wakeup_ignores_peer_written_enabled),
 	VT_ENTRY(enable_sets_enabled),
 	VT_ENTRY(enable_with_dirty_schedules_deferred_notify),
 	VT_ENTRY(enable_with_pending_schedules_deferred_notify),

@@ -35,6 +35,11 @@ int fgd_init(void)
 	return 0;
 }
 
+void fgd_stopping(void)
+{
+	hostd_guest_stop(&fg->g);
+}
+
 void fgd_fini(void)
 {
 	unsigned int i;

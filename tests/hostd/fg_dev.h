@@ -54,6 +54,9 @@ bool fgd_run_until(bool (*done)(void *arg), void *arg, int timeout_ms);
 /* Poll for @ms regardless (lets the device settle). */
 void fgd_run_for(int ms);
 
+/* The daemon is going down: its guest's loop is told to stop. */
+void fgd_stopping(void);
+
 /* The device's state as `ctl stats` shows it. */
 bool fgd_dev_faulted(struct hostd_dev *dev);
 const char *fgd_dev_last_fault(struct hostd_dev *dev);

@@ -20,6 +20,8 @@ expect_fail "huge size" "bad size|between 1M and 1T" "${C[@]}" --guest "g1:sock=
 expect_fail "bad machine" "machine must be q35 or pc" "${C[@]}" --guest "$G,machine=arm"
 expect_fail "missing mem" "missing mem=" "${C[@]}" --guest "g1:sock=a,size=1G"
 expect_fail "unknown guest key" "unknown parameter 'foo'" "${C[@]}" --guest "$G,foo=1"
+expect_fail "unknown QEMU user" "qemu_uid=no-such-user-x: no such user" "${C[@]}" --guest "$G,qemu_uid=no-such-user-x"
+expect_fail "unknown QEMU group" "qemu_gid=no-such-group-x: no such group" "${C[@]}" --guest "$G,qemu_gid=no-such-group-x"
 expect_fail "malformed pair" "malformed 'size'" "${C[@]}" --guest "g1:sock=a,mem=b,size"
 expect_fail "duplicate key" "sock= given twice" "${C[@]}" --guest "$G,sock=x"
 expect_fail "duplicate guest" "guest g1 defined twice" "${C[@]}" --guest "$G" --guest "$G"
@@ -65,6 +67,7 @@ else
 	echo "ok: keeper without --foreground (exit 2): $(grep -m1 NOTIFY_SOCKET "$T/err")"
 fi
 expect_fail "ipc region too large" "guest g1: device 5 \\(vbus-ipc\\): count=1024 x bufsize=1048576 = 1073741824 bytes a direction: .* over its limit of 1073741824; count x bufsize must be at most [0-9]+$" "${C[@]}" --guest "$G" --device "g1:type=vbus-ipc,id=5,service=e,sock=$T/e.sock,qsock=$T/q.sock,count=1024,bufsize=1048576" --foreground
+expect_fail "ipc link with sock=" "guest g1: device 6 \\(vbus-ipc\\): peer= links two guests: sock= and peer_uid= \\(a host process\\) do not apply$" "${C[@]}" --guest "$G" --device "g1:type=vbus-ipc,id=6,service=c,sock=$T/l.sock,qsock=$T/l1.sock,peer=g2,peer_qsock=$T/l2.sock" --foreground
 # the keeper's notify socket cannot be taken over once the keeper is gone:
 # another user binding its name would get the next QEMU connection's
 # descriptors from the daemon that lives on
@@ -126,13 +129,16 @@ expect_ok "list devices" "^id=1 type=vbus-test state=closed$" list
 expect_ok "list --json" '^\{"guests": \[\{"guest": "g1".*"guest": "g2".*"id": 7, "type": "vbus-test", "state": "closed"\}\]\}\]\}$' list --json
 expect_ok "add" "added vbus-test device 3 to g1" add g1 type=vbus-test,id=3
 expect_ok "stats" "^id=3 type=vbus-test state=closed calls=0 .* faults=0 ring=0 rounds=0 requeues=0$" stats g1
-expect_ok "stats guest" "^guest=g1 state=waiting connections=0 hypercalls=0 .* bus_faults=0$" stats g1
+expect_ok "stats guest" "^guest=g1 state=waiting connections=0 refused=0 hypercalls=0 .* bus_faults=0$" stats g1
 expect_ok "stats one --json" '^\{"guest": "g1".*"devices": \[\{"id": 3,' stats g1 3 --json
 expect_ok "drop" "dropped device 3 from g1" drop g1 3
 expect_fail "drop again" "guest g1 has no device 3" ctl "${C[@]}" drop g1 3
 expect_fail "add duplicate" "guest g1: device 1: id already in use" ctl "${C[@]}" add g1 type=vbus-test,id=1
 expect_fail "add bad spec" "missing id=" ctl "${C[@]}" add g1 type=vbus-test
 expect_fail "add unknown type" "guest g1: device 4: unknown device type 'x'" ctl "${C[@]}" add g1 type=x,id=4
+# a vbus-ipc link's mistake: the same message from ctl add as from the command line
+LINKERR="guest g1: device 6 \\(vbus-ipc\\): peer= links two guests: sock= and peer_uid= \\(a host process\\) do not apply$"
+expect_fail "add ipc link with sock=" "$LINKERR" ctl "${C[@]}" add g1 "type=vbus-ipc,id=6,service=c,sock=$T/l.sock,qsock=$T/l1.sock,peer=g2,peer_qsock=$T/l2.sock"
 expect_fail "stats unknown guest" "^vbus-hostd ctl: no guest 'zz'$" ctl "${C[@]}" stats zz
 expect_fail "bad command" "usage:" ctl "${C[@]}" frobnicate
 expect_fail "second daemon" "guest g1: RAM file $T/g1.ram is in use: locked by pid $pid \\(vbus-hostd\\)" "${C[@]}" --config "$T/good.conf"

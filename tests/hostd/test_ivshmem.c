@@ -22,6 +22,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <grp.h>
 #include <time.h>
 #include <unistd.h>
 #include "daemon.h"
@@ -347,6 +349,185 @@ static void test_ctl_busy_guest(void **state)
 	unlink(cfg.mem);
 }
 
+/* A device type whose create waits for slow_go: a disk's open that hangs. */
+static int slow_go;
+
+static int slow_create(struct hostd_dev *dev, const struct hostd_params *p)
+{
+	(void)dev;
+	(void)p;
+	while (!__atomic_load_n(&slow_go, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return 0;
+}
+
+static void slow_destroy(struct hostd_dev *dev)
+{
+	(void)dev;
+}
+
+static const struct hostd_dev_type slow_type = {
+	.name = "test-slow",
+	.create = slow_create,
+	.destroy = slow_destroy,
+};
+
+HOSTD_DEV_TYPE(slow_type);
+
+/*
+ * An add the guest's thread took but did not finish (its device's create
+ * hangs) is answered "busy ... did not finish" within about a second,
+ * ctl goes on serving (list: state=busy), and the add completes on the
+ * guest's thread later (the device is there); the request's memory went
+ * with it (ASan, TSan). 3dc2f00 waited for it without limit.
+ */
+static void test_ctl_left_request(void **state)
+{
+	struct hostd_guest_cfg cfg = { .name = "s", .size = 4 << 20 };
+	struct hostd_guest *g = calloc(1, sizeof(*g)), *gs[1] = { g };
+	struct hostd_buf out = { 0 };
+	char err[256];
+	double t0;
+
+	(void)state;
+	snprintf(cfg.sock, sizeof(cfg.sock), "%s/s.sock", dir);
+	snprintf(cfg.mem, sizeof(cfg.mem), "%s/s.ram", dir);
+	assert_int_equal(hostd_guest_init(g, &cfg, -1, err, sizeof(err)), 0);
+	assert_int_equal(hostd_guest_start(g), 0);
+	__atomic_store_n(&slow_go, 0, __ATOMIC_RELEASE);
+
+	t0 = now_s();
+	daemon_ctl_exec("add s type=test-slow,id=3", gs, 1, &out);
+	assert_true(now_s() - t0 < 10);
+	assert_non_null(strstr(out.s, "ERR guest s is busy: the request did not finish"));
+	hostd_buf_free(&out);
+	daemon_ctl_exec("list", gs, 1, &out);
+	assert_non_null(strstr(out.s, "guest=s state=busy"));
+	hostd_buf_free(&out);
+
+	__atomic_store_n(&slow_go, 1, __ATOMIC_RELEASE);
+	assert_true(wait_state(gs, "id=3"));	/* it finished there */
+	hostd_guest_fini(g);
+	free(g);
+	unlink(cfg.mem);
+}
+
+/*
+ * A process of @uid, @gid (and @group as its one supplementary group)
+ * connects to @path and reports on @report: 'R' when the daemon closes on
+ * it without a message, 'S' when the handshake comes. It keeps its
+ * connection until @hold's write end closes.
+ */
+static pid_t stranger(const char *path, uid_t uid, gid_t gid, gid_t group,
+		      int report, const int hold[2])
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = TIMEOUT_MS / 1000 };
+	pid_t pid = fork();
+	char c = 'E', buf[8];
+	ssize_t n;
+	int fd;
+
+	if (pid)
+		return pid;
+	close(hold[1]);
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (setgroups(1, &group) || setgid(gid) || setuid(uid))
+		_exit(2);
+	if (fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		n = recv(fd, buf, sizeof(buf), MSG_WAITALL);
+		c = n == 0 ? 'R' : n > 0 ? 'S' : 'E';
+	}
+	if (write(report, &c, 1) != 1)
+		_exit(3);
+	while (read(hold[0], buf, 1) > 0)
+		;
+	_exit(0);
+}
+
+/* What the stranger of @uid/@gid/@group got, with QEMU let in after it. */
+static char stranger_then_qemu(struct hostd_guest_cfg *cfg, uid_t uid,
+			       gid_t gid, gid_t group, bool qemu_served)
+{
+	struct hostd_guest *g = calloc(1, sizeof(*g)), *gs[1] = { g };
+	struct fake_qemu q;
+	int rep[2], hold[2], st;
+	char err[256], c = 0;
+	pid_t pid;
+
+	assert_int_equal(hostd_guest_init(g, cfg, -1, err, sizeof(err)), 0);
+	assert_int_equal(hostd_guest_listen(g, err, sizeof(err)), 0);
+	assert_int_equal(hostd_guest_start(g), 0);
+	/* the mode lets anyone connect: the check must be the daemon's */
+	assert_int_equal(chmod(cfg->sock, 0666), 0);
+	assert_int_equal(pipe(rep), 0);
+	assert_int_equal(pipe(hold), 0);
+	pid = stranger(cfg->sock, uid, gid, group, rep[1], hold);
+	assert_true(pid > 0);
+	assert_int_equal(read(rep[0], &c, 1), 1);
+	if (qemu_served) {
+		/* the stranger still holds its connection: QEMU is served */
+		qemu_connect(&q, cfg->sock);
+		assert_true(wait_state(gs, "connected"));
+		qemu_close(&q);
+	}
+	close(hold[1]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	close(hold[0]);
+	close(rep[0]);
+	close(rep[1]);
+	hostd_guest_fini(g);
+	free(g);
+	unlink(cfg->mem);
+	return c;
+}
+
+/*
+ * Only the QEMU user connects to a guest's socket: a process of another
+ * uid is closed on without a message and without taking the guest's one
+ * connection, and QEMU, connecting after it, is served (5e8fef9 served
+ * the first to connect, and refused QEMU). Without qemu_uid= and
+ * qemu_gid=, a process in the daemon's group may (the unit's sockets are
+ * the group's); qemu_uid= lets a uid in, qemu_gid= a process with that
+ * group, primary or supplementary.
+ */
+static void test_qemu_peer(void **state)
+{
+	struct hostd_guest_cfg cfg = { .name = "p", .size = 4 << 20 };
+
+	(void)state;
+	if (geteuid()) {
+		fprintf(stderr, "[test] not root: no other uid to connect as\n");
+		skip();
+	}
+	snprintf(cfg.sock, sizeof(cfg.sock), "%s/p.sock", dir);
+	snprintf(cfg.mem, sizeof(cfg.mem), "%s/p.ram", dir);
+	assert_int_equal(chmod(dir, 0711), 0);
+	assert_int_equal(stranger_then_qemu(&cfg, 65534, 65534, 65534, true),
+			 'R');
+	/* neither given: the daemon's own group (root's, here) may */
+	assert_int_equal(stranger_then_qemu(&cfg, 65534, 65534, getegid(),
+					    false), 'S');
+	cfg.qemu.uid_set = true;
+	cfg.qemu.uid = 65533;
+	assert_int_equal(stranger_then_qemu(&cfg, 65534, 65534, 65534, true),
+			 'R');
+	assert_int_equal(stranger_then_qemu(&cfg, 65533, 65534, 65534, false),
+			 'S');
+	cfg.qemu.uid_set = false;
+	cfg.qemu.gid_set = true;
+	cfg.qemu.gid = 65532;
+	assert_int_equal(stranger_then_qemu(&cfg, 65534, 65532, 65534, false),
+			 'S');
+	assert_int_equal(stranger_then_qemu(&cfg, 65534, 65534, 65532, false),
+			 'S');
+	assert_int_equal(stranger_then_qemu(&cfg, 65534, 65534, 65534, true),
+			 'R');
+	assert_int_equal(chmod(dir, 0700), 0);
+}
+
 static void test_send_framing(void **state)
 {
 	int sv[2], fd;
@@ -401,6 +582,8 @@ int main(void)
 		cmocka_unit_test(test_socket_in_use),
 		cmocka_unit_test(test_protocol),
 		cmocka_unit_test(test_ctl_busy_guest),
+		cmocka_unit_test(test_ctl_left_request),
+		cmocka_unit_test(test_qemu_peer),
 	};
 	int ret;
 

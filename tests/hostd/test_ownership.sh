@@ -77,7 +77,7 @@ G1="g1:sock=$T/g1.sock,mem=$T/pre.ram,size=16M"
 truncate -s 4M "$T/pre.ram"
 chmod 666 "$T/pre.ram"
 expect_fail "RAM file writable by others" \
-	"^vbus-hostd: guest g1: RAM file $T/pre.ram has mode 0666: other users .* chmod 600 it or remove it" \
+	"^vbus-hostd: guest g1: RAM file $T/pre.ram has mode 0666, group [0-9]*: other users .* chmod 600 it or remove it" \
 	--ctl "$T/ctl.sock" --guest "$G1" --foreground
 chmod 644 "$T/pre.ram"
 expect_fail "RAM file readable by others" "RAM file $T/pre.ram has mode 0644" \
@@ -97,7 +97,30 @@ if [ "$(id -u)" = 0 ]; then
 else
 	echo "not root: the other-owner case is not run"
 fi
+# the daemon's own group may reach it (QEMU's user joins that group);
+# another group may not, not even read it
+if [ "$(id -u)" = 0 ]; then
+	chmod 640 "$T/pre.ram"
+	chgrp 65534 "$T/pre.ram"
+	expect_fail "RAM file readable by another group" \
+		"RAM file $T/pre.ram has mode 0640, group 65534: other users \\(or a group not this daemon's, gid $(id -g)\\) could reach" \
+		--ctl "$T/ctl.sock" --guest "$G1" --foreground
+	chgrp "$(id -g)" "$T/pre.ram"
+else
+	echo "not root: the other-group case is not run"
+fi
 [ "$(stat -c %s "$T/pre.ram")" = $((4 << 20)) ] || fail "a refused RAM file was resized"
+chmod 660 "$T/pre.ram"
+start_daemon --ctl "$T/ctl.sock" --guest "$G1" || finish
+stop_daemon
+# made by the daemon: 0660 less its umask, its own group
+umask_was=$(umask)
+umask 0007
+start_daemon --ctl "$T/ctl.sock" --guest "g1:sock=$T/g1.sock,mem=$T/new.ram,size=16M" || finish
+stop_daemon
+umask "$umask_was"
+[ "$(stat -c %a:%g "$T/new.ram")" = "660:$(id -g)" ] ||
+	fail "a new RAM file is $(stat -c %a:%g "$T/new.ram"), want 660:$(id -g) (umask 0007)"
 
 # ---- one file, two spellings ----
 expect_fail "two guests, mem a//b and a/b" \

@@ -10,6 +10,9 @@
  *   ipc-peer guest-poll DEV | host-poll SOCK ACTION [OPTIONS]
  *                    the same, sleeping in a poll loop of its own
  *                    (ioq_ipc_arm + ioq_ipc_pollfd), not in ioq_ipc_wait
+ *   ipc-peer vchan-client NAME | vchan-server NAME ACTION [OPTIONS]
+ *                    the same channel through libioq's vchan-style calls
+ *                    (ioq_vchan(3)): NAME a service or a path
  *   ipc-peer tcp-listen ADDR:PORT  ACTION [OPTIONS]  accepts one connection
  *   ipc-peer tcp-connect ADDR:PORT ACTION [OPTIONS]  retries until it is up
  *
@@ -336,7 +339,7 @@ static int do_echo(struct peer_link *peer, unsigned long limit,
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: ipc-peer guest[-poll] DEV|host[-poll] SOCK|tcp-listen ADDR:PORT|tcp-connect ADDR:PORT\n"
+	fprintf(stderr, "usage: ipc-peer guest[-poll] DEV|host[-poll] SOCK|vchan-client NAME|vchan-server NAME|tcp-listen ADDR:PORT|tcp-connect ADDR:PORT\n"
 		"       send N [WINDOW]|echo|echo-check|die-after N|garbage|rr N BYTES|stream N BYTES BATCH\n"
 		"       [--timeout MS] [--max-msg BYTES]\n");
 	return 2;
@@ -371,6 +374,11 @@ static int is_ipc(const char *side)
 	       !strcmp(side, "guest-poll") || !strcmp(side, "host-poll");
 }
 
+static int is_vchan(const char *side)
+{
+	return !strcmp(side, "vchan-client") || !strcmp(side, "vchan-server");
+}
+
 static int is_tcp(const char *side)
 {
 	return !strcmp(side, "tcp-listen") || !strcmp(side, "tcp-connect");
@@ -381,6 +389,8 @@ static int attach(struct peer_link **peer, const char *side,
 {
 	if (is_ipc(side))
 		return peer_ipc_attach(peer, side, where, timeout_ms);
+	if (is_vchan(side))
+		return peer_vchan_attach(peer, side, where, timeout_ms);
 	return peer_tcp_attach(peer, side, where, max_msg, timeout_ms);
 }
 
@@ -429,7 +439,8 @@ int main(int argc, char **argv)
 		return usage();
 	}
 	/* garbage is a vbus-ipc descriptor: no such thing over TCP */
-	if (!is_ipc(argv[1]) && (!is_tcp(argv[1]) || !strcmp(what, "garbage")))
+	if (!is_ipc(argv[1]) &&
+	    ((!is_tcp(argv[1]) && !is_vchan(argv[1])) || !strcmp(what, "garbage")))
 		return usage();
 	err = attach(&peer, argv[1], argv[2], max_msg);
 	if (err) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
- * One end of ipc-peer's message link: a vbus-ipc channel (peer_ipc.c) or
+ * One end of ipc-peer's message link: a vbus-ipc channel (peer_ipc.c, or
+ * through libioq's vchan-style calls: peer_vchan.c) or
  * a TCP connection carrying the same messages (peer_tcp.c), so that the
  * bench measures both with the same code (bench/ipc-vs-tcp.sh).
  *
@@ -43,6 +44,10 @@ int peer_ipc_attach(struct peer_link **l, const char *side, const char *where,
 		    int timeout_ms);
 /* the channel under an ipc link (the garbage action), NULL over TCP */
 struct ioq_ipc *peer_ipc_channel(struct peer_link *l);
+
+/* vchan-style API: "vchan-client"/"vchan-server" NAME; 0 or -errno */
+int peer_vchan_attach(struct peer_link **l, const char *side,
+		      const char *name, int timeout_ms);
 
 /*
  * TCP: "tcp-listen" ADDR:PORT (accepts one connection) or "tcp-connect"

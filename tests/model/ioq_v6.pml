@@ -11,6 +11,11 @@
  *            reads each completion, publishes inuse_head once  [R3]
  *   the pusher reloads inuse_head only when its cache says full [A3]
  *
+ * ihead is the inuse head as the pusher reads it: in core/ioq.c the
+ * reaper's shadow (reap.head), released by the reaper before the shared
+ * copy it writes for the peer, which north never reads back. Both are
+ * stored at the one [R3] point below, so one variable models them.
+ *
  * A role reloads the counter it waits on only when its cache says
  * full/empty. The model is sequentially consistent; each -DNO_xxx does the
  * reordering that dropping that ordering point allows (ARMv8/POWER, or the
@@ -46,7 +51,7 @@
 #define DIST(a, b)	(((a) - (b) + 256) % 256)
 #define MIN(a, b)	((a) < (b) -> (a) : (b))
 
-byte tail, vhead, ihead;	/* the shared counters, one writer each */
+byte tail, vhead, ihead;	/* the counters, one writer each (ihead: above) */
 byte body[SIZE];		/* what north posted in a descriptor */
 byte done[SIZE];		/* what south wrote back (a completion) */
 bit armed;			/* south armed its notification (irq.enabled) */

@@ -23,6 +23,11 @@
  * The four full barriers of core/shm_signal.c can be removed one at a
  * time with -DNO_B1 .. -DNO_B4; each variant must fail (tests/model/
  * run-spin.sh checks both directions).
+ * ENABLED is the consumer's mask: core/shm_signal.c's wakeup reads the
+ * private shadow the consumer stores with it (never the shared byte,
+ * which only the producer's inject reads), so the consumer's loads of it
+ * see its own latest store, as its loads of ENABLED here do.
+ *
  *   B1 inject: after dirty=1, before loading enabled/pending
  *   B2 enable: after enabled=1, before loading dirty/pending
  *   B3 wakeup: after pending=0, before reloading dirty/enabled

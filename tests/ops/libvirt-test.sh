@@ -93,8 +93,8 @@ run_hook() {	# expect-rc, what, args...; stdin is the XML
 	if [ $rc -eq "$want_rc" ]; then ok "hook: $what"
 	else fail "hook: $what: exit $rc, expected $want_rc:"; sed 's/^/    /' "$T/hook.out"; fi
 }
-ram=/dev/shm/vbus-g1
-# the XML names /dev/shm/vbus-g1; this test's daemon makes its file in $T
+ram=/dev/shm/vbus/g1
+# the XML names /dev/shm/vbus/g1; this test's daemon makes its file in $T
 sed -i "s|path='$ram'|path='$T/vbus-g1'|" "$T/guest.xml"
 ram=$T/vbus-g1
 live | run_hook 1 "refuses to start the guest before vbus-hostd made its RAM file" vbus-g1 start begin -

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 # ctest ops_systemd_verify: the systemd units as `cmake --install` writes
 # them pass `systemd-analyze verify` (offline: PID 1 need not be systemd),
-# alone, as a template instance and with the taps.conf drop-in, and their
+# alone, as a template instance and with the taps.conf and disks.conf
+# drop-ins, and their
 # sandbox keeps a low exposure score. verify exits 0 on most mistakes (an
 # unknown key or a bad value is "ignoring"), so any message about our files
 # fails; deliberately broken copies prove that the check catches each kind.
@@ -21,7 +22,9 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log"
 units=$tmp/prefix/lib/systemd/system
 drop=$tmp/prefix/share/vbus/systemd/taps.conf
-for f in "$units/vbus-hostd.service" "$units/vbus-hostd@.service" "$drop"; do
+disks=$tmp/prefix/share/vbus/systemd/disks.conf
+for f in "$units/vbus-hostd.service" "$units/vbus-hostd@.service" "$drop" "$disks" \
+	"$tmp/prefix/lib/sysusers.d/vbus.conf" "$tmp/prefix/lib/tmpfiles.d/vbus.conf"; do
 	[[ -f "$f" ]] || { fail "not installed: $f"; exit 1; }
 done
 exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$units/vbus-hostd@.service")
@@ -72,6 +75,14 @@ expect GOOD "vbus-hostd.service verifies" "$plain" vbus-hostd.service
 expect GOOD "vbus-hostd@ci.service (template instance) verifies" "$plain" vbus-hostd@ci.service
 taps=$(mkdir_units taps vbus-hostd@ci.service "$drop")
 expect GOOD "vbus-hostd@ci.service with taps.conf verifies" "$taps" vbus-hostd@ci.service
+disk=$(mkdir_units disks vbus-hostd@ci.service "$disks")
+expect GOOD "vbus-hostd@ci.service with disks.conf verifies" "$disk" vbus-hostd@ci.service
+pre=$(sed -n 's/^ExecStartPre=+\([^ ]*\).*/\1/p' "$drop")
+if [[ "$pre" == "$tmp/prefix/libexec/vbus/vbus-taps" && -x "$pre" ]]; then
+	ok "taps.conf's ExecStartPre= names the installed vbus-taps"
+else
+	fail "taps.conf's ExecStartPre= is '$pre', want the installed $tmp/prefix/libexec/vbus/vbus-taps"
+fi
 
 # broken copies: each must be caught
 b=$(mkdir_units broken-key)
@@ -92,7 +103,8 @@ exposure() {
 	SYSTEMD_UNIT_PATH="$1:" systemd-analyze security --offline=yes --no-pager "$2" 2>&1 |
 		sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p'
 }
-for spec in "plain vbus-hostd@ci.service 1.5" "taps vbus-hostd@ci.service 2.5"; do
+for spec in "plain vbus-hostd@ci.service 0.6" "taps vbus-hostd@ci.service 1.2" \
+	"disks vbus-hostd@ci.service 0.6"; do
 	read -r dir unit max <<<"$spec"
 	level=$(exposure "$tmp/$dir" "$unit")
 	if [[ -n "$level" ]] && awk -v l="$level" -v m="$max" 'BEGIN { exit !(l <= m) }'; then

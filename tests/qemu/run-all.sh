@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Every QEMU test, one after the other (each guest wants both cores under
 # TCG): the harness's own fail-path checks, the kernel selftests, the bus
-# (bridge + vbus-hostd), venet and vbus-blk end to end, vbus-hostd
+# (bridge + vbus-hostd), venet and vbus-blk end to end, two venet guests
+# on a Linux bridge and on Open vSwitch (venet_pair), vbus-hostd
 # restarted under a running guest (graceful and crash), the guest's
-# shutdown with I/O in flight (the host is let go of), vbus-ipc (guest
-# process <-> host process), the modules as DKMS builds them, and a guest
-# on vbus started by libvirt. Prints each suite's summary and, last, the
+# shutdown with I/O in flight (the host is let go of), a hostile host
+# (vbus-hostd --test-faults lying to the guest; a warm reboot under
+# traffic), vbus-ipc (guest process <-> host process, and between two
+# guests: ipc_link), the modules as DKMS builds them, a guest
+# on vbus started by libvirt, and the data checks of venet and vbus-blk
+# again with the guest booted with swiotlb=force (venet-swiotlb,
+# blk-swiotlb: every frame and segment vbus-hostd saw was a bounce
+# buffer). Prints each suite's summary and, last, the
 # totals as "N passed, N failed"; exits non-zero on any failure. Extra
 # arguments are not passed on; set VBUS_QEMU_SUITES to run a subset, e.g.
 # VBUS_QEMU_SUITES="kernel bus". Each suite is tests/qemu/run.sh SUITE
@@ -18,7 +24,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-suites=${VBUS_QEMU_SUITES:-harness kernel bus venet blk restart shutdown ipc dkms libvirt}
+suites=${VBUS_QEMU_SUITES:-harness kernel bus venet venet_pair blk restart shutdown hostile ipc ipc_link dkms libvirt venet-swiotlb blk-swiotlb}
 passed=0
 failed=0
 lines=()
@@ -52,7 +58,9 @@ run_suite() {
 for s in $suites; do
 	case $s in
 	kernel) run_suite kernel "$here/run.sh" kernel --msgs 300000 ;;
-	harness | bus | venet | blk | restart | shutdown | ipc | dkms | libvirt) run_suite "$s" "$here/run.sh" "$s" ;;
+	harness | bus | venet | venet_pair | blk | restart | shutdown | hostile | ipc | ipc_link | dkms | libvirt) run_suite "$s" "$here/run.sh" "$s" ;;
+	venet-swiotlb) run_suite "$s" "$here/run.sh" venet --swiotlb ;;
+	blk-swiotlb) run_suite "$s" "$here/run.sh" blk --swiotlb --disk-mb 80 ;;
 	bus-soak)
 		run_suite bus-soak "$here/run.sh" bus \
 			--cycles "${VBUS_SOAK_CYCLES:-100}" --timeout 3600 ;;

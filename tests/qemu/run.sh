@@ -3,8 +3,8 @@
 #
 #   tests/qemu/run.sh SUITE[:REGEX] [SUITE OPTIONS...]
 #
-# SUITE is a directory under tests/qemu/suites (venet, vbus_blk, vbus_ipc,
-# bus, kernel, restart, shutdown, dkms, libvirt, harness; blk and ipc name the
+# SUITE is a directory under tests/qemu/suites (venet, venet_pair, vbus_blk, vbus_ipc,
+# bus, kernel, restart, shutdown, hostile, dkms, libvirt, harness; blk and ipc name the
 # vbus_ ones). With :REGEX (an ERE) the guest runs only the check groups
 # whose names it matches (`--only REGEX` to the suite; the names are in
 # the suite's guest.sh, vt_run_checks), e.g. `run.sh venet:sg0`. Every

@@ -5,11 +5,14 @@
  * would to an unrelated process) and judge the result.
  *
  *   ioq-stress [--mode thread|process] [-n N] [--ring R] [--batch B]
- *              [--ring-ver 5|6] [--bulk 0|1] [--timeout MS]
+ *              [--ring-ver 5|6] [--bulk 0|1] [--lookagain 0|1]
+ *              [--timeout MS]
  *              [--inject drop|dup|csum|stale|nowake [--inject-at K]]
  *
  * --ring-ver picks the ring layout (default 6); --bulk 1 posts, consumes
- * and reaps with the bulk calls instead of the iterators.
+ * and reaps with the bulk calls instead of the iterators; --lookagain 1
+ * runs venet's NAPI look-again (ioq_reap_poll()) on a third, north-side
+ * thread against the reaper (north.c).
  *
  * N defaults to $VBUS_STRESS_N, else 2000000. Exit 0 = pass. With
  * --inject the consumer's view is corrupted on purpose and the run passes
@@ -45,7 +48,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: ioq-stress [--mode thread|process] [-n N] "
 		"[--ring R] [--batch B] [--ring-ver 5|6] [--bulk 0|1] "
-		"[--timeout MS]\n"
+		"[--lookagain 0|1] [--timeout MS]\n"
 		"                  [--inject drop|dup|csum|stale|nowake] "
 		"[--inject-at K]\n");
 	exit(2);
@@ -278,6 +281,8 @@ int main(int argc, char **argv)
 			cfg.ring_ver = (__u32)num(v);
 		else if (!strcmp(a, "--bulk"))
 			cfg.bulk = !!strcmp(v, "0");
+		else if (!strcmp(a, "--lookagain"))
+			cfg.lookagain = !!strcmp(v, "0");
 		else if (!strcmp(a, "--timeout"))
 			cfg.timeout_ms = (int)num(v);
 		else if (!strcmp(a, "--inject-at"))
@@ -318,9 +323,10 @@ int main(int argc, char **argv)
 				       run_processes(&cfg, sh);
 	dt = now_s() - t0;
 
-	printf("ioq-stress %s: n=%lu ring=%u v%u%s batch=%u inject=%s: "
+	printf("ioq-stress %s: n=%lu ring=%u v%u%s%s batch=%u inject=%s: "
 	       "%.3f s, %.0f msg/s\n", mode, cfg.n, cfg.ring, cfg.ring_ver,
-	       cfg.bulk ? " bulk" : "", cfg.batch,
+	       cfg.bulk ? " bulk" : "", cfg.lookagain ? " lookagain" : "",
+	       cfg.batch,
 	       inject_names[cfg.inject], dt, dt > 0 ? cfg.n / dt : 0.0);
 	report_side("north", &sh->north, cfg.n);
 	report_side("south", &sh->south, cfg.n);

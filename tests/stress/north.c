@@ -5,7 +5,15 @@
  * and sleeps only when it can neither post (ring full, or all posted) nor
  * reap. Notifications from south stay masked except while it sleeps, so a
  * consumer popping at full speed costs the producer nothing.
+ *
+ * --lookagain: a second north thread plays venet's NAPI poll that has just
+ * completed (issue 20.1): it asks ioq_reap_poll() with the reaper's last
+ * snapshot, over and over, while the reaper reaps and south completes on
+ * the other threads. A look-again that wrote the reaper's state would
+ * show as a completion out of order, a fault, or a TSan race.
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "stress.h"
@@ -19,7 +27,24 @@ struct north {
 	struct stress_result *res;
 	unsigned long posted, reaped;
 	__u64 *sent_len;	/* per slot: the len word we posted */
+	/* --lookagain: the reaper publishes, the look-again thread reads */
+	__u32 snap;
+	int stop;
+	unsigned long looks, hits;	/* the look-again thread's own */
 };
+
+static void *lookagain(void *arg)
+{
+	struct north *n = arg;
+
+	while (!__atomic_load_n(&n->stop, __ATOMIC_ACQUIRE)) {
+		__u32 snap = __atomic_load_n(&n->snap, __ATOMIC_ACQUIRE);
+
+		n->looks++;
+		n->hits += ioq_reap_poll(n->q, snap) != 0;
+	}
+	return NULL;
+}
 
 /* Fill the descriptor for message n->posted at ring position @pos. */
 static void fill(struct north *n, struct ioq_ring_desc *d, __u32 pos)
@@ -151,12 +176,10 @@ static int reap_bulk(struct north *n)
 }
 
 /* Completions come back in order, each with the consumer's mark. */
-static int reap(struct north *n)
+static int reap_iter(struct north *n)
 {
 	int k = 0, rc;
 
-	if (n->cfg->bulk)
-		return reap_bulk(n);
 	for (; ioq_iter_owned(&n->reap); k++) {
 		check_done(n, n->reap.desc, n->reap.pos);
 		rc = ioq_iter_pop(&n->reap, 0);
@@ -169,11 +192,27 @@ static int reap(struct north *n)
 	return k;
 }
 
+static int reap(struct north *n)
+{
+	int k;
+
+	if (n->cfg->bulk)
+		k = reap_bulk(n);
+	else
+		k = reap_iter(n);
+	/* the snapshot a NAPI poll takes before napi_complete_done() */
+	if (n->cfg->lookagain)
+		__atomic_store_n(&n->snap, ioq_reap_snapshot(n->q),
+				 __ATOMIC_RELEASE);
+	return k;
+}
+
 int stress_north(const struct stress_cfg *cfg, struct ioq_channel *ch,
 		 struct stress_shared *sh, int (*peer_alive)(void))
 {
 	struct north n = { .cfg = cfg, .sh = sh, .res = &sh->north };
-	int rc, p, r;
+	pthread_t looker;
+	int rc, p, r, looking = 0;
 
 	n.q = ioq_channel_ioq(ch);
 	n.sent_len = calloc(cfg->ring, sizeof(*n.sent_len));
@@ -193,6 +232,15 @@ int stress_north(const struct stress_cfg *cfg, struct ioq_channel *ch,
 	if (rc) {
 		stress_fail(n.res, "iterator setup: %d", rc);
 		goto out;
+	}
+	if (cfg->lookagain) {
+		n.snap = ioq_reap_snapshot(n.q);
+		rc = -pthread_create(&looker, NULL, lookagain, &n);
+		if (rc) {
+			stress_fail(n.res, "look-again thread: %d", rc);
+			goto out;
+		}
+		looking = 1;
 	}
 
 	while (n.reaped < cfg->n) {
@@ -221,6 +269,14 @@ int stress_north(const struct stress_cfg *cfg, struct ioq_channel *ch,
 			    ioq_count(n.q, ioq_idx_reap));
 	rc = 0;
 out:
+	if (looking) {
+		__atomic_store_n(&n.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(looker, NULL);
+		printf("  north look-again: %lu calls, %lu saw completions\n",
+		       n.looks, n.hits);
+		if (!n.looks)
+			stress_fail(n.res, "the look-again thread never ran");
+	}
 	n.res->msgs = n.reaped;
 	ioq_channel_stats(ch, &n.res->st);
 	free(n.sent_len);

@@ -54,6 +54,7 @@ struct stress_cfg {
 	unsigned long inject_at;	/* sequence number to corrupt */
 	__u32 ring_ver;			/* ring version: 5 or 6 */
 	int bulk;			/* post/consume/reap with the bulk calls */
+	int lookagain;			/* north: a look-again thread (north.c) */
 };
 
 /* Shared by both sides: MAP_SHARED anonymous memory, inherited by fork. */

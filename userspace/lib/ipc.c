@@ -36,6 +36,7 @@
 #include <vbus/ioq_channel.h>
 #include <vbus/vbus_ipc.h>
 #include "fd_pass.h"
+#include "ipc_priv.h"
 
 struct ipc_dir {
 	struct ioq_ring_head *head;
@@ -350,6 +351,9 @@ int ioq_ipc_attach_dev(struct ioq_ipc **ipcp, const char *path,
 		goto fail;
 	}
 	ipc->session = info.session;
+	/* a link's south guest sends on H2G, as a host process does */
+	if (info.side == VBUS_IPC_SIDE_SOUTH)
+		ipc->role = IOQ_IPC_HOST;
 	err = ipc_map(ipc, ipc->wait_fd, info.size);
 	if (!err)
 		err = ipc_bind(ipc, info.size);
@@ -542,6 +546,35 @@ long ioq_ipc_recv(struct ioq_ipc *ipc, void *buf, size_t cap)
 			return err;
 	}
 	return (long)len;
+}
+
+long ipc_next_len(struct ioq_ipc *ipc)
+{
+	struct ioq_ring_desc *d;
+	__u64 ptr, len;
+	int err = ipc_state(ipc);
+
+	if (err)
+		return err;
+	if (!ioq_iter_owned(&ipc->rx.it))
+		return -EAGAIN;
+	d = ipc->rx.it.desc;
+	ptr = VBUS_READ(d->ptr);
+	len = VBUS_READ(d->len);
+	if (vbus_ipc_msg_check(&ipc->lay, ptr, len))
+		return ipc_fault(ipc, "vbus-ipc: message outside the area");
+	return (long)len;
+}
+
+long ipc_tx_room(struct ioq_ipc *ipc)
+{
+	int err = ipc_state(ipc);
+
+	if (!err)
+		err = tx_reap(ipc);
+	if (err < 0)
+		return err;
+	return ioq_remain(&ipc->tx.ioq, ioq_idx_reap);
 }
 
 /* ---- wait --------------------------------------------------------------------------- */

@@ -6,12 +6,13 @@
  *
  *   throughput  north posts a batch, signals once, reaps; sleeps only when
  *               it can do neither. South drains with notifications masked,
- *               unmasks, re-checks, sleeps. Before either side unmasks it
- *               polls the ring for --spin-us (default 50 us; 0: never):
- *               a wakeup costs tens of microseconds, so a side that would
- *               be woken within that time is cheaper spinning, and at
- *               saturation it hardly ever sleeps (the notification
- *               budget; NAPI busy-poll and vhost's busyloop do the same).
+ *               unmasks, re-checks, sleeps. With --spin-us (default 0:
+ *               never) either side first polls the ring that long before
+ *               it unmasks: a wakeup costs tens of microseconds, so a side
+ *               that would be woken within that time is cheaper spinning,
+ *               and at saturation it hardly ever sleeps (NAPI busy-poll
+ *               and vhost's busyloop do the same) — which is why it is an
+ *               option and not the default: it hides the path measured.
  *   ping-pong   one descriptor in flight; both sides keep notifications
  *               unmasked, so every message costs one doorbell each way.
  *   raw         the same ping-pong on a bare eventfd pair, the floor that

@@ -306,8 +306,10 @@ long ioq_ring_check_ver(const struct ioq_ring_head *head, __u64 len,
  * Bind a local context to a ring. @count is the caller's own idea of the
  * size (it is never re-read from shared memory). Takes over the caller's
  * reference on @signal (dropped by the last ioq_put()). ioq_init() reads
- * the version from the header: for the side that formatted the ring. The
- * side that checked it passes the checked version to ioq_init_ver().
+ * the version from the header, once: only for the side that formatted the
+ * ring, before the peer can write it. Once the ring is published, the
+ * side that formatted it passes the version it chose to ioq_init_ver(),
+ * and the side that checked it the checked version.
  * Returns 0, -EINVAL for a count that is not a power of two, or -EPROTO.
  */
 int ioq_init(struct ioq *ioq, const struct ioq_ops *ops,
@@ -405,6 +407,42 @@ int ioq_iter_pop(struct ioq_iterator *iter, int flags);
  * does not reach the iterator.
  */
 int ioq_iter_owned(struct ioq_iterator *iter);
+
+/*
+ * The reaper's "look again" after it unmasked, in two halves (virtio's
+ * virtqueue_enable_cb_prepare() and virtqueue_poll()), for a reaper that
+ * gives up its role before it looks (NAPI: once napi_complete_done()
+ * returned, another CPU may be reaping):
+ *
+ *   snap = ioq_reap_snapshot(ioq);    still the reaper: where it got to
+ *   ... give up the role, unmask (ioq_notify_enable(): its [B2]) ...
+ *   if (ioq_reap_poll(ioq, snap))     completions past snap: poll again
+ *
+ * ioq_reap_poll() writes nothing and reads one counter the peer writes
+ * (v5: the slot's sown and the inuse tail), so it may run while another
+ * context reaps; its answer is a hint (a true after someone else reaped
+ * costs one spurious poll) and the reaper checks everything again.
+ */
+static inline __u32 ioq_reap_snapshot(const struct ioq *ioq)
+{
+	if (ioq->ver == IOQ_RING_VER_V5)
+		return VBUS_READ(ioq->head_desc->idx[ioq_idx_reap].head);
+	return ioq->reap.head;
+}
+
+static inline int ioq_reap_poll(const struct ioq *ioq, __u32 snap)
+{
+	if (shm_signal_faulted(ioq->signal))
+		return 0;
+	if (ioq->ver == IOQ_RING_VER_V5)
+		/* [A4]: as ioq_iter_owned(); a slot past the tail is not news */
+		return VBUS_READ(ioq->head_desc->idx[ioq_idx_reap].tail) !=
+		       snap &&
+		       VBUS_LOAD_ACQUIRE(ioq->ring[snap & ioq->mask].sown) ==
+		       (__u8)ioq->locale;
+	/* [A2]: valid.head moved past where the reaper had got */
+	return VBUS_LOAD_ACQUIRE(*ioq->vheadp) != snap;
+}
 
 /*
  * Bulk calls, one per role, each in two halves (DPDK's zero-copy shape):

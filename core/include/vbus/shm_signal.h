@@ -76,7 +76,14 @@ struct shm_signal {
 	vbus_ref_t ref;
 	vbus_lock_t lock;
 	enum shm_signal_locality locale;
-	unsigned int in_wakeup;	/* under lock */
+	/*
+	 * Under lock. enabled is this side's own mask: the copy in
+	 * desc->irq[locale] is written for the peer and never read back
+	 * (the peer can write it). Bits of the one word in_wakeup was, so
+	 * the layout stays libioq 1's.
+	 */
+	unsigned int in_wakeup:1;
+	unsigned int enabled:1;
 	unsigned int faulted;	/* sticky; read with VBUS_READ */
 	const struct shm_signal_ops *ops;
 	struct shm_signal_desc *desc;

@@ -59,6 +59,19 @@
 #define VBUS_IPC_VEC_CTRL	1
 #define VBUS_IPC_NR_VECTORS	2
 
+/*
+ * A link (docs/devices/vbus_ipc.md "Links"): two guests share one region.
+ * vbus-hostd gives each guest's QEMU its own ivshmem peer id, which the
+ * guest driver reads from IVPosition: the north guest is the client (it
+ * sends on G2H, as a guest process of a guest <-> host channel does), the
+ * south guest the server (it sends on H2G, the host process's part). A
+ * guest <-> host channel's guest is always north.
+ */
+#define VBUS_IPC_NORTH_PEER	1	/* IVPosition of the north guest */
+#define VBUS_IPC_SOUTH_PEER	2	/* IVPosition of a link's south guest */
+#define VBUS_IPC_SIDE_NORTH	0	/* vbus_ipc_info.side */
+#define VBUS_IPC_SIDE_SOUTH	1
+
 /* session state, written by vbus-hostd */
 #define VBUS_IPC_STATE_IDLE	0	/* no session yet */
 #define VBUS_IPC_STATE_ACTIVE	1	/* both ends attached */
@@ -83,7 +96,7 @@ struct vbus_ipc_shm {
 	__u32 reserved0;
 	struct vbus_ipc_layout layout;
 	char service[VBUS_IPC_SERVICE_LEN];
-	/* written by the guest driver only */
+	/* written by the (north) guest driver only */
 	__u32 guest_open;	/* +1 at each open of /dev/vbus-ipcN */
 	__u32 guest_close;	/* = guest_open at its release */
 	/* written by vbus-hostd only */
@@ -91,6 +104,12 @@ struct vbus_ipc_shm {
 	__u32 state;		/* VBUS_IPC_STATE_* */
 	__u32 session_open;	/* the guest_open this session serves */
 	__u32 reserved1;
+	/* a link's south guest driver only: as guest_open/guest_close */
+	__u32 south_open;
+	__u32 south_close;
+	/* vbus-hostd only: the south_open this session serves */
+	__u32 south_session_open;
+	__u32 reserved2;
 };
 
 VBUS_STATIC_ASSERT(sizeof(struct vbus_ipc_layout) == 48, "vbus_ipc_layout");
@@ -98,7 +117,9 @@ VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_ipc_shm, layout) == 32,
 		   "vbus_ipc_shm.layout");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_ipc_shm, guest_open) == 144,
 		   "vbus_ipc_shm.guest_open");
-VBUS_STATIC_ASSERT(sizeof(struct vbus_ipc_shm) == 168, "vbus_ipc_shm");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_ipc_shm, south_open) == 168,
+		   "vbus_ipc_shm.south_open");
+VBUS_STATIC_ASSERT(sizeof(struct vbus_ipc_shm) == 184, "vbus_ipc_shm");
 
 /* [a, a + alen) and [b, b + blen) overlap */
 static inline int vbus_ipc_overlap(__u64 a, __u64 alen, __u64 b, __u64 blen)
@@ -188,7 +209,7 @@ struct vbus_ipc_config {
  * whole region (offset 0, at most vbus_ipc_info.size) gives the rings and
  * areas; read(8 bytes) waits for a DATA interrupt and returns the count
  * since the last read (O_NONBLOCK: -EAGAIN); write(8 bytes) rings the DATA
- * doorbell; poll: POLLIN on a pending interrupt, POLLERR once the session
+ * doorbell (a link: the peer guest's DATA vector); poll: POLLIN on a pending interrupt, POLLERR once the session
  * this open was served has ended (read/write then fail with -EPIPE).
  */
 struct vbus_ipc_info {
@@ -196,7 +217,7 @@ struct vbus_ipc_info {
 	__u64 region_id;
 	struct vbus_ipc_layout layout;	/* checked by the driver at probe */
 	__u32 session;		/* after WAIT_SESSION: this open's session */
-	__u32 reserved;
+	__u32 side;		/* VBUS_IPC_SIDE_*: which ring this end sends on */
 	char service[VBUS_IPC_SERVICE_LEN];
 };
 VBUS_STATIC_ASSERT(sizeof(struct vbus_ipc_attach) == 16, "vbus_ipc_attach");

@@ -21,13 +21,15 @@ struct vbus_device_proxy_ops {
 	int (*open)(struct vbus_device_proxy *dev, int version, int flags);
 	int (*close)(struct vbus_device_proxy *dev, int flags);
 	/*
-	 * Register @len bytes at @ptr (physically contiguous, e.g. kmalloc)
-	 * as shm @id with the host. With @signal non-NULL, @sigdesc must lie
+	 * Register @len bytes at @ptr as shm @id with the host, which
+	 * reaches them at @dma: memory from dma_alloc_coherent() on the
+	 * proxy's dma_dev (vbus_driver_ioq_alloc() does this for rings).
+	 * With @signal non-NULL, @sigdesc must lie
 	 * inside the region; *@signal gets a north-side shm_signal whose
 	 * inject notifies the host (caller owns one reference).
 	 */
 	int (*shm)(struct vbus_device_proxy *dev, int id, int prio,
-		   void *ptr, size_t len,
+		   void *ptr, dma_addr_t dma, size_t len,
 		   struct shm_signal_desc *sigdesc, struct shm_signal **signal,
 		   int flags);
 	/* Synchronous call; @data (kmalloc'ed, may be NULL) is in/out. */
@@ -40,6 +42,13 @@ struct vbus_device_proxy {
 	char *type;
 	u64 id;
 	void *priv;	/* used by drivers */
+	/*
+	 * What the host's accesses go through (the bridge's PCI device):
+	 * every buffer the host reads or writes is allocated
+	 * (dma_alloc_coherent) or mapped (dma_map_*) on it, never handed
+	 * over by physical address. Set by the bridge before register.
+	 */
+	struct device *dma_dev;
 	struct vbus_device_proxy_ops *ops;
 	struct device dev;
 };
@@ -105,7 +114,10 @@ void vbus_driver_unregister(struct vbus_driver *drv);
  * open. Call close() before the last ioq_put(): the
  * host may use the ring until it has answered DEVCLOSE. On error nothing
  * is left allocated, except after -ETIMEDOUT (the host may have kept the
- * ring), when the ring memory is deliberately leaked.
+ * ring) or a failure after the bridge registered it, when the ring memory
+ * is deliberately leaked. The ring's version is the one this call laid
+ * out, never read back from the ring (the host can write it once
+ * registered).
  */
 int vbus_driver_ioq_alloc(struct vbus_device_proxy *dev, int id, int prio,
 			  size_t ringsize, struct ioq **ioq);

@@ -3,11 +3,19 @@
 #
 #   vbus_boot_guest --initrd FILE --log FILE [--timeout SEC] [--mem SIZE]
 #                   [--smp N] [--machine TYPE] [--kernel IMAGE]
-#                   [--append "extra kernel cmdline"] [-- extra QEMU args...]
+#                   [--append "extra kernel cmdline"]... [--reboot]
+#                   [-- extra QEMU args...]
 #
 # Defaults: --timeout 300, --mem 1G, --smp 2, --machine q35,
-# --kernel $VBUS_VMLINUX (vbus_fetch_kernel). The serial console goes to the
-# log (overwritten). Extra QEMU args are passed through as given; repeated
+# --kernel $VBUS_VMLINUX (vbus_fetch_kernel); each --append adds to the
+# command line (of a parameter given twice, the kernel takes the later).
+# With VBUS_SWIOTLB=1 (the suites' --swiotlb) the guest bounces every DMA
+# mapping: swiotlb=65536,force (128 MiB of bounce buffers: an RXSG venet
+# keeps 17 MiB posted). The serial console goes to the
+# log (overwritten). The guest's reboot ends QEMU (-no-reboot) unless
+# --reboot: then it resets the machine and the same kernel boots again
+# (warm-reboot checks; a panic reboots too, the log shows it). Extra QEMU
+# args are passed through as given; repeated
 # -machine options are merged by QEMU, so `-machine q35,memory-backend=ram`
 # works (give the backend the same size as --mem).
 # Accelerator: see vbus_qemu_accel (common.sh); env VBUS_QEMU_ACCEL/_CPU.
@@ -30,7 +38,7 @@ VBUS_BASE_CMDLINE="console=ttyS0 panic=-1 oops=panic quiet loglevel=4"
 
 vbus_boot_guest() {
 	local initrd="" log="" timeout=300 mem=1G smp=2 machine=q35
-	local kernel="${VBUS_VMLINUX:-}" append="" extra=()
+	local kernel="${VBUS_VMLINUX:-}" append="" extra=() noreboot=(-no-reboot)
 	while (($#)); do
 		case "$1" in
 		--initrd) initrd=$2; shift 2 ;;
@@ -40,11 +48,13 @@ vbus_boot_guest() {
 		--smp) smp=$2; shift 2 ;;
 		--machine) machine=$2; shift 2 ;;
 		--kernel) kernel=$2; shift 2 ;;
-		--append) append=$2; shift 2 ;;
+		--append) append="${append:+$append }$2"; shift 2 ;;
+		--reboot) noreboot=(); shift ;;
 		--) shift; extra=("$@"); break ;;
 		*) vbus_err "vbus_boot_guest: unknown argument $1"; return 1 ;;
 		esac
 	done
+	[[ "${VBUS_SWIOTLB:-0}" == 0 ]] || append="swiotlb=65536,force${append:+ $append}"
 	if [[ -z "$initrd" || -z "$log" ]]; then
 		vbus_err "vbus_boot_guest: --initrd and --log are required"
 		return 1
@@ -58,11 +68,11 @@ vbus_boot_guest() {
 	cpu=$(vbus_qemu_cpu "$accel")
 	mkdir -p "$(dirname "$log")" || return 1
 	: >"$log"
-	vbus_log "boot: accel=$accel cpu=$cpu machine=$machine smp=$smp mem=$mem timeout=${timeout}s kernel=$(basename "$kernel") log=$log"
+	vbus_log "boot: accel=$accel cpu=$cpu machine=$machine smp=$smp mem=$mem timeout=${timeout}s kernel=$(basename "$kernel")${append:+ append=\"$append\"} log=$log"
 	t0=$(vbus_now)
 	timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
 		-accel "$accel" -cpu "$cpu" -machine "$machine" -smp "$smp" -m "$mem" \
-		-nodefaults -nographic -no-reboot -serial "file:$log" \
+		-nodefaults -nographic "${noreboot[@]}" -serial "file:$log" \
 		-kernel "$kernel" -initrd "$initrd" \
 		-append "$VBUS_BASE_CMDLINE${append:+ $append}" \
 		"${extra[@]}" </dev/null || rc=$?

@@ -110,6 +110,17 @@ vt_wait() {
 	"$@"
 }
 
+# vt_swiotlb_range: "START END" of this guest's bounce buffers (swiotlb,
+# END exclusive), as the vbus bridge says at probe ("DMA bounces through
+# swiotlb [mem START-END)"); fails unless the guest was booted with
+# swiotlb=...force (the suites' --swiotlb), where every DMA mapping is one.
+vt_swiotlb_range() {
+	grep -qE '(^| )swiotlb=[^ ]*force' /proc/cmdline ||
+		{ echo "not booted with swiotlb=...,force: $(cat /proc/cmdline)"; return 1; }
+	dmesg | sed -n 's/.*DMA bounces through swiotlb \[mem \(0x[0-9a-f]*\)-\(0x[0-9a-f]*\)).*/\1 \2/p' |
+		head -n 1 | grep . || { echo "no 'DMA bounces through swiotlb' line in dmesg"; return 1; }
+}
+
 # vt_modref MODULE: print the module's reference count; fails if not loaded.
 vt_modref() {
 	if [ -r "/sys/module/$1/refcnt" ]; then
@@ -224,4 +235,23 @@ vt_blk_fails_fast() {
 	[ "$(dmesg | grep -c 'request timed out')" = "$n0" ] ||
 		{ echo "it went through the timeout handler"; return 1; }
 	[ "$cs" -lt 400 ] || { echo "took $cs cs (the slow path takes >= 500)"; return 1; }
+}
+
+# vt_console_mark: how many lines the kernel log has now (for
+# vt_console_clean). vt_console_clean MARK: no kernel problem (an Oops,
+# WARNING, BUG, KASAN/slub report, hung task, soft lockup: the ERE
+# $VT_KERNEL_PROBLEMS, which a host script passes from results.sh's
+# VBUS_KERNEL_PROBLEMS) in the lines logged since MARK; prints them if any.
+# results.sh scans the whole log at the end as well: this says which
+# check it was.
+vt_console_mark() { dmesg | wc -l; }
+vt_console_clean() {
+	local bad
+	[ -n "${VT_KERNEL_PROBLEMS:-}" ] || { echo "no VT_KERNEL_PROBLEMS in /test/config.sh"; return 1; }
+	bad=$(dmesg | tail -n +"$(($1 + 1))" | grep -E -e "$VT_KERNEL_PROBLEMS")
+	[ -z "$bad" ] && return 0
+	echo "$bad" | head -n 20
+	# last: the first of them (vt_check's reason is the last line)
+	echo "$(echo "$bad" | wc -l) problem line(s), the first: $(echo "$bad" | head -n 1)"
+	return 1
 }

@@ -66,14 +66,16 @@ lab_want() { [[ -z "${only:-}" ]] || grep -qE -e "$only" <<<"$1"; }
 
 _lab_usage() {
 	awk 'NR == 1 { next } !/^#/ || /^# shellcheck/ { exit } { sub(/^# ?/, ""); print }' "$0"
-	printf '\nEvery suite: [--mem SIZE] [--timeout SEC] [--no-build] [--only REGEX]\n'
+	printf '\nEvery suite: [--mem SIZE] [--timeout SEC] [--no-build] [--only REGEX] [--swiotlb]\n'
 }
 
 # lab_begin SUITE [SPEC...] -- ARGS...: parse ARGS against the SPECs and
 # the common options, then the run directory and the kernel. A SPEC is
 # NAME:N (--NAME takes a number, into $NAME with - as _), NAME:S (any
 # string) or NAME:VAR=VALUE (a flag). Common: --mem SIZE, --timeout SEC,
-# --no-build, --only REGEX. Defaults are the caller's variables, set
+# --no-build, --only REGEX, --swiotlb (swiotlb=1, exported as VBUS_SWIOTLB:
+# the guest boots with swiotlb=force, boot.sh; a suite that knows the
+# option runs its bounce-buffer checks, lab_dma_window). Defaults are the caller's variables, set
 # before. Sets suite out (results, kept: $VBUS_BUILD/qemu/SUITE unless the
 # caller set it) lab_logs (where the lab's own logs go: $out unless the
 # caller sets it after) run (temporary, short: socket paths) tag cbuild
@@ -88,10 +90,10 @@ lab_begin() {
 lab_parse() {
 	suite=$1
 	shift
-	local specs=(mem:S timeout:N no-build:build=0 only:S) s opt var hit
+	local specs=(mem:S timeout:N no-build:build=0 only:S swiotlb:swiotlb=1) s opt var hit
 	while (($#)) && [[ "$1" != -- ]]; do specs+=("$1"); shift; done
 	(($#)) && shift
-	mem=${mem:-1G} timeout=${timeout:-600} build=${build:-1} only=${only:-${VBUS_QEMU_ONLY:-}}
+	mem=${mem:-1G} timeout=${timeout:-600} build=${build:-1} only=${only:-${VBUS_QEMU_ONLY:-}} swiotlb=${swiotlb:-0}
 	while (($#)); do
 		[[ "$1" == -h || "$1" == --help ]] && { _lab_usage; exit 0; }
 		opt=${1#--} hit=
@@ -115,6 +117,8 @@ lab_parse() {
 		done
 		[[ -n "$hit" ]] || { vbus_err "unknown argument $1 (see --help)"; exit 2; }
 	done
+	VBUS_SWIOTLB=$swiotlb
+	export VBUS_SWIOTLB
 }
 
 # lab_setup: lab_begin's second half: run dir, cleanup, kernel.
@@ -228,7 +232,8 @@ lab_tools() {
 }
 
 # lab_netns IP TAP [IP TAP]...: network namespace $ns with lo and, for
-# each pair, a tap TAP (vnet_hdr, IP/24, up); host_ip and tap: the first.
+# each pair, a tap TAP (vnet_hdr, IP/24, up; IP "-": no address, for a
+# tap that joins a bridge); host_ip and tap: the first.
 # nsx CMD... runs a command in it.
 lab_netns() {
 	# shellcheck disable=SC2034 # for the suites
@@ -238,7 +243,7 @@ lab_netns() {
 		ip netns add "$ns" && nsx ip link set lo up || exit 1
 		while (($#)); do
 			nsx ip tuntap add dev "$2" mode tap vnet_hdr &&
-				nsx ip addr add "$1/24" dev "$2" &&
+				{ [[ "$1" == - ]] || nsx ip addr add "$1/24" dev "$2"; } &&
 				nsx ip link set "$2" up || exit 1
 			shift 2
 		done
@@ -334,6 +339,29 @@ lab_no_fault() {
 	fi
 }
 
+# ---- --swiotlb: the data buffers vbus-hostd saw were the bounce buffers ----
+# The guest asks (vt_swiotlb_range, then its suite's drop and "window
+# START END") for its device to come back with dma_window=START-END
+# (test-only, vbus-hostd(8)): vbus-hostd then counts each data buffer
+# inside (dma_in) and refuses one outside (dma_out).
+# lab_dma_add SPEC START END: ctl add of device SPEC with the window.
+lab_dma_add() {
+	[[ "$2" =~ ^0x[0-9a-f]+$ && "$3" =~ ^0x[0-9a-f]+$ ]] ||
+		{ lab_reply="not a window: '$2' '$3'"; return 1; }
+	ctl add g1 "$1,dma_window=$2-$3" >>"$out/ctl.log" 2>&1 ||
+		{ lab_reply="ctl add (see $out/ctl.log)"; return 1; }
+}
+# lab_dma_check ID: device ID of g1 saw data buffers, all in its window;
+# the reply is both counts.
+lab_dma_check() {
+	local st n_in n_out
+	st=$(ctl stats g1 "$1" 2>>"$out/ctl.log") || { lab_reply="ctl stats g1 $1 (see $out/ctl.log)"; return 1; }
+	n_in=$(tr ' ' '\n' <<<"$st" | sed -n 's/^dma_in=//p' | head -n 1)
+	n_out=$(tr ' ' '\n' <<<"$st" | sed -n 's/^dma_out=//p' | head -n 1)
+	lab_reply="dma_in=${n_in:-none} dma_out=${n_out:-none}"
+	[[ "${n_in:-0}" -gt 0 && "${n_out:-1}" -eq 0 ]]
+}
+
 # lab_stage ROLE GUEST [--bin PATH]... [--file PATH]... [KMOD...] <CONFIG:
 # the initramfs $run/ROLE.cpio.gz: guest script GUEST as /test/run.sh,
 # lib/guest.sh as /test/lib.sh, CONFIG (stdin, shell assignments; none
@@ -367,6 +395,7 @@ lab_stage() {
 }
 
 # lab_boot ROLE [--guest G] [vbus_boot_guest OPTIONS] [-- QEMU ARGS]: boot
+# (--reboot: the guest's reboot resets QEMU instead of ending it)
 # $run/ROLE.cpio.gz in the background, serial log $lab_logs/ROLE.log, the
 # request channel on the second serial port, with guest G's vbus
 # transport (vbus-hostd's socket and RAM file); QEMU's pid in $run/ROLE.pid.
@@ -378,6 +407,7 @@ lab_boot() {
 		case "$1" in
 		--guest) g=$2; shift 2 ;;
 		--mem) m=$2; opts+=("$1" "$2"); shift 2 ;;
+		--reboot) opts+=("$1"); shift ;;
 		*) opts+=("$1" "$2"); shift 2 ;;
 		esac
 	done
@@ -397,24 +427,27 @@ lab_boot() {
 
 # lab_serve [ROLE...]: answer the guests' requests (req_CMD, see the top)
 # until each ROLE's QEMU has ended (default: every one booted and not yet
-# served). Requests and replies go to $lab_logs/requests.log. lab_secs[ROLE]
-# is how long each ran.
+# served, and every one a req_ function boots meanwhile: a guest that
+# reboots is booted again while its peers run on). Requests and replies
+# go to $lab_logs/requests.log. lab_secs[ROLE] is how long each ran.
 declare -A lab_secs
 lab_serve() {
-	local roles=("$@") r line chunk alive rc fd
+	local roles=("$@") follow=0 r line chunk alive rc fd
 	local -A rfd wfd pend part
-	((${#roles[@]})) || roles=("${!lab_pid[@]}")
-	for r in "${roles[@]}"; do
-		# read-write: the open never blocks, a dead QEMU never SIGPIPEs
-		exec {fd}<>"$run/$r.chan.out"
-		rfd[$r]=$fd
-		exec {fd}<>"$run/$r.chan.in"
-		wfd[$r]=$fd
-		pend[$r]="" part[$r]=""
-	done
+	((${#roles[@]})) || follow=1
 	while :; do
-		alive=0
+		((follow)) && roles=("${!lab_pid[@]}")
 		for r in "${roles[@]}"; do
+			[[ -z "${rfd[$r]:-}" ]] || continue
+			# read-write: the open never blocks, a dead QEMU never SIGPIPEs
+			exec {fd}<>"$run/$r.chan.out"
+			rfd[$r]=$fd
+			exec {fd}<>"$run/$r.chan.in"
+			wfd[$r]=$fd
+			pend[$r]="" part[$r]=""
+		done
+		alive=0
+		for r in "${!rfd[@]}"; do
 			[[ -n "${lab_pid[$r]:-}" ]] || continue
 			if ! kill -0 "${lab_pid[$r]}" 2>/dev/null; then
 				rc=0
@@ -455,14 +488,14 @@ lab_serve() {
 		((alive)) || break
 		if [[ -n "${lab_serve_until:-}" ]] && (($(date +%s) > lab_serve_until)); then
 			vbus_log "the guest did not finish: killing QEMU"
-			for r in "${roles[@]}"; do
+			for r in "${!rfd[@]}"; do
 				kill -9 "$(cat "$run/$r.pid" 2>/dev/null)" 2>/dev/null
 			done
 			lab_serve_until=
 		fi
 		sleep 0.1
 	done
-	for r in "${roles[@]}"; do
+	for r in "${!rfd[@]}"; do
 		fd=${rfd[$r]}
 		exec {fd}>&-
 		fd=${wfd[$r]}

@@ -14,7 +14,7 @@
 # shellcheck source=tests/qemu/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-VBUS_KERNEL_PROBLEMS='WARNING:|BUG:|kernel BUG at|(^|\] )BUG [^ ]+ \(|Oops|sleeping function called from invalid context|scheduling while atomic|Kernel panic|general protection fault|KASAN|UBSAN|list_add corruption|list_del corruption|Poison overwritten|Redzone|Object already free|detected stalls|soft lockup|blocked for more than'
+VBUS_KERNEL_PROBLEMS='WARNING:|BUG:|kernel BUG at|(^|\] )BUG [^ ]+ \(|Oops|sleeping function called from invalid context|scheduling while atomic|Kernel panic|general protection fault|KASAN|UBSAN|list_add corruption|list_del corruption|Poison overwritten|Redzone|Object already free|detected stalls|soft lockup|blocked for more than|pagealloc: memory corruption|pagealloc: single bit error'
 
 # The log as text: no CR, no ANSI/VT escapes (SeaBIOS), no NULs.
 _vbus_clean_log() {

@@ -12,7 +12,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <libgen.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +190,60 @@ static int guest_machine(struct guest_spec *s, const char *v)
 	return 0;
 }
 
+/* A number, or a name the system's user (group) database knows. */
+static int guest_qemu_id(struct guest_spec *s, const char *key, const char *v,
+			 bool group, __u32 *id)
+{
+	unsigned long long n;
+	char *end;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (isdigit((unsigned char)*v) && !*end && !errno && n < 0xffffffffull) {
+		*id = (__u32)n;
+		return 0;
+	}
+	if (group) {
+		const struct group *gr = getgrnam(v);
+
+		if (gr) {
+			*id = (__u32)gr->gr_gid;
+			return 0;
+		}
+	} else {
+		const struct passwd *pw = getpwnam(v);
+
+		if (pw) {
+			*id = (__u32)pw->pw_uid;
+			return 0;
+		}
+	}
+	return fail(s->err, s->errlen, "--guest %s: %s=%s: no such %s",
+		    s->gc->name, key, v, group ? "group" : "user");
+}
+
+static int guest_qemu_uid(struct guest_spec *s, const char *v)
+{
+	__u32 id;
+
+	if (guest_qemu_id(s, "qemu_uid", v, false, &id))
+		return -1;
+	s->gc->qemu.uid = (uid_t)id;
+	s->gc->qemu.uid_set = true;
+	return 0;
+}
+
+static int guest_qemu_gid(struct guest_spec *s, const char *v)
+{
+	__u32 id;
+
+	if (guest_qemu_id(s, "qemu_gid", v, true, &id))
+		return -1;
+	s->gc->qemu.gid = (gid_t)id;
+	s->gc->qemu.gid_set = true;
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	int (*set)(struct guest_spec *s, const char *v);
@@ -197,6 +253,8 @@ static const struct {
 	{ "mem", guest_mem, true },
 	{ "size", guest_size, true },
 	{ "machine", guest_machine, false },
+	{ "qemu_uid", guest_qemu_uid, false },
+	{ "qemu_gid", guest_qemu_gid, false },
 };
 #define N_GUEST_KEYS (sizeof(guest_keys) / sizeof(guest_keys[0]))
 
@@ -214,7 +272,7 @@ static int guest_pair(struct guest_spec *s, const char *k, const char *v)
 		return guest_keys[i].set(s, v);
 	}
 	return fail(s->err, s->errlen,
-		    "--guest %s: unknown parameter '%s' (sock, mem, size, machine)",
+		    "--guest %s: unknown parameter '%s' (sock, mem, size, machine, qemu_uid, qemu_gid)",
 		    s->gc->name, k);
 }
 
@@ -429,16 +487,25 @@ static char *trim(char *s)
 	return s;
 }
 
-/* "--guest SPEC", "guest=SPEC", ...: the spec, *@dev says which. */
+/* After "guest" or "device": '=', a space, or nothing (an empty spec). */
+static bool spec_follows(char c)
+{
+	return c == '=' || !c || isspace((unsigned char)c);
+}
+
+/*
+ * "--guest SPEC", "guest=SPEC", ...: the spec, *@dev says which. A bare
+ * "--guest" is an empty spec, which the option's parser words as it does
+ * for `--guest ''`: one mistake, one message.
+ */
 static char *config_line(char *s, bool *dev)
 {
 	if (!strncmp(s, "--", 2))
 		s += 2;
-	if (!strncmp(s, "guest", 5) && (s[5] == '=' || isspace((unsigned char)s[5]))) {
+	if (!strncmp(s, "guest", 5) && spec_follows(s[5])) {
 		*dev = false;
 		s += 5;
-	} else if (!strncmp(s, "device", 6) &&
-		   (s[6] == '=' || isspace((unsigned char)s[6]))) {
+	} else if (!strncmp(s, "device", 6) && spec_follows(s[6])) {
 		*dev = true;
 		s += 6;
 	} else {

@@ -3,7 +3,9 @@
  * vbus-hostd: the control socket.
  *
  * One request per connection: a line "list", "add NAME SPEC", "drop NAME
- * ID" or "stats NAME [ID]", optionally with "--json". The reply's first
+ * ID" or "stats NAME [ID]", optionally with "--json"; and, only in a
+ * daemon started with --test-faults, "fault NAME VERB ARGS" (the library's
+ * test-only fault injection, fault.h; refused otherwise). The reply's first
  * line is "OK" or "ERR <message>", the body follows; then the server
  * closes. Guest state is only touched on the guest's own thread
  * (hostd_guest_call), so the control path needs no locks of its own.
@@ -24,7 +26,7 @@
 
 #define CTL_LINE_MAX 4096
 #define CTL_MAX_TOKENS 8
-#define CTL_USAGE "usage: list | add NAME SPEC | drop NAME ID | stats NAME [ID] [--json]"
+#define CTL_USAGE "usage: list | add NAME SPEC | drop NAME ID | stats NAME [ID] [--json] | fault NAME VERB ... (--test-faults only)"
 
 struct ctl_req {
 	char *tok[CTL_MAX_TOKENS];
@@ -101,6 +103,14 @@ static int on_drop(struct hostd_guest *g, void *arg)
 	return hostd_bus_drop(&g->bus, r->id, r->err, sizeof(r->err));
 }
 
+static int on_fault(struct hostd_guest *g, void *arg)
+{
+	struct ctl_req *r = arg;
+
+	return hostd_fault_exec(g, r->tok + 2, r->nt - 2, &r->body, r->err,
+				sizeof(r->err));
+}
+
 /* ---- the commands ------------------------------------------------------------ */
 
 /*
@@ -110,6 +120,8 @@ static int on_drop(struct hostd_guest *g, void *arg)
  */
 #define CTL_GUEST_MS 1000
 
+#define CTL_BUSY "guest %s is busy: its thread did not take the request within %u ms; try again"
+
 static int on_guest(struct ctl_req *r, struct hostd_guest *g,
 		    int (*fn)(struct hostd_guest *g, void *arg))
 {
@@ -117,14 +129,52 @@ static int on_guest(struct ctl_req *r, struct hostd_guest *g,
 						  &ret);
 
 	if (err == -ETIMEDOUT)
-		return ctl_fail(r, -EBUSY,
-				"guest %s is busy: its thread did not take the request within %u ms; try again",
-				g->name, CTL_GUEST_MS);
+		return ctl_fail(r, -EBUSY, CTL_BUSY, g->name, CTL_GUEST_MS);
+	return err ? err : ret;
+}
+
+static void ctl_req_free(struct ctl_req *r)
+{
+	daemon_dev_cfg_free(&r->dc);
+	hostd_buf_free(&r->body);
+	free(r);
+}
+
+/* On the guest's thread: a request ctl left (on_guest_or_leave) ended. */
+static void ctl_late(void *arg, int ret)
+{
+	struct ctl_req *r = arg;
+
+	hostd_log("control socket: guest %s: a request answered 'busy' after %u ms has finished: %s",
+		  r->g->name, CTL_GUEST_MS,
+		  ret >= 0 ? "OK" : r->err[0] ? r->err : strerror(-ret));
+	ctl_req_free(r);
+}
+
+/*
+ * For what can block on the guest's thread (a device's open or close):
+ * a request still running after CTL_GUEST_MS is left to finish there.
+ * CTL_LEFT: @r is the guest thread's now (ctl_late frees it).
+ */
+#define CTL_LEFT 1
+
+static int on_guest_or_leave(struct ctl_req *r,
+			     int (*fn)(struct hostd_guest *g, void *arg))
+{
+	int ret = 0, err = hostd_guest_call_or_leave(r->g, fn, ctl_late, r,
+						    CTL_GUEST_MS, &ret);
+
+	if (err == -ETIMEDOUT)
+		return ctl_fail(r, -EBUSY, CTL_BUSY, r->g->name, CTL_GUEST_MS);
+	if (err == -EINPROGRESS)
+		return CTL_LEFT;
 	return err ? err : ret;
 }
 
 static int cmd_list(struct ctl_req *r)
 {
+	/* one wait for all: busy guests cost CTL_GUEST_MS together, not each */
+	__u64 deadline = hostd_now_ns() + CTL_GUEST_MS * 1000000ull;
 	unsigned int i;
 
 	hostd_stat_begin(&r->out, NULL);
@@ -132,8 +182,13 @@ static int cmd_list(struct ctl_req *r)
 	for (i = 0; i < r->n; i++) {
 		int ret;
 
-		if (hostd_guest_call_within(r->guests[i], on_list, r,
-					    CTL_GUEST_MS, &ret) != -ETIMEDOUT)
+		__u64 now = hostd_now_ns();
+		/* at least 1 ms: 0 would be no limit */
+		unsigned int ms = now < deadline ?
+				  (unsigned int)((deadline - now) / 1000000) + 1 : 1;
+
+		if (hostd_guest_call_within(r->guests[i], on_list, r, ms,
+					    &ret) != -ETIMEDOUT)
 			continue;
 		hostd_stat_begin(&r->out, NULL);
 		hostd_stat_str(&r->out, "guest", r->guests[i]->name);
@@ -152,7 +207,9 @@ static int cmd_add(struct ctl_req *r)
 	if (daemon_parse_dev_spec(r->tok[2], r->g->name, &r->dc, r->err,
 				 sizeof(r->err)))
 		return -EINVAL;
-	ret = on_guest(r, r->g, on_add);
+	ret = on_guest_or_leave(r, on_add);
+	if (ret == CTL_LEFT)
+		return ret;
 	if (!ret)
 		hostd_buf_printf(&r->body, "added %s device %u to %s\n",
 				 r->dc.type, r->dc.id, r->g->name);
@@ -165,7 +222,9 @@ static int cmd_drop(struct ctl_req *r)
 	int ret = parse_id(r, r->tok[2]);
 
 	if (!ret)
-		ret = on_guest(r, r->g, on_drop);
+		ret = on_guest_or_leave(r, on_drop);
+	if (ret == CTL_LEFT)
+		return ret;
 	if (!ret)
 		hostd_buf_printf(&r->body, "dropped device %u from %s\n", r->id,
 				 r->g->name);
@@ -182,6 +241,12 @@ static int cmd_stats(struct ctl_req *r)
 	return ret ? ret : on_guest(r, r->g, on_stats);
 }
 
+/* Test-only (fault.h): refused by the library unless --test-faults. */
+static int cmd_fault(struct ctl_req *r)
+{
+	return on_guest(r, r->g, on_fault);
+}
+
 static const struct {
 	const char *name;
 	unsigned int min, max;		/* words, the command included */
@@ -191,6 +256,7 @@ static const struct {
 	{ "add", 3, 3, cmd_add },
 	{ "drop", 3, 3, cmd_drop },
 	{ "stats", 2, 3, cmd_stats },
+	{ "fault", 3, CTL_MAX_TOKENS, cmd_fault },
 };
 
 /* Split @buf into words (and --json); 0, or -1 with the reason. */
@@ -223,7 +289,8 @@ static struct hostd_guest *find_guest(struct ctl_req *r, const char *name)
 	return NULL;
 }
 
-static int ctl_dispatch(struct ctl_req *r)
+/* @g: the guest the request names, if any (it outlives @r) */
+static int ctl_dispatch(struct ctl_req *r, struct hostd_guest **g)
 {
 	unsigned int i;
 
@@ -236,6 +303,7 @@ static int ctl_dispatch(struct ctl_req *r)
 			if (!r->g)
 				return ctl_fail(r, -ENOENT, HOSTD_ERR_NO_GUEST,
 						r->tok[1]);
+			*g = r->g;
 		}
 		return ctl_cmds[i].run(r);
 	}
@@ -246,6 +314,7 @@ void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 		    unsigned int n, struct hostd_buf *out)
 {
 	struct ctl_req *r = calloc(1, sizeof(*r));
+	struct hostd_guest *g = NULL;
 	char buf[CTL_LINE_MAX];
 	int ret;
 
@@ -263,7 +332,13 @@ void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 	}
 	if (!ret) {
 		hostd_stat_init(&r->out, &r->body, r->json);
-		ret = ctl_dispatch(r);
+		ret = ctl_dispatch(r, &g);
+	}
+	if (ret == CTL_LEFT) {
+		/* @r is no longer ours: the guest's thread frees it */
+		hostd_buf_printf(out, "ERR guest %s is busy: the request did not finish within %u ms (a device's open or close waits); it goes on on the guest's thread, and the log says how it ends\n",
+				 g->name, CTL_GUEST_MS);
+		return;
 	}
 	if (r->body.oom)
 		hostd_buf_printf(out, "ERR out of memory\n");
@@ -271,8 +346,7 @@ void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 		hostd_buf_printf(out, "ERR %s\n", r->err[0] ? r->err : strerror(-ret));
 	else
 		hostd_buf_printf(out, "OK\n%s", r->body.len ? r->body.s : "");
-	hostd_buf_free(&r->body);
-	free(r);
+	ctl_req_free(r);
 }
 
 /* ---- the socket ------------------------------------------------------------ */
@@ -305,24 +379,31 @@ static int ms_left(__u64 deadline)
 	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
 
-/* Wait for @events on @fd until @deadline: true when it came. */
-static bool wait_for(int fd, short events, __u64 deadline)
+/*
+ * Wait for @events on @fd until @deadline: true when they came; false at
+ * the deadline or once @stop_fd (the signalfd, or -1) is readable.
+ */
+static bool wait_for(int fd, short events, int stop_fd, __u64 deadline)
 {
-	struct pollfd p = { .fd = fd, .events = events };
+	struct pollfd p[2] = {
+		{ .fd = fd, .events = events },
+		{ .fd = stop_fd, .events = POLLIN },
+	};
 	int ms;
 
 	while ((ms = ms_left(deadline)) > 0) {
-		int r = poll(&p, 1, ms);
+		int r = poll(p, stop_fd >= 0 ? 2 : 1, ms);
 
 		if (r > 0)
-			return true;
+			return !p[1].revents && p[0].revents;
 		if (r < 0 && errno != EINTR)
 			return false;
 	}
 	return false;
 }
 
-static int write_all(int fd, const char *p, size_t len, __u64 deadline)
+static int write_all(int fd, const char *p, size_t len, int stop_fd,
+		     __u64 deadline)
 {
 	while (len) {
 		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -330,7 +411,8 @@ static int write_all(int fd, const char *p, size_t len, __u64 deadline)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN && wait_for(fd, POLLOUT, deadline))
+			if (errno == EAGAIN &&
+			    wait_for(fd, POLLOUT, stop_fd, deadline))
 				continue;
 			return -errno;
 		}
@@ -345,7 +427,8 @@ static int write_all(int fd, const char *p, size_t len, __u64 deadline)
  * deadline is for the whole line: a client that sends a byte at a time
  * cannot hold the thread that serves ctl and signals for longer.
  */
-static size_t read_line(int fd, char *line, size_t max, __u64 deadline)
+static size_t read_line(int fd, char *line, size_t max, int stop_fd,
+			__u64 deadline)
 {
 	size_t len = 0;
 
@@ -354,7 +437,8 @@ static size_t read_line(int fd, char *line, size_t max, __u64 deadline)
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 && errno == EAGAIN && wait_for(fd, POLLIN, deadline))
+		if (r < 0 && errno == EAGAIN &&
+		    wait_for(fd, POLLIN, stop_fd, deadline))
 			continue;
 		if (r <= 0)
 			break;
@@ -385,7 +469,16 @@ static bool peer_allowed(int fd)
 	return false;
 }
 
-void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
+/* A signal waits on @stop_fd: the daemon is going down. */
+static bool stopping(int stop_fd)
+{
+	struct pollfd p = { .fd = stop_fd, .events = POLLIN };
+
+	return stop_fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
+void daemon_ctl_serve(int fd, int stop_fd, struct hostd_guest **guests,
+		      unsigned int n)
 {
 	__u64 deadline = hostd_now_ns() + CTL_DEADLINE_MS * 1000000ull;
 	struct hostd_buf out = { 0 };
@@ -393,8 +486,10 @@ void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
 	size_t len;
 
 	/* the request is read either way: the client writes before it reads */
-	len = read_line(fd, line, sizeof(line), deadline);
-	if (!peer_allowed(fd))
+	len = read_line(fd, line, sizeof(line), stop_fd, deadline);
+	if (stopping(stop_fd))
+		hostd_log("control socket: a request left unanswered: shutting down");
+	else if (!peer_allowed(fd))
 		hostd_buf_printf(&out, "ERR permission denied\n");
 	else if (len == sizeof(line) - 1 && !memchr(line, '\n', len))
 		hostd_buf_printf(&out, "ERR request too long\n");
@@ -402,9 +497,9 @@ void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n)
 		daemon_ctl_exec(line, guests, n, &out);
 	deadline = hostd_now_ns() + CTL_DEADLINE_MS * 1000000ull;
 	if (out.oom)
-		write_all(fd, "ERR out of memory\n", 18, deadline);
+		write_all(fd, "ERR out of memory\n", 18, stop_fd, deadline);
 	else if (out.len)
-		write_all(fd, out.s, out.len, deadline);
+		write_all(fd, out.s, out.len, stop_fd, deadline);
 	hostd_buf_free(&out);
 	close(fd);
 }
@@ -460,8 +555,8 @@ int daemon_ctl_client(const char *path, const char *line, FILE *out)
 	if (fd < 0)
 		return 1;
 	deadline = hostd_now_ns() + CTL_DEADLINE_MS * 1000000ull;
-	if (write_all(fd, line, strlen(line), deadline) < 0 ||
-	    write_all(fd, "\n", 1, deadline) < 0) {
+	if (write_all(fd, line, strlen(line), -1, deadline) < 0 ||
+	    write_all(fd, "\n", 1, -1, deadline) < 0) {
 		fprintf(stderr, "vbus-hostd ctl: send: %s\n", strerror(errno));
 		close(fd);
 		return 1;
@@ -484,5 +579,25 @@ int daemon_ctl_client(const char *path, const char *line, FILE *out)
 		}
 	}
 	hostd_buf_free(&in);
+	return ret;
+}
+
+int daemon_ctl_fault_spec(const char *spec, struct hostd_guest **guests,
+			  unsigned int n, char *err, size_t errlen)
+{
+	struct hostd_buf out = { 0 };
+	char line[CTL_LINE_MAX];
+	int ret = 0;
+
+	snprintf(line, sizeof(line), "fault %s", spec);
+	daemon_ctl_exec(line, guests, n, &out);
+	if (!out.s || strncmp(out.s, "OK", 2)) {
+		snprintf(err, errlen, "--test-fault '%s': %s", spec,
+			 out.s && !strncmp(out.s, "ERR ", 4) ? out.s + 4 :
+			 "no answer");
+		err[strcspn(err, "\n")] = 0;
+		ret = -1;
+	}
+	hostd_buf_free(&out);
 	return ret;
 }

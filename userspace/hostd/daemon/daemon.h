@@ -15,6 +15,7 @@
 #define HOSTD_MAX_GUESTS	64
 #define HOSTD_MAX_PARAMS	16	/* per device */
 #define HOSTD_SPEC_MAX		1024
+#define HOSTD_MAX_FAULTS	16	/* --test-fault options */
 
 /* The one wording of "that guest does not exist" (--device and ctl). */
 #define HOSTD_ERR_NO_GUEST	"no guest '%s'"
@@ -36,6 +37,10 @@ struct daemon_config {
 	unsigned int nguests, ndevs;
 	struct hostd_guest_cfg guests[HOSTD_MAX_GUESTS];
 	struct daemon_dev_cfg *devs;	/* ndevs */
+	/* tests only (docs/fault-injection.md): `ctl fault` and --test-fault */
+	bool test_faults;
+	unsigned int nfaults;
+	const char *faults[HOSTD_MAX_FAULTS];	/* "NAME VERB ARGS", argv's */
 };
 
 /* ---- config.c: each returns 0, or -1 with what was wrong in @err ---- */
@@ -59,12 +64,24 @@ void daemon_config_free(struct daemon_config *c);
 
 /* ---- ctl.c: the control socket ---- */
 int daemon_ctl_listen(const char *path, char *err, size_t errlen);
-/* Serve one connection on @fd against @guests. */
-void daemon_ctl_serve(int fd, struct hostd_guest **guests, unsigned int n);
+/*
+ * Serve one connection on @fd against @guests. Given up (no reply) as
+ * soon as @stop_fd (the signalfd) is readable: SIGTERM never waits for a
+ * client.
+ */
+void daemon_ctl_serve(int fd, int stop_fd, struct hostd_guest **guests,
+		      unsigned int n);
 /* Execute one command line; the reply (first line OK/ERR) goes to @out. */
 void daemon_ctl_exec(const char *line, struct hostd_guest **guests,
 		    unsigned int n, struct hostd_buf *out);
 int daemon_ctl_client(const char *path, const char *line, FILE *out);
+/*
+ * --test-fault "NAME VERB ARGS": the same as `ctl fault NAME VERB ARGS`
+ * (same parser, same messages), before the guests' threads start. 0, or
+ * -1 with the reason in @err.
+ */
+int daemon_ctl_fault_spec(const char *spec, struct hostd_guest **guests,
+			  unsigned int n, char *err, size_t errlen);
 
 /* ---- main.c ---- */
 int daemon_main(int argc, char **argv);

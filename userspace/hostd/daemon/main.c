@@ -5,6 +5,7 @@
  *   vbus-hostd --ctl CTL.sock --guest NAME:sock=G.sock,mem=F,size=1G[,machine=q35|pc]
  *              [--device NAME:type=vbus-test,id=1[,k=v...]] [--config FILE]
  *              [--foreground] [-v]
+ *              [--test-faults [--test-fault "NAME VERB ARGS"]...]
  *   vbus-hostd ctl --ctl CTL.sock list | add NAME SPEC | drop NAME ID |
  *              stats NAME [ID] [--json]
  *
@@ -19,12 +20,14 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include "daemon.h"
 #include "fdstore.h"
@@ -36,9 +39,12 @@ static void usage(FILE *f)
 "usage: vbus-hostd --ctl CTL.sock --guest NAME:sock=G.sock,mem=FILE,size=SIZE[,machine=q35|pc]\n"
 "                  [--device NAME:type=TYPE,id=N[,key=value...]] [--config FILE]\n"
 "                  [--foreground] [-v]\n"
+"                  [--test-faults [--test-fault 'NAME VERB ARGS']...]   (tests only)\n"
 "       vbus-hostd ctl --ctl CTL.sock list | add NAME type=TYPE,id=N[,...] |\n"
 "                  drop NAME ID | stats NAME [ID]   [--json]\n"
 "config file: one '--guest SPEC' or '--device SPEC' per line, '#' comments\n"
+"a vbus-ipc channel between two guests (a link): --device G1:type=vbus-ipc,id=N,\n"
+"                  service=S,qsock=G1Q.sock,peer=G2,peer_qsock=G2Q.sock\n"
 "see vbus-hostd(8)\n");
 }
 
@@ -94,7 +100,8 @@ static int ctl_main(int argc, char **argv)
 
 /* ---- the command line --------------------------------------------------------- */
 
-enum { OPT_CTL = 256, OPT_GUEST, OPT_DEVICE, OPT_CONFIG, OPT_FOREGROUND };
+enum { OPT_CTL = 256, OPT_GUEST, OPT_DEVICE, OPT_CONFIG, OPT_FOREGROUND,
+       OPT_TEST_FAULTS, OPT_TEST_FAULT };
 
 static const struct option opts[] = {
 	{ "ctl", required_argument, NULL, OPT_CTL },
@@ -102,6 +109,8 @@ static const struct option opts[] = {
 	{ "device", required_argument, NULL, OPT_DEVICE },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
+	{ "test-faults", no_argument, NULL, OPT_TEST_FAULTS },
+	{ "test-fault", required_argument, NULL, OPT_TEST_FAULT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -129,6 +138,15 @@ static int parse_opt(int o, char **argv, struct daemon_config *c)
 		       die_usage("%s", err) : 0;
 	case OPT_FOREGROUND:
 		c->foreground = true;
+		return 0;
+	case OPT_TEST_FAULTS:
+		c->test_faults = true;
+		return 0;
+	case OPT_TEST_FAULT:
+		if (c->nfaults == HOSTD_MAX_FAULTS)
+			return die_usage("--test-fault: more than %s",
+					 "16 of them");
+		c->faults[c->nfaults++] = optarg;
 		return 0;
 	case 'v':
 		c->verbose++;
@@ -177,6 +195,9 @@ static int parse_args(int argc, char **argv, struct daemon_config *c)
 		return die_usage("unexpected argument '%s'", argv[optind]);
 	if (daemon_config_check(c, err, sizeof(err)))
 		return die_usage("%s", err);
+	/* fault injection is for tests, and only when asked for in so many words */
+	if (c->nfaults && !c->test_faults)
+		return die_usage("%s", "--test-fault needs --test-faults (fault injection, for tests only)");
 	return check_supervised(c);
 }
 
@@ -188,6 +209,7 @@ struct daemon {
 	unsigned int nguests;
 	int ctl_fd;
 	int sig_fd;
+	int stop_efd;			/* written when the stop begins */
 	int report_fd;			/* pipe to the waiting parent, or -1 */
 	struct daemon_fdstore store;	/* what an earlier daemon left us */
 	unsigned int adopted;		/* guests whose QEMU we took over */
@@ -204,6 +226,7 @@ static void daemon_cleanup(struct daemon *d)
 		hostd_guest_going_down(d->guests[i]);
 	for (i = 0; i < d->nguests; i++) {
 		hostd_guest_fini(d->guests[i]);
+		hostd_fault_disable(d->guests[i]);
 		free(d->guests[i]);
 	}
 	free(d->guests);
@@ -318,6 +341,93 @@ static int setup_guest(struct daemon *d, unsigned int i, char *err,
 	return adopt_guest(d, g, err, errlen);
 }
 
+/*
+ * The unit's TimeoutStopSec= is 10 s; a stop gets half of it, counted
+ * from the signal. Past that, something is stuck (a guest's thread in a
+ * file system that does not answer, and the main thread waiting for it
+ * to take or finish a ctl request, or to stop): the kernel closes what
+ * is left, and the admin sees exit 1 and a line saying so instead of a
+ * SIGKILL after TimeoutStopSec. The watchdog is a thread of its own, so
+ * a main thread stuck anywhere cannot hold it up.
+ */
+#define STOP_MS 5000
+
+static int stop_done;		/* __atomic: the cleanup finished */
+
+static void *stop_watchdog(void *arg)
+{
+	const struct daemon *d = arg;
+	struct timespec ts = { .tv_sec = STOP_MS / 1000,
+			       .tv_nsec = (STOP_MS % 1000) * 1000000L };
+	/* the signal itself (not read here: daemon_loop reads it), or the
+	 * main thread saying it stops (it may have read the signal first) */
+	struct pollfd p[2] = {
+		{ .fd = d->sig_fd, .events = POLLIN },
+		{ .fd = d->stop_efd, .events = POLLIN },
+	};
+
+	while (poll(p, 2, -1) < 0 && errno == EINTR)
+		;
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+	if (__atomic_load_n(&stop_done, __ATOMIC_ACQUIRE))
+		return NULL;
+	hostd_log("shutdown still not done %d ms after the signal (a guest's thread is stuck): exiting without it",
+		  STOP_MS);
+	_exit(1);
+}
+
+static int start_watchdog(struct daemon *d, char *err, size_t errlen)
+{
+	pthread_t t;
+	int ret;
+
+	d->stop_efd = hostd_eventfd_new();
+	if (d->stop_efd < 0) {
+		snprintf(err, errlen, "eventfd: %s", strerror(-d->stop_efd));
+		return -1;
+	}
+	ret = pthread_create(&t, NULL, stop_watchdog, d);
+	if (ret) {
+		snprintf(err, errlen, "thread: %s", strerror(ret));
+		return -1;
+	}
+	pthread_detach(t);
+	return 0;
+}
+
+/* The cleanup, bounded by the watchdog (which the process's exit ends). */
+static void daemon_stop(struct daemon *d)
+{
+	hostd_eventfd_write(d->stop_efd);
+	daemon_cleanup(d);
+	__atomic_store_n(&stop_done, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * --test-faults: every guest gets the library's fault injection (tests
+ * only; without the flag the hooks stay NULL and `ctl fault` is refused),
+ * then each --test-fault runs as `ctl fault` would, before the threads.
+ */
+static int setup_faults(struct daemon *d, char *err, size_t errlen)
+{
+	unsigned int i;
+
+	if (!d->cfg->test_faults)
+		return 0;
+	hostd_log("--test-faults: fault injection is on (a misbehaving host, for tests only)");
+	for (i = 0; i < d->nguests; i++)
+		if (hostd_fault_enable(d->guests[i]) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	for (i = 0; i < d->cfg->nfaults; i++)
+		if (daemon_ctl_fault_spec(d->cfg->faults[i], d->guests,
+					  d->nguests, err, errlen) < 0)
+			return -1;
+	return 0;
+}
+
 /* Everything up to "ready". 0, or -1 with the reason in @err. */
 static int daemon_setup(struct daemon *d, char *err, size_t errlen)
 {
@@ -326,7 +436,8 @@ static int daemon_setup(struct daemon *d, char *err, size_t errlen)
 	unsigned int i;
 	int ret;
 
-	if (setup_signals(d, err, errlen) < 0)
+	if (setup_signals(d, err, errlen) < 0 ||
+	    start_watchdog(d, err, errlen) < 0)
 		return -1;
 	d->guests = calloc(c->nguests, sizeof(*d->guests));
 	if (!d->guests) {
@@ -336,6 +447,8 @@ static int daemon_setup(struct daemon *d, char *err, size_t errlen)
 	for (i = 0; i < c->nguests; i++)
 		if (setup_guest(d, i, err, errlen) < 0)
 			return -1;
+	if (setup_faults(d, err, errlen) < 0)
+		return -1;
 	daemon_fdstore_drop_rest(&d->store);
 	d->ctl_fd = daemon_ctl_listen(c->ctl, why, sizeof(why));
 	if (d->ctl_fd < 0) {
@@ -392,7 +505,8 @@ static void daemon_loop(struct daemon *d)
 			int fd = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
 
 			if (fd >= 0)
-				daemon_ctl_serve(fd, d->guests, d->nguests);
+				daemon_ctl_serve(fd, d->sig_fd, d->guests,
+						 d->nguests);
 		}
 	}
 }
@@ -492,7 +606,7 @@ static void report_ready(struct daemon *d)
 static int run(struct daemon_config *c)
 {
 	struct daemon d = { .cfg = c, .ctl_fd = -1, .sig_fd = -1,
-			    .report_fd = -1 };
+			    .stop_efd = -1, .report_fd = -1 };
 	char err[2048];
 	int ret;
 
@@ -516,7 +630,7 @@ static int run(struct daemon_config *c)
 	daemon_sd_notifyf("READY=1\nSTATUS=serving %u guest(s) (%u taken over), control socket %s",
 			 d.nguests, d.adopted, c->ctl);
 	daemon_loop(&d);
-	daemon_cleanup(&d);
+	daemon_stop(&d);
 	return 0;
 }
 

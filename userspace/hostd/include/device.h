@@ -57,6 +57,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 #include <vbus/platform.h>
 #include <vbus/shm_signal.h>
 #include <vbus/ioq.h>
@@ -161,6 +163,16 @@ void *hostd_desc_buf(struct hostd_dev *dev, const struct ioq_ring_desc *desc,
  */
 void *hostd_dev_gpa(struct hostd_dev *dev, __u64 gpa, __u64 len);
 
+/*
+ * hostd_dev_gpa() for a data buffer: a frame, a block segment (what the
+ * guest driver maps with dma_map_*; not rings, request headers or
+ * venet_sgs). With the test-only device parameter dma_window=START-END
+ * (every device takes it; vbus-hostd(8)) a buffer
+ * outside [START, END) is counted (ctl stats: dma_out; inside: dma_in),
+ * logged and refused (NULL).
+ */
+void *hostd_dev_data(struct hostd_dev *dev, __u64 gpa, __u64 len);
+
 /* --- the device itself ------------------------------------------------------ */
 
 void *hostd_dev_priv(const struct hostd_dev *dev);
@@ -206,6 +218,12 @@ int hostd_dev_claim_file(struct hostd_dev *dev, const char *what,
 void hostd_dev_fault(struct hostd_dev *dev, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 bool hostd_dev_faulted(const struct hostd_dev *dev);
+
+/*
+ * The daemon is going down (its guest's loop was told to stop): a close
+ * must not wait for anything that may not come (SIGTERM is bounded).
+ */
+bool hostd_dev_stopping(const struct hostd_dev *dev);
 
 /* Rate-limited log line prefixed with the guest and device (not a fault). */
 void hostd_dev_log(struct hostd_dev *dev, const char *fmt, ...)
@@ -304,6 +322,31 @@ void hostd_kick_fini(struct hostd_kick *k);
  * with the reason in @err (the same words as for the guest's socket).
  */
 int hostd_sock_listen(const char *path, char *err, size_t errlen);
+
+/*
+ * Who may connect to a socket QEMU connects to (the guest's qemu_uid= and
+ * qemu_gid=): root and the daemon's own user always may; the uid, and a
+ * process with the gid among its groups, when set; with neither set, a
+ * process with the daemon's own group among its groups.
+ */
+struct hostd_peer_rule {
+	bool uid_set, gid_set;
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * May the process connected on @fd in (SO_PEERCRED, SO_PEERGROUPS)? Its
+ * credentials go to @cr either way (uid and gid -1, pid 0 if unknown).
+ */
+bool hostd_sock_peer_ok(int fd, const struct hostd_peer_rule *rule,
+			struct ucred *cr);
+
+/*
+ * The same against the guest's own rule (qemu_uid=, qemu_gid=): for a
+ * device that serves QEMU a socket of its own (vbus-ipc's qsock=).
+ */
+bool hostd_dev_qemu_peer_ok(struct hostd_dev *dev, int fd, struct ucred *cr);
 
 /* The most descriptors one hostd_send_fds() carries. */
 #define HOSTD_SEND_FDS_MAX	8

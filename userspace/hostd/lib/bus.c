@@ -253,6 +253,8 @@ void hostd_bus_run_deferred(struct hostd_bus *b)
 	/* a faulted bus: let go of everything the guest gave us */
 	if (hostd_bus_faulted(b))
 		close_all(b);
+	if (b->faults && b->faults->deferred)
+		b->faults->deferred(b);
 }
 
 /* ---- the verbs ------------------------------------------------------------------------------- */
@@ -281,6 +283,8 @@ int hostd_bus_register(struct hostd_bus *b, const struct vbus_pci_busreg *r)
 	if (ret < 0)
 		return ret;
 	b->busreg = true;
+	if (b->faults && b->faults->busreg)
+		b->faults->busreg(b);
 	hostd_list_for_each_entry(d, pos, &b->devs, struct hostd_dev, node)
 		post_devadd(b, d);
 	return 0;
@@ -416,6 +420,8 @@ int hostd_bus_shm(struct hostd_bus *b, const struct vbus_pci_deviceshm *s)
 		hostd_shm_ent_drop(e);
 		return ret;
 	}
+	if (b->faults && b->faults->shm)
+		b->faults->shm(b, d, e);
 	return handle;
 }
 
@@ -446,7 +452,8 @@ void hostd_bus_init(struct hostd_bus *b, const char *name,
 	hostd_list_init(&b->devs);
 	hostd_evq_init(&b->evq, mem, iv, loop, log);
 	b->env = (struct hostd_dev_env){ .guest = name, .log = log, .mem = mem,
-					 .loop = loop, .evq = &b->evq };
+					 .loop = loop, .evq = &b->evq,
+					 .qemu = &iv->peer };
 }
 
 void hostd_bus_fini(struct hostd_bus *b)

@@ -24,6 +24,27 @@
 
 #define HOSTD_MAX_DEVS		64	/* per bus */
 
+struct hostd_bus;
+
+/*
+ * Test-only fault injection (fault.c, docs/fault-injection.md): a
+ * misbehaving host on purpose. NULL in normal operation; only vbus-hostd
+ * --test-faults sets it. The bus and the mailbox call these where a
+ * hostile host would act; each may be NULL.
+ */
+struct hostd_bus_faults {
+	/* BUSREG: the eventq is attached, the real DEVADDs not yet posted */
+	void (*busreg)(struct hostd_bus *b);
+	/* DEVSHM of @d accepted (region @ptr, @len bytes), not yet answered */
+	void (*shm)(struct hostd_bus *b, struct hostd_dev *d,
+		    struct hostd_shm_ent *e);
+	/* the loop's deferred pass */
+	void (*deferred)(struct hostd_bus *b);
+	/* a hypercall arrived, not yet dispatched (nor answered) */
+	void (*hc)(struct hostd_bus *b, __u32 vector);
+	void *arg;
+};
+
 struct hostd_bus {
 	struct hostd_dev_env env;	/* handed to every device */
 	struct hostd_evq evq;
@@ -33,6 +54,7 @@ struct hostd_bus {
 	struct hostd_list devs;		/* struct hostd_dev */
 	unsigned int ndevs;
 	struct hostd_shm_ent *sigs[VBUS_PCI_MAX_SIGNALS];
+	const struct hostd_bus_faults *faults;	/* tests only; else NULL */
 };
 
 void hostd_bus_init(struct hostd_bus *b, const char *name,

@@ -42,9 +42,32 @@ void *hostd_dev_gpa(struct hostd_dev *dev, __u64 gpa, __u64 len)
 	return hostd_mem_gpa(dev->env.mem, gpa, len);
 }
 
+void *hostd_dev_data(struct hostd_dev *dev, __u64 gpa, __u64 len)
+{
+	void *p = hostd_dev_gpa(dev, gpa, len);
+
+	if (!p || hostd_dma_window_admits(&dev->dma, gpa, len))
+		return p;
+	hostd_dev_log(dev, "data buffer 0x%llx+%llu outside dma_window 0x%llx-0x%llx",
+		      (unsigned long long)gpa, (unsigned long long)len,
+		      (unsigned long long)dev->dma.lo,
+		      (unsigned long long)dev->dma.hi);
+	return NULL;
+}
+
 bool hostd_dev_faulted(const struct hostd_dev *dev)
 {
 	return dev->faulted;
+}
+
+bool hostd_dev_qemu_peer_ok(struct hostd_dev *dev, int fd, struct ucred *cr)
+{
+	return hostd_sock_peer_ok(fd, dev->env.qemu, cr);
+}
+
+bool hostd_dev_stopping(const struct hostd_dev *dev)
+{
+	return hostd_loop_stopping(dev->env.loop);
 }
 
 void hostd_dev_account(struct hostd_dev *dev, __u64 descs, __u64 bytes)
@@ -464,6 +487,18 @@ struct hostd_dev *hostd_dev_new(const struct hostd_dev_env *env,
 	return dev;
 }
 
+/* The test-only dma_window= of every device (dma_window.c). */
+static int dev_dma_window(struct hostd_dev *dev)
+{
+	const char *v;
+
+	if (!hostd_dma_window_setup(&dev->dma, &dev->params, &v))
+		return 0;
+	return hostd_dev_fail(dev, -EINVAL,
+			      "dma_window=%s: want START-END, guest addresses with START < END (e.g. 0x34500000-0x3c500000)",
+			      v);
+}
+
 int hostd_dev_create(struct hostd_dev *dev, char *err, size_t errlen)
 {
 	int ret;
@@ -471,7 +506,9 @@ int hostd_dev_create(struct hostd_dev *dev, char *err, size_t errlen)
 	err[0] = 0;
 	dev->err = err;
 	dev->errlen = errlen;
-	ret = dev->type->create(dev, &dev->params);
+	ret = dev_dma_window(dev);
+	if (!ret)
+		ret = dev->type->create(dev, &dev->params);
 	dev->err = NULL;
 	dev->errlen = 0;
 	if (ret < 0) {
@@ -547,6 +584,10 @@ void hostd_dev_stats(struct hostd_dev *dev, struct hostd_stats_out *out,
 		hostd_stat_u64(out, "notify_in", dev->cnt.notify_in);
 		hostd_stat_u64(out, "notify_out", dev->cnt.notify_out);
 		hostd_stat_u64(out, "faults", dev->cnt.faults);
+		if (dev->dma.on) {
+			hostd_stat_u64(out, "dma_in", dev->dma.in);
+			hostd_stat_u64(out, "dma_out", dev->dma.out);
+		}
 		if (dev->fault[0])
 			hostd_stat_str(out, "fault", dev->fault);
 		hostd_stat_begin(out, "device");

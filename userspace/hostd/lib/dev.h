@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <vbus/vbus_pci.h>
 #include "device.h"
+#include "dma_window.h"
 #include "evq.h"
 #include "list.h"
 #include "log.h"
@@ -33,6 +34,7 @@ struct hostd_dev_env {
 	struct hostd_mem *mem;
 	struct hostd_loop *loop;
 	struct hostd_evq *evq;
+	const struct hostd_peer_rule *qemu;	/* who may be QEMU */
 };
 
 /* One DEVSHM registration (the public part is struct hostd_shm). */
@@ -61,6 +63,7 @@ struct hostd_dev {
 	struct hostd_list shms;		/* struct hostd_shm_ent */
 	struct hostd_list watches;	/* struct hostd_dev_watch */
 	struct hostd_counters cnt;
+	struct hostd_dma_window dma;	/* test-only dma_window= */
 	/* params: our copy of the caller's */
 	struct hostd_params params;
 	struct hostd_param *pv;

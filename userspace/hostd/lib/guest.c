@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "guest.h"
 
@@ -104,7 +105,8 @@ void hostd_guest_fini(struct hostd_guest *g)
 
 int hostd_guest_listen(struct hostd_guest *g, char *err, size_t errlen)
 {
-	return hostd_ivshmem_listen(&g->iv, g->cfg.sock, err, errlen);
+	return hostd_ivshmem_listen(&g->iv, g->cfg.sock, &g->cfg.qemu, err,
+				    errlen);
 }
 
 int hostd_guest_start(struct hostd_guest *g)
@@ -139,6 +141,7 @@ void hostd_guest_going_down(struct hostd_guest *g)
 struct guest_call {
 	struct hostd_guest *g;
 	int (*fn)(struct hostd_guest *g, void *arg);
+	void (*release)(void *arg, int ret);
 	void *arg;
 };
 
@@ -157,6 +160,35 @@ int hostd_guest_call_within(struct hostd_guest *g,
 	struct guest_call c = { .g = g, .fn = fn, .arg = arg };
 
 	return hostd_loop_call_within(&g->loop, guest_call_fn, &c, ms, ret);
+}
+
+/* A call its caller left: the caller's release, then the wrapper. */
+static void guest_call_release(void *arg, int ret)
+{
+	struct guest_call *c = arg;
+
+	c->release(c->arg, ret);
+	free(c);
+}
+
+int hostd_guest_call_or_leave(struct hostd_guest *g,
+			      int (*fn)(struct hostd_guest *g, void *arg),
+			      void (*release)(void *arg, int ret), void *arg,
+			      unsigned int ms, int *ret)
+{
+	/* on the heap: if we leave, the loop may still run it */
+	struct guest_call *c = malloc(sizeof(*c));
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	*c = (struct guest_call){ .g = g, .fn = fn, .release = release,
+				  .arg = arg };
+	err = hostd_loop_call_or_leave(&g->loop, guest_call_fn,
+				       guest_call_release, c, ms, ret);
+	if (err != -EINPROGRESS)
+		free(c);	/* else the loop's (guest_call_release) */
+	return err;
 }
 
 int hostd_guest_call(struct hostd_guest *g,
@@ -186,6 +218,7 @@ static void guest_counters(struct hostd_guest *g, struct hostd_stats_out *out)
 	const struct hostd_evq *q = &g->bus.evq;
 
 	hostd_stat_u64(out, "connections", g->iv.connections);
+	hostd_stat_u64(out, "refused", g->iv.refused);
 	hostd_stat_u64(out, "hypercalls", g->hc.calls);
 	hostd_stat_u64(out, "hc_errors", g->hc.errors);
 	hostd_stat_u64(out, "doorbells", g->sig.doorbells);

@@ -32,6 +32,7 @@ struct hostd_guest_cfg {
 	char mem[PATH_MAX];
 	__u64 size;
 	enum hostd_machine machine;
+	struct hostd_peer_rule qemu;	/* qemu_uid=, qemu_gid= */
 };
 
 struct hostd_guest {
@@ -66,6 +67,15 @@ int hostd_guest_call(struct hostd_guest *g,
 int hostd_guest_call_within(struct hostd_guest *g,
 			    int (*fn)(struct hostd_guest *g, void *arg),
 			    void *arg, unsigned int ms, int *ret);
+/*
+ * The same, but also a call that started and has not returned within @ms
+ * is left (-EINPROGRESS; hostd_loop_call_or_leave): @release(@arg, ret)
+ * then runs on the guest's thread once it is done with @arg.
+ */
+int hostd_guest_call_or_leave(struct hostd_guest *g,
+			      int (*fn)(struct hostd_guest *g, void *arg),
+			      void (*release)(void *arg, int ret), void *arg,
+			      unsigned int ms, int *ret);
 /*
  * Restarts (docs/operations.md, "Restarts"). @fn runs on the guest's
  * thread when QEMU connected (@up) or went away for good; set before

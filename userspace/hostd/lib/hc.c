@@ -202,6 +202,8 @@ void hostd_hc_doorbell(struct hostd_hc *hc)
 	vbus_rmb();
 	hc_read(shm, &r);
 	hc->calls++;
+	if (hc->bus->faults && hc->bus->faults->hc)
+		hc->bus->faults->hc(hc->bus, r.vector);
 	ret = hostd_hc_dispatch(hc, &r);
 	if (ret < 0) {
 		hc->errors++;

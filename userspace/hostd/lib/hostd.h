@@ -27,5 +27,6 @@
 #include "sig.h"
 #include "hc.h"
 #include "guest.h"
+#include "fault.h"	/* tests only: --test-faults */
 
 #endif /* VBUS_HOSTD_H */

@@ -254,13 +254,24 @@ static int conn_start(struct hostd_ivshmem *iv, int fd)
 static void on_accept(void *arg, int lfd, __u32 events)
 {
 	struct hostd_ivshmem *iv = arg;
+	struct ucred cr;
 	int fd;
 
 	(void)events;
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
+	/* BAR2 and the guest's vectors go to whoever this is: check who */
+	if (!hostd_sock_peer_ok(fd, &iv->peer, &cr)) {
+		iv->refused++;
+		hostd_log_limited(iv->log, "%s: refused a connection from uid %d gid %d (pid %d): QEMU must run as root, as the daemon's uid %u or as the guest's qemu_uid=/qemu_gid=",
+				  iv->sock, (int)cr.uid, (int)cr.gid,
+				  (int)cr.pid, (unsigned int)geteuid());
+		close(fd);
+		return;
+	}
 	if (iv->conn_fd >= 0) {
+		iv->refused++;
 		hostd_log_limited(iv->log, "second connection on %s refused (one QEMU per guest)",
 				  iv->sock);
 		close(fd);
@@ -278,7 +289,8 @@ static void on_accept(void *arg, int lfd, __u32 events)
 }
 
 int hostd_ivshmem_listen(struct hostd_ivshmem *iv, const char *path,
-			 char *err, size_t errlen)
+			 const struct hostd_peer_rule *peer, char *err,
+			 size_t errlen)
 {
 	int fd, ret;
 
@@ -297,6 +309,7 @@ int hostd_ivshmem_listen(struct hostd_ivshmem *iv, const char *path,
 		return ret;
 	}
 	iv->listen_fd = fd;
+	iv->peer = *peer;
 	strcpy(iv->sock, path);
 	return 0;
 }

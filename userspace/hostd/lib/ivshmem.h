@@ -40,6 +40,8 @@ struct hostd_ivshmem {
 	char name[64];			/* of the BAR2 memfd */
 
 	char sock[108];			/* sun_path; "" when not listening */
+	struct hostd_peer_rule peer;	/* who may connect as QEMU */
+	__u64 refused;			/* connections turned away */
 	int listen_fd;
 	int conn_fd;			/* -1 while no QEMU */
 	__u64 connections;
@@ -71,9 +73,14 @@ int hostd_ivshmem_init(struct hostd_ivshmem *iv, struct hostd_loop *loop,
 		       struct hostd_log_limit *log, const char *name,
 		       const struct hostd_ivshmem_ops *ops, void *arg);
 void hostd_ivshmem_fini(struct hostd_ivshmem *iv);
-/* Listen on @path for QEMU (hostd_sock_listen's rules). */
+/*
+ * Listen on @path for QEMU (hostd_sock_listen's rules). Only a process
+ * @peer lets in is served; another is logged, counted and closed without
+ * taking the guest's one connection.
+ */
 int hostd_ivshmem_listen(struct hostd_ivshmem *iv, const char *path,
-			 char *err, size_t errlen);
+			 const struct hostd_peer_rule *peer, char *err,
+			 size_t errlen);
 /* Vectors and doorbell watches for a new peer; ops->connect. */
 int hostd_ivshmem_open(struct hostd_ivshmem *iv);
 /* ops->disconnect; vectors and connection closed; a fresh BAR2. */

@@ -22,10 +22,14 @@
 /*
  * A call handed to the loop's thread. Under cmd_lock: @started when the
  * loop takes it, @done with @ret when it returns. A caller that gave up
- * before @started sets @abandoned and leaves: the loop frees it unrun.
+ * before @started sets @abandoned and leaves: the loop frees it unrun
+ * (@arg stays the caller's). A caller with @release may also leave a
+ * started call: the loop then hands @arg to @release when @fn returns,
+ * and frees the call.
  */
 struct hostd_loop_cmd {
 	int (*fn)(void *arg);
+	void (*release)(void *arg, int ret);
 	void *arg;
 	int ret;
 	bool started, done, abandoned;
@@ -218,12 +222,18 @@ int hostd_loop_start(struct hostd_loop *l)
 
 void hostd_loop_stop(struct hostd_loop *l)
 {
+	/* also without a thread: a device's close then knows (stopping) */
+	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
 	if (!l->thread_started)
 		return;
-	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
 	hostd_eventfd_write(l->wake_fd);
 	pthread_join(l->thread, NULL);
 	l->thread_started = false;
+}
+
+bool hostd_loop_stopping(const struct hostd_loop *l)
+{
+	return __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
 }
 
 /* ---- calls from other threads ------------------------------------------------ */
@@ -233,6 +243,7 @@ static void cmd_free(struct hostd_loop_cmd *c)
 	pthread_cond_destroy(&c->cond);
 	free(c);
 }
+
 
 static void on_wake(void *arg, int fd, __u32 events)
 {
@@ -261,20 +272,28 @@ static void on_wake(void *arg, int fd, __u32 events)
 		c->started = !gone;
 		pthread_mutex_unlock(&l->cmd_lock);
 		if (gone) {
-			cmd_free(c);
+			cmd_free(c);	/* @arg stayed the caller's */
 			continue;
 		}
 		ret = c->fn(c->arg);
 		pthread_mutex_lock(&l->cmd_lock);
 		c->ret = ret;
 		c->done = true;
+		gone = c->abandoned;
 		pthread_cond_signal(&c->cond);
 		pthread_mutex_unlock(&l->cmd_lock);
+		if (gone) {
+			c->release(c->arg, ret);
+			cmd_free(c);
+		}
 	}
 }
 
-/* Until @c is done (true), or until @deadline (CLOCK_MONOTONIC) if it has
- * not started by then (false: the loop frees @c unrun). Under cmd_lock. */
+/*
+ * Until @c is done (true), or until @deadline (CLOCK_MONOTONIC) if it has
+ * not started by then, or with a release not finished by then (false:
+ * the loop frees @c). Under cmd_lock.
+ */
 static bool cmd_wait(struct hostd_loop *l, struct hostd_loop_cmd *c,
 		     const struct timespec *deadline)
 {
@@ -284,23 +303,24 @@ static bool cmd_wait(struct hostd_loop *l, struct hostd_loop_cmd *c,
 			continue;
 		}
 		if (pthread_cond_timedwait(&c->cond, &l->cmd_lock, deadline) ==
-		    ETIMEDOUT && !c->started) {
+		    ETIMEDOUT && !c->done && (!c->started || c->release)) {
 			c->abandoned = true;
 			return false;
 		}
-		if (c->started)
+		if (c->started && !c->release)
 			deadline = NULL;	/* bounded work: it will end */
 	}
 	return true;
 }
 
-int hostd_loop_call_within(struct hostd_loop *l, int (*fn)(void *arg),
-			   void *arg, unsigned int ms, int *ret)
+static int call(struct hostd_loop *l, int (*fn)(void *arg),
+		void (*release)(void *arg, int ret), void *arg,
+		unsigned int ms, int *ret)
 {
 	struct hostd_loop_cmd *c;
 	pthread_condattr_t ca;
 	struct timespec dl;
-	bool ran;
+	bool ran, started;
 
 	if (!l->thread_started || pthread_equal(pthread_self(), l->thread)) {
 		*ret = fn(arg);
@@ -314,6 +334,7 @@ int hostd_loop_call_within(struct hostd_loop *l, int (*fn)(void *arg),
 	if (!c)
 		return -ENOMEM;
 	c->fn = fn;
+	c->release = release;
 	c->arg = arg;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -333,13 +354,27 @@ int hostd_loop_call_within(struct hostd_loop *l, int (*fn)(void *arg),
 	hostd_eventfd_write(l->wake_fd);
 	pthread_mutex_lock(&l->cmd_lock);
 	ran = cmd_wait(l, c, ms ? &dl : NULL);
+	started = c->started;
 	if (ran)
 		*ret = c->ret;
 	pthread_mutex_unlock(&l->cmd_lock);
-	if (!ran)
-		return -ETIMEDOUT;	/* @c is the loop's to free now */
+	if (!ran)	/* @c is the loop's to free now */
+		return started ? -EINPROGRESS : -ETIMEDOUT;
 	cmd_free(c);
 	return 0;
+}
+
+int hostd_loop_call_within(struct hostd_loop *l, int (*fn)(void *arg),
+			   void *arg, unsigned int ms, int *ret)
+{
+	return call(l, fn, NULL, arg, ms, ret);
+}
+
+int hostd_loop_call_or_leave(struct hostd_loop *l, int (*fn)(void *arg),
+			     void (*release)(void *arg, int ret), void *arg,
+			     unsigned int ms, int *ret)
+{
+	return call(l, fn, release, arg, ms ? ms : 1, ret);
 }
 
 int hostd_loop_call(struct hostd_loop *l, int (*fn)(void *arg), void *arg)

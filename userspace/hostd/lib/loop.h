@@ -71,6 +71,8 @@ int hostd_loop_poll(struct hostd_loop *l, int timeout_ms);
 /* A thread that polls until hostd_loop_stop(). */
 int hostd_loop_start(struct hostd_loop *l);
 void hostd_loop_stop(struct hostd_loop *l);
+/* hostd_loop_stop() was called (from any thread; stays true). */
+bool hostd_loop_stopping(const struct hostd_loop *l);
 /* Run @fn on the loop's thread (inline when it has none) and wait. */
 int hostd_loop_call(struct hostd_loop *l, int (*fn)(void *arg), void *arg);
 /*
@@ -80,5 +82,16 @@ int hostd_loop_call(struct hostd_loop *l, int (*fn)(void *arg), void *arg);
  */
 int hostd_loop_call_within(struct hostd_loop *l, int (*fn)(void *arg),
 			   void *arg, unsigned int ms, int *ret);
+/*
+ * The same, but a call that started and has not returned within @ms is
+ * left too (-EINPROGRESS; one not started: -ETIMEDOUT as above, @arg
+ * stays the caller's): for work that can block (a device's open or
+ * close on a file system that does not answer). Left while running,
+ * @arg is the loop's: @release(@arg, @fn's result) runs on the loop's
+ * thread when @fn returns. @ms 0 counts as 1.
+ */
+int hostd_loop_call_or_leave(struct hostd_loop *l, int (*fn)(void *arg),
+			     void (*release)(void *arg, int ret), void *arg,
+			     unsigned int ms, int *ret);
 
 #endif /* VBUS_HOSTD_LOOP_H */

@@ -135,24 +135,29 @@ static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 
 /*
  * Guest RAM is the guest: whoever can open its file reads and writes the
- * guest. A file we did not create with O_CREAT's 0600 (another user got
- * to the predictable name in /dev/shm first, or made it readable, or put
- * a second name on it) is refused, with what to do about it. Checked on
- * the open descriptor, so nothing can swap the file after the check.
+ * guest. The daemon creates it 0660 (less its umask) for its own group,
+ * the way in of QEMU's user (the unit's Group=vbus; docs/operations.md,
+ * "Users"). A file it did not create so (another user got to the name
+ * first, or opened it to others or to another group, or put a second
+ * name on it) is refused, with what to do about it. Checked on the open
+ * descriptor, so nothing can swap the file after the check.
  */
 static int mem_owned(const char *path, const struct stat *st, char *err,
 		     size_t errlen)
 {
 	uid_t me = geteuid();
+	gid_t group = getegid();
 
 	if (st->st_uid != me)
 		return fail(err, errlen, -EPERM,
 			    "RAM file %s is owned by uid %u, not by this daemon's user (uid %u): whoever owns it can read and write the guest's memory; remove it (the daemon creates it) or chown it",
 			    path, (unsigned int)st->st_uid, (unsigned int)me);
-	if (st->st_mode & (S_IWGRP | S_IRWXO))
+	if ((st->st_mode & S_IRWXO) ||
+	    ((st->st_mode & S_IRWXG) && st->st_gid != group))
 		return fail(err, errlen, -EPERM,
-			    "RAM file %s has mode %04o: other users (or its group, writing) could reach the guest's memory; chmod 600 it or remove it (the daemon creates it 0600)",
-			    path, (unsigned int)(st->st_mode & 07777));
+			    "RAM file %s has mode %04o, group %u: other users (or a group not this daemon's, gid %u) could reach the guest's memory; chmod 600 it or remove it (the daemon creates it 0660 for its own group)",
+			    path, (unsigned int)(st->st_mode & 07777),
+			    (unsigned int)st->st_gid, (unsigned int)group);
 	if (st->st_nlink != 1)
 		return fail(err, errlen, -EPERM,
 			    "RAM file %s has %lu names (hard links): another name reaches the guest's memory; remove the others or the file",
@@ -223,7 +228,7 @@ int hostd_mem_open(struct hostd_mem *m, const char *path, int fd, __u64 size,
 	if (fd >= 0 && (!path || !*path))
 		path = "(fd)";
 	if (by_path) {
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
 		if (fd < 0)
 			return fail(err, errlen, -errno, "RAM file %s: %s", path,
 				    strerror(errno));

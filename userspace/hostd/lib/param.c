@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "device.h"
+#include "dma_window.h"
 
 const char *hostd_param_get(const struct hostd_params *p, const char *key)
 {
@@ -39,6 +40,9 @@ int hostd_params_check(struct hostd_dev *dev, const struct hostd_params *p,
 	for (i = 0; p && i < p->count; i++) {
 		const char *const *k;
 
+		/* the library's own keys, valid for every device */
+		if (hostd_dma_window_key(p->v[i].key))
+			continue;
 		for (k = known; k && *k; k++)
 			if (!strcmp(*k, p->v[i].key))
 				break;

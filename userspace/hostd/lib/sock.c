@@ -84,6 +84,50 @@ int hostd_sock_listen(const char *path, char *err, size_t errlen)
 	return fd;
 }
 
+/* Is @gid among the peer's groups (SO_PEERGROUPS, Linux 4.13)? */
+static bool peer_in_group(int fd, gid_t gid)
+{
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+	size_t i;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+		return false;
+	for (i = 0; i < len / sizeof(groups[0]); i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+bool hostd_sock_peer_ok(int fd, const struct hostd_peer_rule *rule,
+			struct ucred *cr)
+{
+	socklen_t len = sizeof(*cr);
+	gid_t gid;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &len) < 0) {
+		cr->pid = 0;
+		cr->uid = (uid_t)-1;
+		cr->gid = (gid_t)-1;
+		return false;
+	}
+	if (cr->uid == 0 || cr->uid == geteuid())
+		return true;
+	if (rule->uid_set && cr->uid == rule->uid)
+		return true;
+	/*
+	 * Neither given: the daemon's own group, the one its sockets' mode
+	 * lets in (the unit's vbus, with QEMU's user a member)
+	 */
+	if (!rule->uid_set && !rule->gid_set)
+		gid = getegid();
+	else if (rule->gid_set)
+		gid = rule->gid;
+	else
+		return false;
+	return cr->gid == gid || peer_in_group(fd, gid);
+}
+
 int hostd_send_fds(int sock, const void *buf, size_t len, const int *fds,
 		   size_t nfd)
 {

@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -85,6 +88,34 @@ void *__wrap_calloc(size_t n, size_t size)
 	return __real_calloc(n, size);
 }
 
+/*
+ * realpath, after which the file it named is swapped (linked with
+ * -Wl,--wrap=realpath): the device resolves the path, then another user
+ * replaces the file by what swap_kind says ('p' a FIFO, 'l' a symbolic
+ * link to swap_target, 'd' a directory) before the device opens it.
+ */
+char *__real_realpath(const char *path, char *resolved);
+char *__wrap_realpath(const char *path, char *resolved);
+static char swap_kind;
+static const char *swap_target;
+
+char *__wrap_realpath(const char *path, char *resolved)
+{
+	char *r = __real_realpath(path, resolved);
+	int ret = 0;
+
+	if (!r || !swap_kind)
+		return r;
+	unlink(r);
+	if (swap_kind == 'p')
+		ret = mkfifo(r, 0600);
+	else if (swap_kind == 'l')
+		ret = symlink(swap_target, r);
+	else if (swap_kind == 'd')
+		ret = mkdir(r, 0700);
+	swap_kind = 0;
+	return ret ? NULL : r;
+}
 
 /* ---- tests ------------------------------------------------------------------------ */
 
@@ -720,6 +751,136 @@ static void close_inflight(void **state)
 	assert_false(fgd_dev_faulted(f->dev));
 }
 
+/* wait up to TIMEOUT_MS for @path to exist */
+static bool wait_path(const char *path)
+{
+	int i;
+
+	for (i = 0; i < TIMEOUT_MS / 10; i++) {
+		if (!access(path, F_OK))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Does a thread of ours wait for a FUSE answer? */
+static bool fuse_waits(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	bool found = false;
+
+	assert_non_null(d);
+	while (!found && (e = readdir(d))) {
+		char path[64], wchan[64] = "";
+		FILE *fp;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%.16s/wchan",
+			 e->d_name);
+		fp = fopen(path, "r");
+		if (!fp)
+			continue;
+		if (fgets(wchan, sizeof(wchan), fp))
+			found = !strcmp(wchan, "request_wait_answer");
+		fclose(fp);
+	}
+	closedir(d);
+	return found;
+}
+
+/* until fuse_waits(), TIMEOUT_MS at most */
+static bool fuse_waiter(void)
+{
+	int i;
+
+	for (i = 0; i < TIMEOUT_MS / 10 && !fuse_waits(); i++)
+		usleep(10000);
+	return fuse_waits();
+}
+
+/*
+ * A disk on a file system that stopped answering (stallfs.py, FUSE) with
+ * a DISCARD in flight, closed while the daemon is going down: the close
+ * waits 100 ms, not VBLK_DRAIN_MS (10 s), so SIGTERM is not held by it.
+ */
+static void close_stalled_stopping(void **state)
+{
+	struct fx *f = *state;
+	char dir[] = "/tmp/vbus-blk-stall-XXXXXX", mnt[64], ready[64],
+	     cmd[96], params[128];
+	__u64 g, t0;
+	pid_t fs;
+	int err;
+
+	if (geteuid()) {
+		fprintf(stderr, "[test] not root: no FUSE mount\n");
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	fs = fork();
+	if (!fs) {
+		/* gone with us, also when a check fails half-way */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execlp("python3", "python3", STALLFS, mnt, ready, (char *)NULL);
+		_exit(127);
+	}
+	if (!wait_path(ready)) {
+		int st;
+
+		kill(fs, SIGKILL);
+		waitpid(fs, &st, 0);
+		rmdir(mnt);
+		rmdir(dir);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+			fprintf(stderr, "[test] FUSE cannot be mounted here\n");
+			skip();
+		}
+		fail_msg("stallfs did not start");
+	}
+	snprintf(params, sizeof(params), "file=%s/disk,direct=0", mnt);
+	f->dev = fgd_dev_create("vbus-blk", params, &err);
+	assert_non_null(f->dev);
+	assert_int_equal(fgd_dev_open(f->dev, VBUS_BLK_VERSION), 0);
+	assert_int_equal(fgd_call(f->dev, VBUS_BLK_FUNC_GETCONFIG, &f->cfg,
+				  sizeof(f->cfg)), 0);
+	blk_negotiate(f, VBUS_BLK_F_DISCARD, 1, 16);
+	/* from now on the file system answers nothing */
+	kill(fs, SIGUSR1);
+	snprintf(cmd, sizeof(cmd), "%s.stalled", ready);
+	assert_true(wait_path(cmd));
+	/* a DISCARD (fallocate) always goes to an io-wq worker: it waits there */
+	g = req_new(VBUS_BLK_OP_DISCARD, 0, 0, 8, 0, NULL, NULL);
+	assert_int_equal(fgd_post(&f->r[0], g, VBUS_BLK_REQ_SIZE(0), 1), 0);
+	fgd_poll(0);
+	assert_int_equal(fgd_stat(f->dev, "inflight"), 1);
+	assert_true(fuse_waiter());	/* its worker waits for the answer */
+
+	fgd_stopping();
+	t0 = hostd_now_ns();
+	fgd_dev_close(f->dev);
+	t0 = (hostd_now_ns() - t0) / 1000000;
+	fprintf(stderr, "[test] close with a DISCARD the file system never "
+		"answers, daemon stopping: %llu ms\n", (unsigned long long)t0);
+	assert_int_equal(fgd_stat(f->dev, "drain_timeouts"), 1);
+	assert_true(t0 < VBLK_DRAIN_MS / 2);
+	fgd_dev_destroy(f->dev);
+	f->dev = NULL;
+	/* the connection goes with its server: the read fails, nothing waits */
+	kill(fs, SIGKILL);
+	waitpid(fs, NULL, 0);
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
+	unlink(ready);
+	unlink(cmd);
+	rmdir(dir);
+}
+
 /* O_DIRECT where it works, buffered on request; unaligned buffers */
 static void direct_and_buffered(void **state)
 {
@@ -867,6 +1028,127 @@ static void create_errors(void **state)
 	assert_non_null(d);
 	fgd_dev_destroy(d);
 #undef REFUSED
+}
+
+/*
+ * The backing file swapped between the check of its name and the open,
+ * for a FIFO, a symbolic link (to a file the daemon's user can reach) or
+ * a directory: each is refused with what it is, and nothing waits (a
+ * FIFO opened read-only blocked the guest's loop in open(2) on 5e8fef9).
+ */
+static void swapped_before_open(void **state)
+{
+	static const struct {
+		char kind;
+		const char *params, *msg;
+	} c[] = {
+		{ 'p', ",ro=1", "is not a regular file or a block device" },
+		{ 'p', "", "is not a regular file or a block device" },
+		{ 'l', ",ro=1", "is a symbolic link (swapped in after the path was resolved)" },
+		{ 'l', "", "is a symbolic link (swapped in after the path was resolved)" },
+		{ 'd', ",ro=1", "is not a regular file or a block device" },
+		{ 'd', "", "is not a regular file or a block device" },
+	};
+	struct fx *f = *state;
+	char params[1200];
+	unsigned int i;
+	int err;
+
+	make_file(f->path2, DISK_SIZE, 0x22);
+	swap_target = f->path2;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		make_file(f->path, DISK_SIZE, 0x11);
+		snprintf(params, sizeof(params), "file=%s%s", f->path,
+			 c[i].params);
+		swap_kind = c[i].kind;
+		assert_null(fgd_dev_create("vbus-blk", params, &err));
+		assert_int_equal(swap_kind, 0);		/* it was swapped */
+		if (!strstr(fgd_last_error(), c[i].msg))
+			fail_msg("'%c' %s: '%s' lacks '%s'", c[i].kind, params,
+				 fgd_last_error(), c[i].msg);
+		if (c[i].kind == 'd')
+			assert_int_equal(rmdir(f->path), 0);
+		else
+			assert_int_equal(unlink(f->path), 0);
+	}
+}
+
+/*
+ * Figures of this process: its anonymous RSS in KiB (the daemon's heap;
+ * the guest RAM it maps is shared memory the guest touches), open
+ * descriptors, threads.
+ */
+static void proc_figures(long *anon_kib, unsigned int *fds, unsigned int *thr)
+{
+	FILE *fp = fopen("/proc/self/status", "r");
+	struct dirent *e;
+	char line[256];
+	DIR *d;
+
+	assert_non_null(fp);
+	*anon_kib = -1;
+	*thr = 0;
+	while (fgets(line, sizeof(line), fp)) {
+		if (!strncmp(line, "Threads:", 8))
+			*thr = (unsigned int)atoi(line + 8);
+		if (!strncmp(line, "RssAnon:", 8))
+			*anon_kib = atol(line + 8);
+	}
+	fclose(fp);
+	assert_true(*anon_kib >= 0);
+	*fds = 0;
+	d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		*fds += e->d_name[0] != '.';
+	closedir(d);
+	*fds -= 1;	/* opendir's own */
+}
+
+#define CYCLES 100000
+
+/*
+ * 10^5 sessions of one disk, as a guest that loads and unloads its
+ * driver in a loop: DEVOPEN, GETCONFIG, NEGOTIATE, a 4 KiB read, DEVCLOSE.
+ * The daemon's RSS, descriptors and threads (io-wq's among them) stay
+ * flat; the figures are printed.
+ */
+static void open_close_cycles(void **state)
+{
+	struct fx *f = *state;
+	__u32 l = 4096;
+	__u64 a = buf_new(l, 0);
+	long rss0, rss1;
+	unsigned int fd0, fd1, t0, t1, i;
+
+	blk_up(f, NULL);
+	assert_int_equal(rw(f, VBUS_BLK_OP_READ, 0, 0, 1, &a, &l),
+			 VBUS_BLK_S_OK);
+	fgd_dev_close(f->dev);
+	proc_figures(&rss0, &fd0, &t0);
+	for (i = 0; i < CYCLES; i++) {
+		assert_int_equal(fgd_dev_open(f->dev, VBUS_BLK_VERSION), 0);
+		assert_int_equal(fgd_call(f->dev, VBUS_BLK_FUNC_GETCONFIG,
+					  &f->cfg, sizeof(f->cfg)), 0);
+		memset(&f->neg, 0, sizeof(f->neg));
+		f->neg.features = f->cfg.features;
+		f->neg.nr_queues = 1;
+		f->neg.queue_depth = 16;
+		assert_int_equal(fgd_call(f->dev, VBUS_BLK_FUNC_NEGOTIATE,
+					  &f->neg, sizeof(f->neg)), 0);
+		fgd_dev_close(f->dev);
+	}
+	proc_figures(&rss1, &fd1, &t1);
+	fprintf(stderr, "[test] %u open/close cycles: anonymous RSS %ld -> %ld KiB, "
+		"fds %u -> %u, threads %u -> %u\n", CYCLES, rss0, rss1, fd0,
+		fd1, t0, t1);
+	assert_int_equal(fd1, fd0);
+	/* io-wq starts workers on demand and lets idle ones go: capped */
+	assert_true(t1 <= t0 + 2 * 8);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	/* (a sanitizer's quarantine holds freed memory: RSS grows there) */
+	assert_true(rss1 - rss0 < 1024);
+#endif
 }
 
 /*
@@ -1045,6 +1327,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(close_inflight, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(close_stalled_stopping, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(direct_and_buffered, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(create_errors, setup,
@@ -1053,6 +1337,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(no_io_uring, setup, teardown),
 		cmocka_unit_test_setup_teardown(block_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(swapped_before_open, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(open_close_cycles, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include <vbus/vbus_ipc.h>
 #include "daemon.h"
 #include "fakeguest.h"
+#include "fake_qemu.h"
 #include "../../../ipc/ipc_msg.h"
 
 struct env {
@@ -42,46 +44,6 @@ struct env {
 	size_t size;
 	pid_t host;
 };
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
-/* One ivshmem server message: int64 and maybe an fd. */
-static __s64 qemu_recv(int sock, int *fd)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	__u64 le;
-	struct iovec iov = { .iov_base = &le, .iov_len = sizeof(le) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c;
-
-	*fd = -1;
-	assert_int_equal(recvmsg(sock, &mh, 0), sizeof(le));
-	c = CMSG_FIRSTHDR(&mh);
-	if (c && c->cmsg_type == SCM_RIGHTS)
-		memcpy(fd, CMSG_DATA(c), sizeof(int));
-	return (__s64)le64toh(le);
-}
-
-static int connect_to(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	strcpy(sa.sun_path, path);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
-}
 
 /* QEMU's side of the handshake, in QEMU 7.2's order. */
 static void qemu_connect(struct env *e)
@@ -107,13 +69,6 @@ static void qemu_connect(struct env *e)
 	assert_int_equal(e->shm->magic, VBUS_IPC_MAGIC);
 	assert_string_equal(e->shm->service, "echo");
 	assert_int_equal(vbus_ipc_layout_check(&e->shm->layout, e->size), 0);
-}
-
-static void kick(int fd)
-{
-	__u64 one = 1;
-
-	assert_int_equal(write(fd, &one, sizeof(one)), sizeof(one));
 }
 
 /* What vbus_ipc.ko does at open and release. */
@@ -254,7 +209,8 @@ out:
 	return got;
 }
 
-static struct env *up(void)
+/* The device; QEMU connected to its qsock= when @qemu. */
+static struct env *up_qemu(bool qemu)
 {
 	struct env *e = calloc(1, sizeof(*e));
 	char spec[512], err[256];
@@ -268,8 +224,14 @@ static struct env *up(void)
 		 "type=vbus-ipc,id=5,service=echo,sock=%s,qsock=%s,count=64,bufsize=1024",
 		 e->sock, e->qsock);
 	assert_int_equal(fg_add_dev(&e->fg, spec, err, sizeof(err)), 0);
-	qemu_connect(e);
+	if (qemu)
+		qemu_connect(e);
 	return e;
+}
+
+static struct env *up(void)
+{
+	return up_qemu(true);
 }
 
 static void down(struct env *e)
@@ -597,6 +559,62 @@ static void test_ipc_bad_params(void **state)
 	fg_fini(&f);
 }
 
+/*
+ * QEMU's socket (qsock=) serves the guest's QEMU user only: a process
+ * of another uid connecting first is closed on without a message, and
+ * QEMU, connecting after it, gets the handshake (5e8fef9 handed the
+ * first connector the region and the vectors, and turned QEMU away).
+ */
+static void test_ipc_qemu_peer_checked(void **state)
+{
+	struct env *e = up_qemu(false);
+	int sv[2], status;
+	pid_t pid, w = 0;
+	char b;
+
+	(void)state;
+	if (geteuid() != 0) {
+		fprintf(stderr, "[test] not root: cannot play another uid\n");
+		down(e);
+		skip();
+	}
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(chmod(e->dir, 0711), 0);
+	assert_int_equal(chmod(e->qsock, 0666), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int fd;
+
+		close(sv[0]);
+		/* no group of root's either: the daemon's group may connect */
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(2);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		strcpy(sa.sun_path, e->qsock);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			_exit(3);
+		if (write(sv[1], "c", 1) != 1)
+			_exit(4);
+		/* EOF, no handshake; the connection stays until then */
+		_exit(recv(fd, &b, 1, 0) == 0 ? 0 : 5);
+	}
+	close(sv[1]);
+	assert_int_equal(read(sv[0], &b, 1), 1);
+	for (int i = 0; i < 2000 && (w = waitpid(pid, &status, WNOHANG)) == 0;
+	     i++) {
+		fg_pump(&e->fg);
+		usleep(10000);
+	}
+	assert_int_equal(w, pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	qemu_connect(e);
+	close(sv[0]);
+	down(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -610,6 +628,7 @@ int main(void)
 		cmocka_unit_test(test_ipc_qemu_gone_ends_session),
 		cmocka_unit_test(test_ipc_stats_ignore_guest_service),
 		cmocka_unit_test(test_ipc_peer_uid_checked),
+		cmocka_unit_test(test_ipc_qemu_peer_checked),
 		cmocka_unit_test(test_ipc_bad_params),
 	};
 

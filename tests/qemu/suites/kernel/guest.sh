@@ -1,8 +1,9 @@
 # shellcheck shell=dash
 # Guest side of the kernel suite (host.sh next to it); runs as /test/run.sh
 # under busybox sh. Loads vbus_core.ko and vbus_selftest.ko, turns the selftest's
-# dmesg lines into VBUS-TEST lines, then load/unload cycles that must leave
-# no module reference, kthread or slab object behind.
+# dmesg lines into VBUS-TEST lines, runs the selftest's vbus_proxy cases with
+# vbus_proxy.ko loaded, then load/unload cycles that must leave no module
+# reference, kthread or slab object behind.
 #
 # Knobs come from /test/config.sh (written by the host script):
 #   VST_STRESS_MSGS   messages of the full stress run (module default if empty)
@@ -73,7 +74,23 @@ check_selftest() {
 
 }
 
-# --- 2. load/unload cycles ---------------------------------------------------
+# --- 2. the drivers' ring helper against a hostile host ----------------------
+# vbus_driver_ioq_alloc() with a fake bridge whose host rewrites the ring's
+# version after DEVSHM (issue 20.4; kernel/selftest/selftest_proxy.c).
+check_proxy() {
+	vt_check proxy/load-vbus_core vt_kmod_load vbus_core || return
+	vt_check proxy/load-vbus_proxy vt_kmod_load vbus_proxy
+	if vt_check proxy/load-vbus_selftest vt_kmod_load vbus_selftest \
+		run_cases=0 stress_msgs=0 proxy_cases=1; then
+		vst_collect proxy
+		vt_check proxy/failed-param-0 test "$(cat $P/failed)" = 0
+		vt_check proxy/unload-vbus_selftest rmmod vbus_selftest
+	fi
+	vt_check proxy/unload-vbus_proxy rmmod vbus_proxy
+	vt_check proxy/unload-vbus_core rmmod vbus_core
+}
+
+# --- 3. load/unload cycles ---------------------------------------------------
 check_cycles() {
 	local i bad r f p k
 	# One warm-up round first: the first load allocates one-time objects (sysfs
@@ -139,5 +156,5 @@ check_cycles() {
 }
 
 echo "vbus-kernel-tests: $(grep -c ^processor /proc/cpuinfo) CPUs, kernel $(uname -r)"
-vt_run_checks selftest cycles
+vt_run_checks selftest proxy cycles
 vt_done

@@ -62,7 +62,7 @@ h_pass initramfs
 cp "$VBUS_VMLINUX" "$run/kernel"
 [[ ${#as_user[@]} -eq 0 ]] || chown -R nobody "$run"
 
-# ---- vbus-hostd, as the user QEMU runs as (its RAM file is 0600) ----
+# ---- vbus-hostd, as the user QEMU runs as (the simplest way in: no group) ----
 LAB_HOSTD_WRAP=("${as_user[@]}")
 lab_hostd -- --guest "$(lab_guest g1 "${mem}M")" --device g1:type=vbus-test,id=7
 ram=/dev/shm/$tag-g1

@@ -498,5 +498,27 @@ check_flush() {
 	fi
 }
 
-vt_run_checks sysfs data fio discard ext4 ro udev hotdrop cycles poll flush
+# --swiotlb (VT_SWIOTLB=1): the rw disk comes back with dma_window= our
+# bounce buffers (vt_swiotlb_range); the data checks run on it; then the
+# host says it saw only bounce buffers (dma_in > 0, dma_out = 0)
+check_swiotlb_window() {
+	local r
+	r=$(vt_swiotlb_range) || { vt_fail swiotlb-range "$r"; return; }
+	log "swiotlb: bounce buffers at $r"
+	vt_check swiotlb-drop-rw vt_host drop rw || return
+	vt_check swiotlb-rw-gone gone "$RW" 30 || return
+	# shellcheck disable=SC2086 # START END
+	vt_check swiotlb-rw-back-with-window vt_host window $r || return
+	if RW=$(disk "$VT_RW_SERIAL" 30); then vt_pass "swiotlb-rw-disk-$RW"; else vt_fail swiotlb-rw-disk "$RW"; fi
+}
+check_swiotlb_verdict() {
+	vt_check swiotlb-host-saw-bounce-buffers-only vt_host dmacheck
+	log "swiotlb: vbus-hostd counted $(vt_host dmacheck)"
+}
+
+if [ "${VT_SWIOTLB:-0}" = 1 ]; then
+	vt_run_checks swiotlb_window data fio ext4 swiotlb_verdict
+else
+	vt_run_checks sysfs data fio discard ext4 ro udev hotdrop cycles poll flush
+fi
 vt_done

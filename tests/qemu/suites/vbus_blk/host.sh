@@ -11,9 +11,12 @@
 # (the host SIGKILLs vbus-hostd as soon as the guest says its fsync
 # returned, then checks the data is in the file) and last, with vbus-hostd
 # dead, the timeout handler. The guest asks (vt_host) for checksums of
-# file ranges, allocated sizes, ctl drop/add and the kill.
+# file ranges, allocated sizes, ctl drop/add and the kill. With --swiotlb
+# (the guest bounces every DMA mapping) only the data checks run, data fio
+# ext4, on the rw disk added back with dma_window= the guest's swiotlb
+# range; vbus-hostd then saw every segment in it (swiotlb_verdict).
 #
-#   tests/qemu/run.sh vbus_blk[:REGEX] [--cycles N] [--disk-mb N]
+#   tests/qemu/run.sh vbus_blk[:REGEX] [--cycles N] [--disk-mb N] [--swiotlb]
 #
 #   --cycles N    load/unload cycles of vbus_blk for the slab check (20)
 #   --disk-mb N   size of the rw disk in MiB; each of the 4 fio jobs writes
@@ -21,7 +24,7 @@
 #                 (default 128: 1.4 GiB of I/O)
 #   --timeout SEC kill the guest after SEC seconds (default 1200)
 # Check groups (REGEX): sysfs data fio discard ext4 ro udev hotdrop cycles
-# poll flush.
+# poll flush; with --swiotlb: swiotlb_window data fio ext4 swiotlb_verdict.
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
@@ -54,6 +57,7 @@ VT_RW_BYTES=$((disk_mb * 1024 * 1024))
 VT_RO_BYTES=$((ro_mb * 1024 * 1024))
 VT_FIO_MB=$disk_mb
 VT_CYCLES=$cycles
+VT_SWIOTLB=$swiotlb
 CONFIG
 lab_hostd -- --guest "$(lab_guest g1)" --device "g1:$rw_spec" --device "g1:$ro_spec"
 
@@ -89,6 +93,9 @@ req_add() {
 	[[ "$1" == rw ]] || { lab_reply="only rw can be added"; return 1; }
 	ctl add g1 "$rw_spec" >>"$out/ctl.log" 2>&1 || { lab_reply="ctl add (see $out/ctl.log)"; return 1; }
 }
+# --swiotlb: the rw disk back with the guest's swiotlb range as dma_window
+req_window() { lab_dma_add "$rw_spec" "$@"; }
+req_dmacheck() { lab_dma_check 1; }
 killed=0
 req_killcheck() {
 	local sum

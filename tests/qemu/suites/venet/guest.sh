@@ -28,6 +28,8 @@
 
 # shellcheck source=tests/qemu/lib/guest.sh
 . /test/lib.sh
+# shellcheck source=tests/qemu/suites/venet/net.sh
+. /test/net.sh
 # shellcheck disable=SC1091
 [ -f /test/config.sh ] && . /test/config.sh
 : "${VT_HOST_IP:=10.77.0.1}"
@@ -49,36 +51,6 @@ command -v ethtool >/dev/null 2>&1 && HAVE_ETHTOOL=1
 
 log() { echo "venet-tests: $*"; }
 
-# venet_if: the name of the netdev bound to venet (waits up to 10 s:
-# the device appears when the bridge has processed DEVADD).
-venet_if() {
-	local i n=0 d
-	while [ "$n" -lt 50 ]; do
-		for i in /sys/class/net/*; do
-			d=$(readlink "$i/device/driver" 2>/dev/null) || continue
-			case "${d##*/}" in
-			venet) echo "${i##*/}"; return 0 ;;
-			esac
-		done
-		n=$((n + 1))
-		usleep 200000
-	done
-	return 1
-}
-
-# wait_carrier IF 0|1: wait up to 20 s for the carrier to read as wanted.
-wait_carrier() {
-	local n=0 c
-	while [ "$n" -lt 100 ]; do
-		c=$(cat "/sys/class/net/$1/carrier" 2>/dev/null || echo 0)
-		[ "$c" = "$2" ] && return 0
-		n=$((n + 1))
-		usleep 200000
-	done
-	echo "carrier of $1 is ${c:-?}, wanted $2"
-	return 1
-}
-
 # http GET/POST with a bound on the time (a wedged link must not hang us).
 http_get() { timeout 60 wget -q -O - "$URL$1"; }
 http_post() { timeout 120 wget -q -O - --post-file "$2" "$URL$1"; }
@@ -95,12 +67,6 @@ ethstats() {
 # ethfeature IF NAME: "on" or "off" from ethtool -k.
 ethfeature() {
 	ethtool -k "$1" | awk -v k="$2:" '$1 == k { print $2; f = 1 } END { exit !f }'
-}
-
-ip_frag_creates() {
-	awk '$1 == "Ip:" && !h { for (i = 1; i <= NF; i++) n[i] = $i; h = 1; next }
-	     $1 == "Ip:" { for (i = 1; i <= NF; i++) if (n[i] == "FragCreates") print $i }' \
-		/proc/net/snmp
 }
 
 check_ping_out() { ping -c 3 -W 3 "$VT_HOST_IP"; }
@@ -166,12 +132,6 @@ check_tcp_in() {
 	got=$(http_get /data | md5sum | cut -d' ' -f1)
 	echo "got $got want $VT_DATA_MD5"
 	test "$got" = "$VT_DATA_MD5"
-}
-
-# mk_upload MB: /tmp/up, about MB MiB of random text. Text, because busybox
-# wget --post-file sends the file as a C string (it stops at the first NUL).
-mk_upload() {
-	dd if=/dev/urandom bs=3k count=$(($1 * 256)) 2>/dev/null | base64 >/tmp/up
 }
 
 check_tcp_out() {
@@ -463,8 +423,51 @@ check_alias() {
 	rm -f "$d/venet.ko"
 }
 
-# shellcheck disable=SC2046 # one group per sg_enabled mode
-vt_run_checks $(for sg in $VT_SG_MODES; do echo "sg$sg"; done) small_rings hotdrop alias cycles
+# --swiotlb (VT_SWIOTLB=1): every DMA mapping of ours is a bounce buffer.
+# The host adds the device back with dma_window= that range
+# (vt_swiotlb_range); md5-checked TCP both ways in each sg mode, at MTU
+# 1500 and 9000; then the host says every frame it saw was in the window
+# (dma_in > 0, dma_out = 0; vbus-hostd refuses one outside).
+swiotlb_mode() {
+	local sg=$1 p="swiotlb/sg$1" IF
+	vt_check "$p/load" vt_kmod_load venet "sg_enabled=$sg" || return
+	IF=$(venet_if) || { vt_fail "$p/netdev" "no venet netdev"; rmmod venet; return; }
+	ip addr add "$VT_GUEST_IP/$VT_PREFIX" dev "$IF"
+	ip link set dev "$IF" up
+	vt_check "$p/carrier-on" wait_carrier "$IF" 1
+	vt_check "$p/tcp-host-to-guest" check_tcp_in
+	vt_check "$p/tcp-guest-to-host" check_tcp_out
+	vt_check "$p/mtu-9000" set_mtu "$IF" 9000
+	vt_check "$p/mtu-9000-tcp-host-to-guest" check_tcp_in
+	vt_check "$p/mtu-9000-tcp-guest-to-host" check_tcp_out
+	vt_check "$p/mtu-1500" set_mtu "$IF" 1500
+	vt_check "$p/unload" rmmod venet
+}
+check_swiotlb() {
+	local r IF sg
+	r=$(vt_swiotlb_range) || { vt_fail swiotlb/range "$r"; return; }
+	log "swiotlb: bounce buffers at $r"
+	vt_check swiotlb/load vt_kmod_load venet || return
+	IF=$(venet_if) || { vt_fail swiotlb/netdev "no venet netdev"; rmmod venet; return; }
+	vt_check swiotlb/drop vt_host drop
+	vt_check swiotlb/netdev-gone vt_wait 20 netdev_gone "$IF"
+	# shellcheck disable=SC2086 # START END
+	vt_check swiotlb/back-with-window vt_host window $r
+	vt_check swiotlb/netdev-back venet_if
+	vt_check swiotlb/unload rmmod venet
+	for sg in $VT_SG_MODES; do
+		swiotlb_mode "$sg"
+	done
+	vt_check swiotlb/host-saw-bounce-buffers-only vt_host dmacheck
+	log "swiotlb: vbus-hostd counted $(vt_host dmacheck)"
+}
+
+if [ "${VT_SWIOTLB:-0}" = 1 ]; then
+	vt_run_checks swiotlb
+else
+	# shellcheck disable=SC2046 # one group per sg_enabled mode
+	vt_run_checks $(for sg in $VT_SG_MODES; do echo "sg$sg"; done) small_rings hotdrop alias cycles
+fi
 vt_check enet-unloaded test ! -d /sys/module/venet
 
 vt_done

@@ -9,10 +9,13 @@
 # 1500/9000, link down/up, sg_enabled=1 (SG, TSO and RXSG: GSO frames
 # host->guest) and 0 (plain rx), TSO/rx GSO counters, unload under
 # traffic, small rings, load/unload cycles without slab growth; with
-# --soak-mb, long transfers each way. Needs root (netns, tap).
+# --soak-mb, long transfers each way. With --swiotlb (the guest bounces
+# every DMA mapping) only the swiotlb group runs: the device added back
+# with dma_window= the guest's swiotlb range, TCP both ways in each --sg
+# mode, and vbus-hostd saw every frame in it. Needs root (netns, tap).
 #
 #   tests/qemu/run.sh venet[:REGEX] [--sg "1 0"] [--cycles N] [--data-mb N]
-#                                   [--soak-mb N]
+#                                   [--soak-mb N] [--swiotlb]
 #
 #   --sg MODES    sg_enabled values to test, in order (default "1 0")
 #   --cycles N    load/unload cycles of venet for the slab check (20)
@@ -21,7 +24,8 @@
 #                 one download and N MiB guest->host in 64 MiB uploads, each
 #                 md5-checked at both ends (default 0: none; the opt-in
 #                 stage soak-venet of scripts/test.sh uses 2048)
-# Check groups (REGEX): sg1 sg0 small_rings hotdrop alias cycles.
+# Check groups (REGEX): sg1 sg0 small_rings hotdrop alias cycles; with
+# --swiotlb: swiotlb.
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
@@ -56,7 +60,7 @@ if command -v ethtool >/dev/null; then
 else
 	vbus_warn "no ethtool on the host: the guest skips the ethtool checks (apt-get install ethtool)"
 fi
-lab_stage guest "$(dirname "$0")/guest.sh" "${kos[@]}" "${bins[@]}" <<CONFIG
+lab_stage guest "$(dirname "$0")/guest.sh" --file "$(dirname "$0")/net.sh" "${kos[@]}" "${bins[@]}" <<CONFIG
 VT_HOST_IP=$host_ip
 VT_GUEST_IP=$guest_ip
 VT_PREFIX=24
@@ -68,6 +72,7 @@ VT_CYCLES=$cycles
 VT_UP_MB=$data_mb
 VT_SOAK_MB=$soak_mb
 VT_SOAK_MD5=$soak_md5
+VT_SWIOTLB=$swiotlb
 CONFIG
 
 # in the namespace: it opens the tap there
@@ -81,6 +86,9 @@ req_mtu() { [[ "$1" =~ ^[0-9]+$ ]] && nsx ip link set dev "$tap" mtu "$1"; }
 venet_spec="type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1"
 req_drop() { ctl drop g1 1 >>"$out/ctl.log" 2>&1 || { lab_reply="ctl drop (see $out/ctl.log)"; return 1; }; }
 req_add() { ctl add g1 "$venet_spec" >>"$out/ctl.log" 2>&1 || { lab_reply="ctl add (see $out/ctl.log)"; return 1; }; }
+# --swiotlb: the device back with the guest's swiotlb range as dma_window
+req_window() { lab_dma_add "$venet_spec" "$@"; }
+req_dmacheck() { lab_dma_check 1; }
 req_hc_errors() {
 	lab_reply=$(ctl stats g1 2>>"$out/ctl.log" | sed -n 's/^guest=g1 .* hc_errors=\([0-9]*\).*/\1/p')
 	[[ -n "$lab_reply" ]]

@@ -45,6 +45,7 @@
 #define VBLK_MAX_DISCARD	(1u << 22)	/* 2 GiB per request */
 #define VBLK_URING_ENTRIES	256		/* SQ size; CQ is twice */
 #define VBLK_DRAIN_MS		10000		/* close: wait this long */
+#define VBLK_DRAIN_STOP_MS	100		/* when the daemon stops */
 #define VBLK_LAT_BUCKETS	24		/* < 1us .. >= 2^22 us */
 #define VBLK_DEF_MASK_US	1000		/* doorbell_mask_us */
 #define VBLK_MAX_MASK_US	1000000

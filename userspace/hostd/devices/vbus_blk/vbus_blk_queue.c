@@ -443,14 +443,33 @@ void vbus_blk_complete_end(struct vbus_blk *b, const bool *touched)
 	run_masked(b);
 }
 
+/*
+ * When to give up on the requests still in flight: VBLK_DRAIN_MS from the
+ * start, or VBLK_DRAIN_STOP_MS once the daemon is going down (from then
+ * on), so that SIGTERM never waits for a disk that does not answer.
+ */
+static __u64 drain_deadline(struct vbus_blk *b, __u64 deadline, bool *stop)
+{
+	__u64 now = hostd_now_ns();
+
+	if (!*stop && hostd_dev_stopping(b->dev)) {
+		*stop = true;
+		if (now + VBLK_DRAIN_STOP_MS * 1000000ull < deadline)
+			deadline = now + VBLK_DRAIN_STOP_MS * 1000000ull;
+	}
+	return deadline;
+}
+
 void vbus_blk_queues_drain(struct vbus_blk *b)
 {
 	__u64 deadline = hostd_now_ns() + VBLK_DRAIN_MS * 1000000ull;
+	bool stop = false;
 
 	if (!b->ring_up || !b->inflight)
 		return;
 	vbus_blk_backend_cancel_all(b);
-	while (b->inflight && hostd_now_ns() < deadline) {
+	while (b->inflight &&
+	       hostd_now_ns() < (deadline = drain_deadline(b, deadline, &stop))) {
 		struct __kernel_timespec ts = { .tv_nsec = 50 * 1000000 };
 		struct io_uring_cqe *cqe;
 
@@ -466,8 +485,9 @@ void vbus_blk_queues_drain(struct vbus_blk *b)
 		 * may still land in guest RAM, which stays mapped.
 		 */
 		hostd_dev_log(b->dev, "vbus-blk: %u requests still in flight "
-			      "after %u ms at close", b->inflight,
-			      VBLK_DRAIN_MS);
+			      "after %u ms at close%s", b->inflight,
+			      stop ? VBLK_DRAIN_STOP_MS : VBLK_DRAIN_MS,
+			      stop ? " (the daemon is stopping)" : "");
 		b->st.drain_timeouts++;
 		b->stale += b->inflight;
 		b->inflight = 0;

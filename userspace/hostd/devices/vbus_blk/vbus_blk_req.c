@@ -71,9 +71,9 @@ static __u8 parse_rw(struct vbus_blk *b, const struct req_copy *r,
 		if (len > VBLK_MAX_SEG_SIZE)
 			return bad(why, "segment longer than max_segment_size");
 		/* one RAM block per segment: the lowmem hole is an error */
-		p = hostd_dev_gpa(b->dev, addr, len);
+		p = hostd_dev_data(b->dev, addr, len);
 		if (!p)
-			return bad(why, "segment outside guest RAM");
+			return bad(why, "segment outside guest RAM (or dma_window)");
 		iov[i].iov_base = p;
 		iov[i].iov_len = len;
 		if ((addr | len) % b->lbs)
@@ -190,10 +190,10 @@ __u8 vbus_blk_req_parse(struct vbus_blk *b, __u64 req_gpa, __u64 desc_len,
 			return st;
 		if (!r.seg[0].len)
 			return bad(why, "GET_ID segment of length 0");
-		iov[0].iov_base = hostd_dev_gpa(b->dev, r.seg[0].addr,
-						r.seg[0].len);
+		iov[0].iov_base = hostd_dev_data(b->dev, r.seg[0].addr,
+						 r.seg[0].len);
 		if (!iov[0].iov_base)
-			return bad(why, "segment outside guest RAM");
+			return bad(why, "segment outside guest RAM (or dma_window)");
 		iov[0].iov_len = r.seg[0].len;
 		io->niov = 1;
 		return VBUS_BLK_S_OK;

@@ -35,6 +35,7 @@ struct vbus_ipc {
 	int host_fd, qemu_fd;		/* connected, or -1 */
 	int db_fd[VBUS_IPC_NR_VECTORS];	  /* guest -> host doorbells */
 	int msix_fd[VBUS_IPC_NR_VECTORS]; /* host -> guest interrupts */
+	struct vbus_ipc_link *link;	/* peer=: a link, none of the above */
 	bool active;
 	__u32 session;
 	__u32 served_open;	/* guest_open of the last session */
@@ -237,10 +238,20 @@ static void on_qemu_listen(struct hostd_dev *dev, int lfd, __u32 events,
 {
 	struct vbus_ipc *c = arg;
 	int fd = vbus_ipc_sock_accept(lfd);
+	struct ucred cr;
 
 	(void)events;
 	if (fd < 0)
 		return;
+	/* the region and the vectors go to whoever this is: check who */
+	if (!hostd_dev_qemu_peer_ok(dev, fd, &cr)) {
+		hostd_dev_log(dev, "ipc: %s: refused a connection from uid %d gid %d (pid %d): QEMU must run as root, as the daemon's uid or as the guest's qemu_uid=/qemu_gid=",
+			      c->qsock_path, (int)cr.uid, (int)cr.gid,
+			      (int)cr.pid);
+		c->refused++;
+		close(fd);
+		return;
+	}
 	if (c->qemu_fd >= 0) {
 		hostd_dev_log(dev, "ipc: a second QEMU on %s refused",
 			      c->qsock_path);
@@ -291,6 +302,7 @@ static void on_host_listen(struct hostd_dev *dev, int lfd, __u32 events,
 
 static void vbus_ipc_free(struct vbus_ipc *c)
 {
+	vbus_ipc_link_free(c->link);
 	fd_drop(c, &c->host_fd);
 	fd_drop(c, &c->qemu_fd);
 	vectors_close(c);
@@ -322,11 +334,54 @@ static int listen_on(struct vbus_ipc *c, const char *key, const char *path,
 	return ret < 0 ? hostd_dev_fail(c->dev, ret, "%s: epoll", key) : 0;
 }
 
+/* A guest name: what --guest accepts, in the log and stats of a link. */
+static bool guest_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n && n < 64 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789._-") == n;
+}
+
+/*
+ * peer=GUEST peer_qsock=PATH make a link (vbus_ipc_link.c): the other end
+ * is a guest, so there is no host process and no sock=/peer_uid=.
+ */
+static int link_params_check(struct hostd_dev *dev,
+			     const struct hostd_params *p)
+{
+	const char *peer = hostd_param_get(p, "peer");
+	bool pq = hostd_param_get(p, "peer_qsock");
+
+	if (!peer && !pq)
+		return 0;
+	if (!peer || !pq)
+		return hostd_dev_fail(dev, -EINVAL,
+				      "peer= (the other guest) and peer_qsock= (its QEMU's ivshmem chardev) go together");
+	if (!guest_name_ok(peer))
+		return hostd_dev_fail(dev, -EINVAL,
+				      "peer=%s: not a guest name (1..63 of [A-Za-z0-9._-])",
+				      peer);
+	if (hostd_param_get(p, "sock") || hostd_param_get(p, "peer_uid"))
+		return hostd_dev_fail(dev, -EINVAL,
+				      "peer= links two guests: sock= and peer_uid= (a host process) do not apply");
+	if (!hostd_param_get(p, "qsock"))
+		return hostd_dev_fail(dev, -EINVAL,
+				      "qsock= (this guest's QEMU's ivshmem chardev) is required");
+	if (!strcmp(hostd_param_get(p, "qsock"), hostd_param_get(p, "peer_qsock")))
+		return hostd_dev_fail(dev, -EINVAL,
+				      "qsock= and peer_qsock= must differ: one QEMU each");
+	return 0;
+}
+
 static int vbus_ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 {
 	static const char *const known[] = {
-		"service", "sock", "qsock", "count", "bufsize", "peer_uid", NULL
+		"service", "sock", "qsock", "count", "bufsize", "peer_uid",
+		"peer", "peer_qsock", NULL
 	};
+	const char *peer = hostd_param_get(p, "peer");
 	const char *service = hostd_param_get(p, "service");
 	__u32 count = 0, buf_size = 0, peer_uid = 0;
 	struct vbus_ipc *c;
@@ -339,7 +394,10 @@ static int vbus_ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 		return hostd_dev_fail(dev, -EINVAL,
 				      "service= is required: 1..%d of [A-Za-z0-9._-]",
 				      VBUS_IPC_SERVICE_LEN - 1);
-	if (!hostd_param_get(p, "sock") || !hostd_param_get(p, "qsock"))
+	ret = link_params_check(dev, p);
+	if (ret < 0)
+		return ret;
+	if (!peer && (!hostd_param_get(p, "sock") || !hostd_param_get(p, "qsock")))
 		return hostd_dev_fail(dev, -EINVAL,
 				      "sock= (host processes) and qsock= (QEMU's ivshmem chardev) are required");
 	ret = parse_u32(dev, p, "peer_uid", (__u32)geteuid(), 0,
@@ -378,6 +436,16 @@ static int vbus_ipc_create(struct hostd_dev *dev, const struct hostd_params *p)
 		ret = hostd_dev_fail(dev, ret, "count=%u bufsize=%u: region: %s",
 				     count, buf_size, strerror(-ret));
 		goto fail;
+	}
+	if (peer) {
+		ret = vbus_ipc_link_create(dev, &c->region, peer,
+					   hostd_param_get(p, "qsock"),
+					   hostd_param_get(p, "peer_qsock"),
+					   &c->link);
+		if (ret < 0)
+			goto fail;
+		hostd_dev_set_priv(dev, c);
+		return 0;
 	}
 	ret = listen_on(c, "qsock", hostd_param_get(p, "qsock"), &c->qemu_lfd,
 			on_qemu_listen);
@@ -429,6 +497,10 @@ static void vbus_ipc_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 
 	hostd_stat_str(out, "service", c->region.service);
 	hostd_stat_u64(out, "region_size", c->region.size);
+	if (c->link) {
+		vbus_ipc_link_stats(c->link, out);
+		return;
+	}
 	hostd_stat_u64(out, "qemu", c->qemu_fd >= 0);
 	hostd_stat_u64(out, "host_process", c->host_fd >= 0);
 	hostd_stat_u64(out, "session", c->active ? c->session : 0);

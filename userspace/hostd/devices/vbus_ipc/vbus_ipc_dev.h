@@ -5,6 +5,7 @@
  *   vbus_ipc_sock.c    unix sockets: accept, the peer's credentials, the
  *                      attach message (SCM_RIGHTS) for the host process
  *   vbus_ipc_dev.c     the device type, the connections and the session
+ *   vbus_ipc_link.c    a link (peer=): the channel between two guests
  */
 #ifndef HOSTD_DEV_VBUS_IPC_H
 #define HOSTD_DEV_VBUS_IPC_H
@@ -45,5 +46,14 @@ int vbus_ipc_sock_accept(int lfd);
 bool vbus_ipc_sock_peer(int fd, uid_t allowed, uid_t *uid);
 /* The attach message and its VBUS_IPC_ATTACH_NFDS fds. */
 int vbus_ipc_attach_send(int sock, __u32 session, const int *fds);
+
+/* A link: the region served to two guests' QEMUs (vbus_ipc_link.c). */
+struct vbus_ipc_link;
+int vbus_ipc_link_create(struct hostd_dev *dev, struct vbus_ipc_region *r,
+			 const char *peer, const char *qsock,
+			 const char *peer_qsock, struct vbus_ipc_link **out);
+void vbus_ipc_link_free(struct vbus_ipc_link *l);
+void vbus_ipc_link_stats(const struct vbus_ipc_link *l,
+			 struct hostd_stats_out *out);
 
 #endif /* HOSTD_DEV_VBUS_IPC_H */

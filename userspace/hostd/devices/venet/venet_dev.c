@@ -38,6 +38,11 @@ static void *venet_xlate(void *ctx, __u64 gpa, __u64 len)
 	return hostd_dev_gpa(ctx, gpa, len);
 }
 
+static void *venet_xlate_data(void *ctx, __u64 gpa, __u64 len)
+{
+	return hostd_dev_data(ctx, gpa, len);
+}
+
 /*
  * The tap's offloads follow the rx format: with RXSG the guest takes
  * partial checksums and GSO frames as they are, without it the host
@@ -226,6 +231,7 @@ static int venet_create(struct hostd_dev *dev, const struct hostd_params *p)
 		return -ENOMEM;
 	v->dev = dev;
 	v->mem.xlate = venet_xlate;
+	v->mem.data = venet_xlate_data;
 	v->mem.ctx = dev;
 	v->tap.fd = -1;
 	v->rxq.v = v;

@@ -31,6 +31,14 @@ static void *xlate(const struct venet_mem *m, __u64 gpa, __u64 len)
 	return m->xlate(m->ctx, gpa, len);
 }
 
+/* The frame's bytes (not a venet_sg): m->data when the caller set one. */
+static void *xlate_data(const struct venet_mem *m, __u64 gpa, __u64 len)
+{
+	if (!len)
+		return NULL;
+	return (m->data ? m->data : m->xlate)(m->ctx, gpa, len);
+}
+
 /*
  * The one read of a guest's venet_sg and its iov array (both directions):
  * copies both into @sg and @iov, so nothing after this reads them from
@@ -97,7 +105,7 @@ int venet_tx_flat(const struct venet_mem *m, __u64 gpa, __u64 len,
 			   -EINVAL);
 	if (len > VENET_FRAME_MAX)
 		return bad(why, "tx frame too long", -EINVAL);
-	p = xlate(m, gpa, len);
+	p = xlate_data(m, gpa, len);
 	if (!p)
 		return bad(why, "tx frame outside guest RAM", -EFAULT);
 
@@ -220,7 +228,7 @@ int venet_tx_sg(const struct venet_mem *m, __u32 caps, __u64 gpa,
 		/* an empty iov carries nothing; its ptr is never looked at */
 		if (!iov[i].len)
 			continue;
-		base = xlate(m, iov[i].ptr, iov[i].len);
+		base = xlate_data(m, iov[i].ptr, iov[i].len);
 		if (!base)
 			return bad(why, "tx iov outside guest RAM", -EFAULT);
 		f->iov[f->niov].iov_base = base;
@@ -256,7 +264,7 @@ int venet_rx_flat(const struct venet_mem *m, __u64 gpa, __u64 len,
 	 */
 	if (len > VENET_FRAME_MAX)
 		len = VENET_FRAME_MAX;
-	p = xlate(m, gpa, len);
+	p = xlate_data(m, gpa, len);
 	if (!p)
 		return bad(why, "rx buffer outside guest RAM", -EFAULT);
 
@@ -296,7 +304,7 @@ int venet_rx_sg(const struct venet_mem *m, __u64 gpa, __u64 desc_len,
 		/* an empty iov carries nothing; its ptr is never looked at */
 		if (!l)
 			continue;
-		base = xlate(m, iov[i].ptr, l);
+		base = xlate_data(m, iov[i].ptr, l);
 		if (!base)
 			return bad(why, "rx iov outside guest RAM", -EFAULT);
 		rb->iov[rb->niov].iov_base = base;

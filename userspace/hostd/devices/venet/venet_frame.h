@@ -53,7 +53,8 @@
 typedef void *(*venet_xlate_fn)(void *ctx, __u64 gpa, __u64 len);
 
 struct venet_mem {
-	venet_xlate_fn xlate;
+	venet_xlate_fn xlate;	/* venet_sgs */
+	venet_xlate_fn data;	/* frame bytes; NULL: xlate (hostd_dev_data) */
 	void *ctx;
 };
 

@@ -196,6 +196,41 @@ struct ioq_ipc_stats {
 void ioq_ipc_stats(const struct ioq_ipc *ipc, struct ioq_ipc_stats *st);
 void ioq_ipc_close(struct ioq_ipc *ipc);
 
+/*
+ * vchan-style calls over a vbus-ipc channel (guest <-> host, or a link
+ * between two guests), for programs written against libxenvchan: open by
+ * name, a byte stream (read/write) and packets (send/recv), the same calls
+ * in a guest and on the host. Errors are -errno (-EPIPE: the peer left;
+ * -EIO: the channel faulted). ioq_vchan(3).
+ *
+ *	struct ioq_vchan *v;
+ *	ioq_vchan_client_init(&v, "chat", -1);   // guest: /dev/vbus-ipcN of
+ *	ioq_vchan_write(v, "hello", 5);          // service "chat"; host:
+ *	n = ioq_vchan_read(v, buf, sizeof(buf)); // /run/vbus/ipc-chat.sock
+ *	ioq_vchan_close(v);
+ */
+struct ioq_vchan;
+
+int ioq_vchan_server_init(struct ioq_vchan **v, const char *name,
+			  int timeout_ms);
+int ioq_vchan_client_init(struct ioq_vchan **v, const char *name,
+			  int timeout_ms);
+/* Over an endpoint attached otherwise (ioq_ipc_attach_*); takes it over. */
+int ioq_vchan_attach_ipc(struct ioq_vchan **v, struct ioq_ipc *ipc);
+/* Blocking (the default, 1): write/send/read/recv wait until done. */
+void ioq_vchan_set_blocking(struct ioq_vchan *v, int blocking);
+long ioq_vchan_write(struct ioq_vchan *v, const void *buf, size_t len);
+long ioq_vchan_read(struct ioq_vchan *v, void *buf, size_t len);
+long ioq_vchan_send(struct ioq_vchan *v, const void *buf, size_t len);
+long ioq_vchan_recv(struct ioq_vchan *v, void *buf, size_t len);
+long ioq_vchan_data_ready(struct ioq_vchan *v);
+long ioq_vchan_buffer_space(struct ioq_vchan *v);
+size_t ioq_vchan_max_packet(const struct ioq_vchan *v);
+int ioq_vchan_wait(struct ioq_vchan *v);
+int ioq_vchan_is_open(struct ioq_vchan *v);
+int ioq_vchan_fd_for_select(struct ioq_vchan *v);
+void ioq_vchan_close(struct ioq_vchan *v);
+
 #ifdef __cplusplus
 }
 #endif
