@@ -97,7 +97,7 @@ static void op_request(struct fuzz_in *in)
 	if (write(sv[0], line, len) != (ssize_t)len)
 		abort();
 	shutdown(sv[0], SHUT_WR);
-	daemon_ctl_serve(sv[1], (struct hostd_guest *[]){ &fuzz_guest }, 1);
+	daemon_ctl_serve(sv[1], -1, (struct hostd_guest *[]){ &fuzz_guest }, 1);
 	while ((r = read(sv[0], reply + got, sizeof(reply) - got)) > 0 &&
 	       got < sizeof(reply))
 		got += (size_t)r;

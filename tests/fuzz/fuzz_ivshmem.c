@@ -34,7 +34,8 @@ static void reset(void)
 
 	if (!path[0]) {
 		snprintf(path, sizeof(path), "%s/ivshmem.sock", fuzz_sock_dir());
-		if (hostd_ivshmem_listen(&fuzz_guest.iv, path, err, sizeof(err))) {
+		if (hostd_ivshmem_listen(&fuzz_guest.iv, path, &fuzz_guest.cfg.qemu, err,
+					 sizeof(err))) {
 			fprintf(stderr, "%s\n", err);
 			abort();
 		}
