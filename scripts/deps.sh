@@ -20,6 +20,8 @@ pkgs=(
 	systemd strace util-linux procps	# ops: systemd-analyze, strace, unshare/setpriv; pgrep (qemu restart suite)
 	systemd-container debootstrap		# ops_systemd_sandbox: systemd-nspawn --boot of a Debian tree
 	liburing-dev				# vbus-blk: io_uring
+	libnbd-dev nbdkit qemu-utils		# vbus-blk nbd=: libnbd; its tests' servers (nbdkit, qemu-nbd, qemu-img)
+	qemu-system-common			# qemu-storage-daemon (vbus-blk image=)
 	dkms openssl				# ops: dkms add/build (openssl: its signing key)
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients	# ops: libvirt (virsh, session libvirtd)
 )

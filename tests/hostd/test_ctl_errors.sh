@@ -108,7 +108,16 @@ same g2 "type=venet,id=5,tap=$TAP" \
 # vbus-blk: its backing file is checked and claimed at create
 B='^guest g1: device 5 \(vbus-blk\): '
 same g1 "type=vbus-blk,id=5" \
-	"${B}vbus-blk needs file=PATH \\(a regular file or a block device\\)\$"
+	"${B}vbus-blk needs file=PATH \\(a regular file or a block device\\) or nbd=URI \\(an NBD export\\)\$"
+# nbd=: one backend per device; a server that is not there is named
+NBD="nbd+unix:///?socket=$T/no-server.sock"
+NBD_RE="nbd\\+unix:///\\?socket=$T/no-server.sock"
+same g1 "type=vbus-blk,id=5,file=$T/disk.img,nbd=$NBD" \
+	"${B}vbus-blk takes one of file=PATH, nbd=URI and image=PATH\$"
+same g1 "type=vbus-blk,id=5,image=$T/missing.qcow2" \
+	"${B}image=$T/missing.qcow2: No such file or directory\$"
+same g1 "type=vbus-blk,id=5,nbd=$NBD" \
+	"${B}nbd=$NBD_RE: cannot connect: .*connect: No such file or directory\$"
 same g1 "type=vbus-blk,id=5,file=$T/missing.img" \
 	"${B}backing file $T/missing.img: No such file or directory\$"
 same g1 "type=virtual-block,id=5,file=$T" \

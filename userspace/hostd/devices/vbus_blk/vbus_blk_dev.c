@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * The "vbus-blk" device type (alias "virtual-block"): a disk backed by a
- * regular file or a block device, I/O through io_uring. Protocol: the
+ * regular file or a block device, I/O through io_uring (vbus_blk_file.c),
+ * or by an NBD server's export (vbus_blk_nbd.c). Protocol: the
  * docs/devices/vbus_blk.md; ABI: <vbus/vbus_blk.h>.
  *
- * Params: file=PATH (required; claimed: no other device of the daemon may
- * use it), ro=0|1, serial=STR (<= 20 bytes; default "vbus-" and a hash of
+ * Params: file=PATH, nbd=URI or image=PATH (one of them; a file is
+ * claimed: no other device of the daemon may use it; an image is served
+ * by a qemu-storage-daemon of the device's, see vbus_blk_image.c, in
+ * image_format=FMT or the one qemu-img finds), nbd_timeout=SECONDS (nbd: how long a
+ * request may wait for the server, 1..3600, default 30), ro=0|1, serial=STR (<= 20 bytes; default "vbus-" and a hash of
  * the canonical path), queues=N (max queues offered, 1..16, default
  * min(4, CPUs)), depth=N (max descriptors per queue ring, a power of two
  * up to 1024, default 128), segs=N (max segments per request, 1..256,
  * default 128), max_sectors=N (per request, default 2048), discard=0|1
  * (offer DISCARD and WRITE_ZEROES, default 1 unless ro), direct=auto|0|1
- * (O_DIRECT, see vbus_blk_backend.c), strict=0|1 (1: a malformed request
+ * (O_DIRECT, see vbus_blk_file.c), strict=0|1 (1: a malformed request
  * faults the device instead of being answered S_BADREQ),
  * doorbell_mask_us=N (0..1000000, default 1000; 0: never mask the guest's
  * doorbells while I/O is in flight, see vbus_blk_mask.c).
@@ -26,6 +30,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include "vbus_blk_dev.h"
+#include "vbus_blk_image.h"
 
 /* The offered feature set (config.features). */
 static __u32 vbus_blk_features_offered(const struct vbus_blk *b)
@@ -33,10 +38,11 @@ static __u32 vbus_blk_features_offered(const struct vbus_blk *b)
 	__u32 f = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA;
 
 	if (b->ro)
-		return f | VBUS_BLK_F_RO;
+		return (f & b->be_features) | VBUS_BLK_F_RO;
 	if (b->discard)
 		f |= VBUS_BLK_F_DISCARD | VBUS_BLK_F_WRITE_ZEROES;
-	return f;
+	/* what the backend can do (an NBD server's flags) */
+	return f & b->be_features;
 }
 
 /* ---- params ---------------------------------------------------------------- */
@@ -94,15 +100,84 @@ static void default_serial(struct vbus_blk *b)
 	memcpy(b->serial, s, VBUS_BLK_SERIAL_LEN);
 }
 
+/* the io_uring file backend's own params: refused with nbd= */
+static int params_nbd_only(struct vbus_blk *b, const struct hostd_params *p)
+{
+	static const char *const file_only[] = {
+		"direct", "poll_us", "iowq_workers", NULL
+	};
+	unsigned int i;
+
+	for (i = 0; file_only[i]; i++)
+		if (hostd_param_get(p, file_only[i]))
+			return hostd_dev_fail(b->dev, -EINVAL,
+					      "%s= applies to file= only, not to nbd=",
+					      file_only[i]);
+	return 0;
+}
+
+/* one backing store: file=, nbd= or image= */
+static int params_one(struct vbus_blk *b, const struct hostd_params *p)
+{
+	static const char *const keys[] = { "file", "nbd", "image", NULL };
+	unsigned int i, n = 0;
+
+	for (i = 0; keys[i]; i++)
+		n += hostd_param_get(p, keys[i]) != NULL;
+	if (n > 1)
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "vbus-blk takes one of file=PATH, nbd=URI "
+				      "and image=PATH");
+	if (!hostd_param_get(p, "image") && hostd_param_get(p, "image_format"))
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "image_format= applies to image= only");
+	return 0;
+}
+
+/* nbd=URI: the NBD backend (vbus_blk_nbd.c checks the URI itself) */
+static int params_nbd(struct vbus_blk *b, const struct hostd_params *p,
+		      const char *uri)
+{
+	int ret;
+
+	if (!*uri)
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "nbd=: want a URI (nbd://HOST[:PORT]/EXPORT "
+				      "or nbd+unix:///EXPORT?socket=PATH)");
+	if (strlen(uri) >= sizeof(b->path))
+		return hostd_dev_fail(b->dev, -ENAMETOOLONG,
+				      "nbd=%s: URI too long", uri);
+	snprintf(b->path, sizeof(b->path), "%s", uri);
+	b->be = &vbus_blk_nbd_ops;
+	ret = params_nbd_only(b, p);
+	if (!ret)
+		ret = param_u32(b, p, "nbd_timeout", VBLK_DEF_NBD_TIMEOUT_S, 1,
+				VBLK_MAX_NBD_TIMEOUT_S, false,
+				&b->nbd_timeout_s);
+	return ret;
+}
+
 static int params_file(struct vbus_blk *b, const struct hostd_params *p)
 {
 	const char *s = hostd_param_get(p, "file");
+	const char *uri = hostd_param_get(p, "nbd");
 	char real[PATH_MAX];
+	int ret = params_one(b, p);
 
+	if (ret < 0)
+		return ret;
+	if (hostd_param_get(p, "image"))
+		return params_nbd(b, p, "image");	/* the URI comes later */
+	if (uri)
+		return params_nbd(b, p, uri);
+	b->be = &vbus_blk_file_ops;
+	if (hostd_param_get(p, "nbd_timeout"))
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "nbd_timeout= applies to nbd= and image= only");
 	if (!s || !*s)
 		return hostd_dev_fail(b->dev, -EINVAL,
 				      "vbus-blk needs file=PATH (a regular file "
-				      "or a block device)");
+				      "or a block device) or nbd=URI (an NBD export)");
 	/* one name per file, for the claim: the canonical one when it exists */
 	if (!realpath(s, real))
 		snprintf(real, sizeof(real), "%s", s);
@@ -148,7 +223,8 @@ static int vbus_blk_params(struct vbus_blk *b, const struct hostd_params *p)
 	static const char *const known[] = {
 		"file", "ro", "serial", "queues", "depth", "segs",
 		"max_sectors", "discard", "direct", "strict",
-		"doorbell_mask_us", "poll_us", "iowq_workers", NULL
+		"doorbell_mask_us", "poll_us", "iowq_workers", "nbd",
+		"nbd_timeout", "image", "image_format", NULL
 	};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	__u32 defq = ncpu > 0 && ncpu < 4 ? (__u32)ncpu : 4;
@@ -200,7 +276,9 @@ static void vbus_blk_free(struct vbus_blk *b)
 	if (b->kick.dev)
 		hostd_kick_fini(&b->kick);
 	vbus_blk_mask_fini(b);
-	vbus_blk_backend_close(b);
+	if (b->be)
+		b->be->close(b);
+	vbus_blk_image_close(b);	/* after the connection to it */
 	free(b);
 }
 
@@ -214,13 +292,17 @@ static int vbus_blk_create(struct hostd_dev *dev, const struct hostd_params *p)
 	b->dev = dev;
 	b->fd = b->fd_buffered = b->efd = b->mask_tfd = -1;
 	ret = vbus_blk_params(b, p);
+	if (!ret && hostd_param_get(p, "image"))
+		ret = vbus_blk_image_open(b, hostd_param_get(p, "image"),
+					  hostd_param_get(p, "image_format"));
 	if (!ret)
-		ret = vbus_blk_backend_open(b);
+		ret = b->be->open(b);
 	if (!ret)
 		ret = hostd_kick_init(dev, &b->kick, on_kick, b);
-	if (!ret)
+	/* the file backend's completions; nbd watches its own socket */
+	if (!ret && b->efd >= 0)
 		ret = hostd_fd_add(dev, b->efd, EPOLLIN, vbus_blk_completions, b);
-	if (!ret)
+	if (!ret && b->efd >= 0)
 		b->efd_watched = true;
 	if (!ret)
 		ret = vbus_blk_mask_init(b);
@@ -261,8 +343,11 @@ static void vbus_blk_close(struct hostd_dev *dev)
 	/*
 	 * Nothing of io_uring may write guest memory after we let go of it:
 	 * cancel, wait (bounded), then drop the rings. No guest memory is
-	 * touched here (no status, no pop).
+	 * touched here (no status, no pop). A backend without io_uring lets
+	 * go of its requests itself (nbd: its own buffers, never the guest's).
 	 */
+	if (b->be->session_end)
+		b->be->session_end(b);
 	vbus_blk_queues_drain(b);
 	hostd_kick_cancel(&b->kick);
 	vbus_blk_mask_reset(b);
@@ -365,11 +450,12 @@ static void vbus_blk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	const struct vbus_blk_stats *s = &b->st;
 	char serial[VBUS_BLK_SERIAL_LEN + 1];
 
-	hostd_stat_str(out, "file", b->path);
+	hostd_stat_str(out, "backend", b->be->name);
+	b->be->stats(b, out);
+	vbus_blk_image_stats(b, out);
 	memcpy(serial, b->serial, VBUS_BLK_SERIAL_LEN);
 	serial[VBUS_BLK_SERIAL_LEN] = '\0';
 	hostd_stat_str(out, "serial", serial);
-	hostd_stat_u64(out, "direct", b->direct);
 	hostd_stat_u64(out, "ro", b->ro);
 	hostd_stat_u64(out, "capacity", b->capacity);
 	hostd_stat_u64(out, "logical_block_size", b->lbs);

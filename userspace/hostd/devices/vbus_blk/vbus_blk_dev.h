@@ -9,8 +9,16 @@
  *                       order; io_uring's completions; the drain at close
  *   vbus_blk_req.c      one request: read it once from guest memory,
  *                       check it, build its iovecs (no io_uring in it)
- *   vbus_blk_backend.c  the backing file and the io_uring: open, probe
- *                       O_DIRECT, queue an op, submit, cancel
+ *   vbus_blk_file.c     the file backend: the backing file and the
+ *                       io_uring: open, probe O_DIRECT, queue an op,
+ *                       submit, cancel (the fast path)
+ *   vbus_blk_nbd.c      the NBD backend's requests (nbd=URI): issue
+ *                       through libnbd's async API, park, resend, answer
+ *   vbus_blk_nbd_conn.c the NBD backend's connection: connect, the
+ *                       server's limits, loss, reconnect with backoff,
+ *                       the timeout tick
+ *   vbus_blk_image.c    image=: the qemu-storage-daemon serving the
+ *                       image to the NBD backend, started and watched
  *   vbus_blk_mask.c     the guest's doorbells masked while a queue has
  *                       I/O in flight, and the timer that bounds it
  *   vbus_blk_poll.c     poll_us: look at the CQ and the rings for a
@@ -46,6 +54,33 @@
 #define VBLK_DEF_IOWQ		8	/* iowq_workers: io-wq threads, each kind */
 #define VBLK_MAX_IOWQ		256
 #define VBLK_POLL_BUDGET_US	500		/* one poll, then the loop */
+#define VBLK_DEF_NBD_TIMEOUT_S	30		/* nbd_timeout */
+#define VBLK_MAX_NBD_TIMEOUT_S	3600
+
+struct vbus_blk;
+struct vbus_blk_slot;
+struct hostd_stats_out;
+
+/*
+ * A backend: where requests go. The device calls these and nothing else
+ * of it; a backend answers through the io_uring CQ (file) or
+ * vbus_blk_complete() (nbd).
+ */
+struct vbus_blk_backend_ops {
+	const char *name;			/* "file", "nbd" */
+	/* open, probe, set b's limits and be_features; hostd_dev_fail */
+	int (*open)(struct vbus_blk *b);
+	void (*close)(struct vbus_blk *b);	/* destroy; safe after a failed open */
+	/* queue @s (slot @slot of queue @qi); 0 or -errno (S_IOERR) */
+	int (*queue)(struct vbus_blk *b, unsigned int qi, unsigned int slot,
+		     struct vbus_blk_slot *s);
+	void (*submit)(struct vbus_blk *b);	/* what queue() queued, now */
+	/* close: let go of every request of the session (may be NULL) */
+	void (*session_end)(struct vbus_blk *b);
+	void (*stats)(struct vbus_blk *b, struct hostd_stats_out *out);
+};
+extern const struct vbus_blk_backend_ops vbus_blk_file_ops;
+extern const struct vbus_blk_backend_ops vbus_blk_nbd_ops;
 
 /* A slot of a queue: the request the ring descriptor of that slot holds. */
 enum vbus_blk_slot_state {
@@ -75,8 +110,6 @@ struct vbus_blk_slot {
 	__u64 t0_ns;		/* submitted */
 	struct iovec *iov;	/* max_segments, until the CQE */
 };
-
-struct vbus_blk;
 
 struct vbus_blk_queue {
 	struct vbus_blk *b;
@@ -116,8 +149,14 @@ struct vbus_blk_stats {
 struct vbus_blk {
 	struct hostd_dev *dev;
 
+	const struct vbus_blk_backend_ops *be;	/* file or nbd */
+	void *be_priv;			/* the nbd backend's state */
+	struct vbus_blk_image *image;	/* image=: its storage daemon */
+	__u32 be_features;		/* VBUS_BLK_F_* the backend can do */
+
 	/* params */
-	char path[4096];		/* canonical (realpath) */
+	char path[4096];		/* canonical (realpath), or the nbd URI */
+	__u32 nbd_timeout_s;		/* nbd_timeout: a request's bound */
 	bool ro;
 	bool strict;
 	int direct_want;		/* -1 auto, 0 no, 1 must */
@@ -128,7 +167,7 @@ struct vbus_blk {
 	__u32 poll_us;			/* poll_us; 0: never poll */
 	__u32 iowq_workers;		/* iowq_workers: the ring's io-wq cap */
 
-	/* backend (vbus_blk_backend.c) */
+	/* the file backend (vbus_blk_file.c) */
 	int fd;				/* O_DIRECT when direct, else buffered */
 	int fd_buffered;		/* = fd when !direct */
 	bool direct;
@@ -168,16 +207,28 @@ struct vbus_blk {
 	struct vbus_blk_stats st;
 };
 
-/* vbus_blk_backend.c */
-int vbus_blk_backend_open(struct vbus_blk *b);		/* hostd_dev_fail on error */
-void vbus_blk_backend_close(struct vbus_blk *b);
-/* Queue the op of @s (slot @slot of queue @qi) on the ring; 0 or -errno */
-int vbus_blk_backend_queue(struct vbus_blk *b, unsigned int qi, unsigned int slot,
-		       struct vbus_blk_slot *s);
-void vbus_blk_backend_submit(struct vbus_blk *b);
-/* Ask io_uring to cancel everything of ours (close) */
+/* The backend's: queue the op of @s (slot @slot of queue @qi); 0 or -errno */
+static inline int vbus_blk_backend_queue(struct vbus_blk *b, unsigned int qi,
+					 unsigned int slot,
+					 struct vbus_blk_slot *s)
+{
+	return b->be->queue(b, qi, slot, s);
+}
+
+static inline void vbus_blk_backend_submit(struct vbus_blk *b)
+{
+	b->be->submit(b);
+}
+
+/* vbus_blk_file.c: ask io_uring to cancel everything of ours (close) */
 void vbus_blk_backend_cancel_all(struct vbus_blk *b);
-/* user_data -> (session, queue, slot) */
+/* (session, queue, slot) -> a request's tag (io_uring's user_data) */
+static inline __u64 vbus_blk_tag(const struct vbus_blk *b, unsigned int qi,
+				 unsigned int slot)
+{
+	return (b->session & 0xffffffffull) << 32 | (__u64)qi << 16 | slot;
+}
+/* tag -> (session, queue, slot) */
 bool vbus_blk_untag(const struct vbus_blk *b, __u64 tag, unsigned int *qi,
 		unsigned int *slot);
 #define VBLK_TAG_CANCEL (~0ull)
@@ -208,6 +259,14 @@ void vbus_blk_poll(struct vbus_blk *b, bool (*step)(struct vbus_blk *b));
 int vbus_blk_queue_attach(struct vbus_blk *b, struct hostd_shm *shm);
 void vbus_blk_queue_detach(struct vbus_blk_queue *q);
 void vbus_blk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg);
+/*
+ * A backend without a CQ (nbd) answers request @tag with @res (the
+ * bytes moved, 0, or -errno) and marks its queue in @touched; then,
+ * once per batch, vbus_blk_complete_end() hands back what is done and
+ * looks at the masked queues' rings.
+ */
+void vbus_blk_complete(struct vbus_blk *b, __u64 tag, int res, bool *touched);
+void vbus_blk_complete_end(struct vbus_blk *b, const bool *touched);
 /* close: wait (bounded) until io_uring holds nothing of this session */
 void vbus_blk_queues_drain(struct vbus_blk *b);
 

@@ -386,6 +386,8 @@ static void reap_and_hand_back(struct vbus_blk *b)
 	bool touched[VBUS_BLK_MAX_QUEUES] = { false };
 	unsigned int i;
 
+	if (!b->ring_up)
+		return;		/* the nbd backend: vbus_blk_complete() */
 	reap(b, touched, false);
 	vbus_blk_backend_submit(b);	/* retries */
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
@@ -393,27 +395,52 @@ static void reap_and_hand_back(struct vbus_blk *b)
 			hand_back(&b->q[i]);
 }
 
-void vbus_blk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+/*
+ * A masked queue rang no doorbell for what the guest posted since: look
+ * at its ring now (queue_run also unmasks it once idle).
+ */
+static void run_masked(struct vbus_blk *b)
 {
-	struct vbus_blk *b = arg;
 	unsigned int i;
 
-	(void)dev;
-	(void)events;
-	/* empty it first: a CQE posted after this raises it again */
-	hostd_eventfd_drain(fd);
-	reap_and_hand_back(b);
-	/*
-	 * A masked queue rang no doorbell for what the guest posted since:
-	 * look at its ring now (queue_run also unmasks it once idle).
-	 */
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++) {
 		if (b->q[i].masked) {
 			b->st.mask_polls++;
 			queue_run(&b->q[i]);
 		}
 	}
+}
+
+void vbus_blk_completions(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+{
+	struct vbus_blk *b = arg;
+
+	(void)dev;
+	(void)events;
+	/* empty it first: a CQE posted after this raises it again */
+	hostd_eventfd_drain(fd);
+	reap_and_hand_back(b);
+	run_masked(b);
 	vbus_blk_poll(b, poll_step);
+}
+
+void vbus_blk_complete(struct vbus_blk *b, __u64 tag, int res, bool *touched)
+{
+	struct vbus_blk_queue *q = cqe_done(b, tag, res, false);
+
+	vbus_blk_mask_cqe(b);
+	if (q)
+		touched[q->idx] = true;
+}
+
+void vbus_blk_complete_end(struct vbus_blk *b, const bool *touched)
+{
+	unsigned int i;
+
+	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
+		if (touched[i])
+			hand_back(&b->q[i]);
+	run_masked(b);
 }
 
 /*

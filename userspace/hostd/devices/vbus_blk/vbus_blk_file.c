@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * vbus-blk: the backing file and the io_uring (see vbus_blk_dev.h).
+ * vbus-blk's file backend (file=PATH): the backing file and the io_uring
+ * (see vbus_blk_dev.h). The fast path: a request is one SQE, its CQE
+ * answers it (vbus_blk_completions reaps them).
  *
  * The file is opened with O_DIRECT when the file system takes it (data
  * then moves between the disk and guest RAM with no page cache in
@@ -250,7 +252,7 @@ static int open_checked(struct vbus_blk *b, int flags, struct stat *st)
 				      errno == ELOOP ?
 				      "is a symbolic link (swapped in after the path was resolved)" :
 				      strerror(errno));
-	b->fd_buffered = fd;	/* closed by vbus_blk_backend_close() */
+	b->fd_buffered = fd;	/* closed by file_close() */
 	if (fstat(fd, st) < 0)
 		return hostd_dev_fail(b->dev, -errno, WHAT " %s: %s", b->path,
 				      strerror(errno));
@@ -268,7 +270,7 @@ static int open_checked(struct vbus_blk *b, int flags, struct stat *st)
  * Open @b->path (as given: the caller canonicalized it), check it, claim
  * it, probe it, set up the ring. Every refusal says why.
  */
-int vbus_blk_backend_open(struct vbus_blk *b)
+static int file_open(struct vbus_blk *b)
 {
 	int flags = (b->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC;
 	struct stat st;
@@ -302,10 +304,12 @@ int vbus_blk_backend_open(struct vbus_blk *b)
 				      (unsigned long long)size, b->lbs);
 	b->capacity = size / b->lbs * (b->lbs / 512);
 	b->zero_range_ok = true;
+	b->be_features = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA |
+			 VBUS_BLK_F_DISCARD | VBUS_BLK_F_WRITE_ZEROES;
 	return ring_up(b);
 }
 
-void vbus_blk_backend_close(struct vbus_blk *b)
+static void file_close(struct vbus_blk *b)
 {
 	if (b->ring_up)
 		io_uring_queue_exit(&b->ring);
@@ -320,12 +324,6 @@ void vbus_blk_backend_close(struct vbus_blk *b)
 }
 
 /* ---- io_uring ------------------------------------------------------------ */
-
-static __u64 vbus_blk_tag(const struct vbus_blk *b, unsigned int qi,
-			  unsigned int slot)
-{
-	return (b->session & 0xffffffffull) << 32 | (__u64)qi << 16 | slot;
-}
 
 /* true when @tag is of the current session; the queue and slot of it */
 bool vbus_blk_untag(const struct vbus_blk *b, __u64 tag, unsigned int *qi,
@@ -358,8 +356,8 @@ static int zeroes_mode(const struct vbus_blk *b, const struct vbus_blk_slot *s)
 	return FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
 }
 
-int vbus_blk_backend_queue(struct vbus_blk *b, unsigned int qi, unsigned int slot,
-		       struct vbus_blk_slot *s)
+static int file_queue(struct vbus_blk *b, unsigned int qi, unsigned int slot,
+		      struct vbus_blk_slot *s)
 {
 	struct io_uring_sqe *sqe = get_sqe(b);
 	int fd = b->fd;
@@ -403,7 +401,7 @@ int vbus_blk_backend_queue(struct vbus_blk *b, unsigned int qi, unsigned int slo
 	return 0;
 }
 
-void vbus_blk_backend_submit(struct vbus_blk *b)
+static void file_submit(struct vbus_blk *b)
 {
 	int ret;
 
@@ -436,5 +434,20 @@ void vbus_blk_backend_cancel_all(struct vbus_blk *b)
 	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
 	io_uring_sqe_set_data64(sqe, VBLK_TAG_CANCEL);
 	b->submit_pending = true;
-	vbus_blk_backend_submit(b);
+	file_submit(b);
 }
+
+static void file_stats(struct vbus_blk *b, struct hostd_stats_out *out)
+{
+	hostd_stat_str(out, "file", b->path);
+	hostd_stat_u64(out, "direct", b->direct);
+}
+
+const struct vbus_blk_backend_ops vbus_blk_file_ops = {
+	.name = "file",
+	.open = file_open,
+	.close = file_close,
+	.queue = file_queue,
+	.submit = file_submit,
+	.stats = file_stats,
+};

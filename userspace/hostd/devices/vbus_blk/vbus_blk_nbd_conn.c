@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * vbus-blk's NBD backend, the connection (see vbus_blk_nbd.h).
+ *
+ * libnbd runs the protocol; the guest's loop runs libnbd: the handle's
+ * socket is watched for what nbd_aio_get_direction() asks, and
+ * nbd_aio_notify_read/_write move its state machine. A connection starts
+ * with nbd_aio_connect_uri(); it is UP once nbd_aio_is_ready().
+ *
+ * The first connection is made at create (`ctl add`, the config): the
+ * device's limits come from the server (size, block sizes, flags), so
+ * there is no device without it. That wait polls the socket with the
+ * remaining time of nbd_timeout; a refused or unreachable server fails
+ * at once with libnbd's reason.
+ *
+ * Later the connection may die (the server exits or crashes: the socket
+ * closes), stall (a request older than nbd_timeout: the connection is
+ * dropped, the only way NBD has to give up a request) or be refused on
+ * reconnect. Then it is DOWN: its requests park (vbus_blk_nbd.c), and a
+ * reconnect is tried after a backoff (NBD_BACKOFF_MIN_MS doubling to
+ * NBD_BACKOFF_MAX_MS) on the tick, never in a loop here. A request that
+ * is still parked at its deadline fails with S_IOERR; the reconnects go
+ * on, so the disk comes back when the server does. A server that comes
+ * back with a smaller export fails the requests past its new end; one
+ * with different limits is the same disk (its limits were given to the
+ * guest already: a stricter server fails what it refuses).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include "vbus_blk_nbd.h"
+
+#define SECTOR 512u
+
+const char *nbd_conn_state_name(const struct vbus_blk_nbd *n)
+{
+	switch (n->state) {
+	case NBD_UP: return "up";
+	case NBD_CONNECTING: return "connecting";
+	default: return "down";
+	}
+}
+
+static void set_why(struct vbus_blk_nbd *n, const char *what, const char *err)
+{
+	snprintf(n->why, sizeof(n->why), "%s%s%s", what, err ? ": " : "",
+		 err ? err : "");
+}
+
+/* ---- the socket's watch ------------------------------------------------------ */
+
+static __u32 wanted_events(struct vbus_blk_nbd *n)
+{
+	unsigned int dir = nbd_aio_get_direction(n->h);
+	__u32 ev = 0;
+
+	if (dir & LIBNBD_AIO_DIRECTION_READ)
+		ev |= EPOLLIN;
+	if (dir & LIBNBD_AIO_DIRECTION_WRITE)
+		ev |= EPOLLOUT;
+	return ev;
+}
+
+static void on_socket(struct hostd_dev *dev, int fd, __u32 events, void *arg);
+
+static void watch_update(struct vbus_blk_nbd *n)
+{
+	__u32 ev = wanted_events(n);
+
+	if (n->fd >= 0 && ev != n->fd_events &&
+	    hostd_fd_mod(n->b->dev, n->fd, ev) == 0)
+		n->fd_events = ev;
+}
+
+static int watch_start(struct vbus_blk_nbd *n)
+{
+	int ret;
+
+	n->fd = nbd_aio_get_fd(n->h);
+	if (n->fd < 0)
+		return -EIO;
+	n->fd_events = wanted_events(n);
+	ret = hostd_fd_add(n->b->dev, n->fd, n->fd_events, on_socket, n);
+	if (ret < 0)
+		n->fd = -1;
+	return ret;
+}
+
+/* the handle and its watch go; its commands were parked by the caller */
+static void handle_drop(struct vbus_blk_nbd *n)
+{
+	if (n->fd >= 0)
+		hostd_fd_del(n->b->dev, n->fd);
+	n->fd = -1;
+	n->state = NBD_DOWN;
+	if (n->h)
+		nbd_close(n->h);
+	n->h = NULL;
+}
+
+/* ---- connect ---------------------------------------------------------------- */
+
+static int conn_start(struct vbus_blk_nbd *n)
+{
+	struct nbd_handle *h = nbd_create();
+
+	if (!h) {
+		set_why(n, "cannot create an NBD handle", nbd_get_error());
+		return -ENOMEM;
+	}
+	/*
+	 * TCP and unix sockets only: a URI must not make the daemon run a
+	 * program (nbd+ssh) or open a file it names; the block sizes the
+	 * server prefers are what the guest's limits are made of.
+	 */
+	if (nbd_set_uri_allow_transports(h, LIBNBD_ALLOW_TRANSPORT_TCP |
+					    LIBNBD_ALLOW_TRANSPORT_UNIX) == -1 ||
+	    nbd_set_uri_allow_local_file(h, false) == -1 ||
+	    nbd_set_request_block_size(h, true) == -1 ||
+	    nbd_aio_connect_uri(h, n->b->path) == -1) {
+		int err = nbd_get_errno();
+
+		set_why(n, "cannot connect", nbd_get_error());
+		nbd_close(h);
+		return -(err ? err : ECONNREFUSED);
+	}
+	n->h = h;
+	n->state = NBD_CONNECTING;
+	n->connect_deadline_ns = hostd_now_ns() +
+				 n->b->nbd_timeout_s * 1000000000ull;
+	return 0;
+}
+
+static bool pow2(__u64 v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* the export's sizes and flags as the guest's limits (first connect) */
+static int take_limits(struct vbus_blk_nbd *n)
+{
+	struct vbus_blk *b = n->b;
+	int64_t min = nbd_get_block_size(n->h, LIBNBD_SIZE_MINIMUM);
+	int64_t pref = nbd_get_block_size(n->h, LIBNBD_SIZE_PREFERRED);
+	int64_t max = nbd_get_block_size(n->h, LIBNBD_SIZE_MAXIMUM);
+	__u64 lbs = min > SECTOR ? (__u64)min : SECTOR;
+
+	if (!pow2(lbs) || lbs > 4096)
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "nbd=%s: the server's minimum block size %lld "
+				      "is not a power of two up to 4096", b->path,
+				      (long long)min);
+	b->lbs = (__u32)lbs;
+	b->pbs = pref > 0 && pow2((__u64)pref) && (__u64)pref >= lbs &&
+		 pref <= 65536 ? (__u32)pref : b->lbs;
+	if (max > 0) {
+		/* whole logical blocks, and at least a page (the guest's floor) */
+		__u64 bytes = (__u64)max / lbs * lbs;
+
+		if (bytes < 4096)
+			return hostd_dev_fail(b->dev, -EINVAL,
+					      "nbd=%s: the server's maximum block size "
+					      "%lld is below 4096", b->path,
+					      (long long)max);
+		if (bytes / SECTOR < b->max_sectors)
+			b->max_sectors = (__u32)(bytes / SECTOR);
+	}
+	if (n->size < lbs)
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "nbd=%s: the export is smaller than one block "
+				      "(%llu < %llu bytes)", b->path,
+				      (unsigned long long)n->size,
+				      (unsigned long long)lbs);
+	b->capacity = n->size / lbs * (lbs / SECTOR);
+	if (nbd_is_read_only(n->h) == 1 && !b->ro) {
+		hostd_dev_log(b->dev, "vbus-blk: nbd=%s: the export is read-only: "
+			      "so is the disk", b->path);
+		b->ro = true;
+	}
+	b->be_features = 0;
+	if (nbd_can_flush(n->h) == 1)
+		b->be_features |= VBUS_BLK_F_FLUSH;
+	if (nbd_can_fua(n->h) == 1)
+		b->be_features |= VBUS_BLK_F_FUA;
+	if (nbd_can_trim(n->h) == 1)
+		b->be_features |= VBUS_BLK_F_DISCARD;
+	if (nbd_can_zero(n->h) == 1)
+		b->be_features |= VBUS_BLK_F_WRITE_ZEROES;
+	return 0;
+}
+
+/* handshake done: the first time the limits, later the parked go again */
+static int conn_up(struct vbus_blk_nbd *n)
+{
+	int64_t size = nbd_get_size(n->h);
+	bool first = !n->st.connects;
+	unsigned int i, count = n->parked.n;
+	bool broke = false;
+
+	if (size < 0) {
+		set_why(n, "the export has no size", nbd_get_error());
+		return -EIO;
+	}
+	if (!first && (__u64)size < n->size)
+		hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: the export shrank from "
+			      "%llu to %lld bytes: requests past its end fail",
+			      n->b->path, (unsigned long long)n->size,
+			      (long long)size);
+	n->size = (__u64)size;
+	n->state = NBD_UP;
+	n->backoff_ms = 0;
+	n->st.connects++;
+	if (first)
+		return take_limits(n);
+	n->st.reconnects++;
+	hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: reconnected, %u requests "
+		      "sent again", n->b->path, n->parked.n);
+	/*
+	 * In the order they came: each goes to the tail of its list, and a
+	 * loss meanwhile parks it (and the rest) again, still in order.
+	 */
+	for (i = 0; i < count; i++) {
+		n->st.resent++;
+		if (!nbd_cmd_issue(n, n->parked.head.next))
+			broke = true;
+	}
+	return broke ? -EPIPE : 0;
+}
+
+/*
+ * Move the handshake or the protocol along after a notify or an issue;
+ * @why: what the failed libnbd call said, if one failed.
+ */
+static void conn_progress(struct vbus_blk_nbd *n, const char *why)
+{
+	if (!n->h)
+		return;
+	if (nbd_aio_is_dead(n->h) || nbd_aio_is_closed(n->h)) {
+		nbd_conn_lost(n, why ? why : "the server closed the connection");
+		return;
+	}
+	if (n->state == NBD_CONNECTING && nbd_aio_is_ready(n->h) &&
+	    conn_up(n) < 0) {
+		nbd_conn_lost(n, n->why);
+		return;
+	}
+	watch_update(n);
+}
+
+void nbd_conn_check(struct vbus_blk_nbd *n)
+{
+	conn_progress(n, NULL);
+}
+
+void nbd_conn_lost(struct vbus_blk_nbd *n, const char *why)
+{
+	struct vbus_blk *b = n->b;
+	bool was_up = n->state == NBD_UP;
+
+	if (!n->h)
+		return;
+	if (why != n->why)
+		set_why(n, was_up ? "connection lost" : "cannot connect", why);
+	handle_drop(n);
+	/* what the server had: again on the next connection, in order */
+	while (n->sent.n) {
+		struct nbd_cmd *c = n->sent.head.next;
+
+		if (c->orphan) {
+			nbd_cmd_free(c);
+			continue;
+		}
+		n->st.parked++;
+		nbd_list_move(c, &n->parked, NBD_CMD_PARKED);
+	}
+	if (was_up) {
+		n->st.losses++;
+		hostd_dev_log(b->dev, "vbus-blk: nbd=%s: %s; reconnecting "
+			      "(requests wait up to nbd_timeout=%u s)", b->path,
+			      n->why, b->nbd_timeout_s);
+	} else {
+		n->st.connect_failures++;
+	}
+	n->backoff_ms = n->backoff_ms ? n->backoff_ms * 2 : NBD_BACKOFF_MIN_MS;
+	if (n->backoff_ms > NBD_BACKOFF_MAX_MS)
+		n->backoff_ms = NBD_BACKOFF_MAX_MS;
+	n->retry_ns = hostd_now_ns() + n->backoff_ms * 1000000ull;
+	nbd_tick_update(n);
+}
+
+static void on_socket(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+{
+	struct vbus_blk_nbd *n = arg;
+	char why[256] = "";
+	unsigned int dir;
+	int r = 0;
+
+	(void)dev;
+	(void)fd;
+	if (!n->h)
+		return;
+	dir = nbd_aio_get_direction(n->h);
+	/* a hang-up or an error is read as such by the state machine */
+	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
+	    (dir & LIBNBD_AIO_DIRECTION_READ))
+		r = nbd_aio_notify_read(n->h);
+	if (r != -1 && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) &&
+	    (dir & LIBNBD_AIO_DIRECTION_WRITE) && !nbd_aio_is_dead(n->h))
+		r = nbd_aio_notify_write(n->h);
+	if (r == -1)
+		snprintf(why, sizeof(why), "%s", nbd_get_error());
+	conn_progress(n, why[0] ? why : NULL);
+	nbd_settle(n);
+}
+
+/* ---- the first connection ------------------------------------------------------ */
+
+int nbd_conn_first(struct vbus_blk_nbd *n)
+{
+	struct vbus_blk *b = n->b;
+	int ret = conn_start(n);
+
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret, "nbd=%s: %s", b->path, n->why);
+	while (n->state == NBD_CONNECTING && !nbd_aio_is_ready(n->h)) {
+		__u64 now = hostd_now_ns();
+		struct pollfd p = { .fd = -1 };
+		unsigned int dir = nbd_aio_get_direction(n->h);
+		int r = 0;
+
+		if (nbd_aio_is_dead(n->h) || nbd_aio_is_closed(n->h))
+			return hostd_dev_fail(b->dev, -ECONNREFUSED,
+					      "nbd=%s: cannot connect: %s", b->path,
+					      n->why[0] ? n->why :
+					      "the server closed the connection");
+		p.fd = nbd_aio_get_fd(n->h);
+		if (now >= n->connect_deadline_ns)
+			return hostd_dev_fail(b->dev, -ETIMEDOUT,
+					      "nbd=%s: no answer from the server "
+					      "within nbd_timeout=%u s", b->path,
+					      b->nbd_timeout_s);
+		p.events = (dir & LIBNBD_AIO_DIRECTION_READ ? POLLIN : 0) |
+			   (dir & LIBNBD_AIO_DIRECTION_WRITE ? POLLOUT : 0);
+		r = poll(&p, 1, (int)((n->connect_deadline_ns - now) / 1000000 + 1));
+		if (r < 0 && errno != EINTR)
+			return hostd_dev_fail(b->dev, -errno, "nbd=%s: poll: %s",
+					      b->path, strerror(errno));
+		if (r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    (dir & LIBNBD_AIO_DIRECTION_READ))
+			r = nbd_aio_notify_read(n->h);
+		else if (r > 0 && (dir & LIBNBD_AIO_DIRECTION_WRITE))
+			r = nbd_aio_notify_write(n->h);
+		if (r == -1)
+			snprintf(n->why, sizeof(n->why), "%s", nbd_get_error());
+	}
+	ret = conn_up(n);
+	if (ret < 0)
+		return n->why[0] && ret == -EIO ?
+		       hostd_dev_fail(b->dev, ret, "nbd=%s: %s", b->path, n->why) :
+		       ret;
+	ret = watch_start(n);
+	if (!ret)
+		ret = nbd_tick_init(n);
+	return ret < 0 ? hostd_dev_fail(b->dev, ret, "nbd=%s: cannot watch "
+					"the connection: %s", b->path,
+					strerror(-ret)) : 0;
+}
+
+/* ---- the tick ------------------------------------------------------------------ */
+
+/* DOWN and due: a new connection; UP at once when the server is local */
+static void reconnect(struct vbus_blk_nbd *n)
+{
+	if (conn_start(n) < 0 || watch_start(n) < 0) {
+		if (n->h)
+			handle_drop(n);
+		n->st.connect_failures++;
+		n->backoff_ms = n->backoff_ms ? n->backoff_ms * 2 :
+			NBD_BACKOFF_MIN_MS;
+		if (n->backoff_ms > NBD_BACKOFF_MAX_MS)
+			n->backoff_ms = NBD_BACKOFF_MAX_MS;
+		n->retry_ns = hostd_now_ns() + n->backoff_ms * 1000000ull;
+		return;
+	}
+	conn_progress(n, NULL);
+}
+
+/* a request the server has that is overdue: give the connection up */
+static bool overdue(const struct nbd_cmd_list *l, __u64 now)
+{
+	const struct nbd_cmd *c;
+
+	for (c = l->head.next; c != &l->head; c = c->next)
+		if (!c->orphan && now >= c->deadline_ns)
+			return true;
+	return false;
+}
+
+static void fail_overdue(struct vbus_blk_nbd *n, __u64 now)
+{
+	struct nbd_cmd *c = n->parked.head.next;
+
+	while (c != &n->parked.head) {
+		struct nbd_cmd *next = c->next;
+
+		if (now >= c->deadline_ns)
+			nbd_cmd_fail(n, c, ETIMEDOUT);
+		c = next;
+	}
+}
+
+static void on_tick(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+{
+	struct vbus_blk_nbd *n = arg;
+	__u64 now = hostd_now_ns();
+
+	(void)dev;
+	(void)events;
+	hostd_eventfd_drain(fd);	/* a timerfd reads like one */
+	if (n->state == NBD_UP && overdue(&n->sent, now)) {
+		n->st.stalls++;
+		nbd_conn_lost(n, "the server did not answer within nbd_timeout");
+	}
+	if (n->state == NBD_CONNECTING && now >= n->connect_deadline_ns)
+		nbd_conn_lost(n, "no handshake within nbd_timeout");
+	fail_overdue(n, now);
+	if (n->state == NBD_DOWN && now >= n->retry_ns)
+		reconnect(n);
+	nbd_settle(n);
+}
+
+int nbd_tick_init(struct vbus_blk_nbd *n)
+{
+	int ret;
+
+	n->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (n->tfd < 0)
+		return -errno;
+	ret = hostd_fd_add(n->b->dev, n->tfd, EPOLLIN, on_tick, n);
+	if (!ret)
+		n->tfd_watched = true;
+	return ret;
+}
+
+void nbd_tick_update(struct vbus_blk_nbd *n)
+{
+	bool want = n->state != NBD_UP || n->sent.n || n->parked.n;
+	struct itimerspec its;
+
+	if (n->tfd < 0 || want == n->ticking)
+		return;
+	memset(&its, 0, sizeof(its));
+	if (want) {
+		its.it_interval.tv_nsec = NBD_TICK_MS * 1000000L;
+		its.it_value = its.it_interval;
+	}
+	if (timerfd_settime(n->tfd, 0, &its, NULL) == 0)
+		n->ticking = want;
+}
+
+void nbd_conn_fini(struct vbus_blk_nbd *n)
+{
+	handle_drop(n);
+	if (n->tfd_watched)
+		hostd_fd_del(n->b->dev, n->tfd);
+	if (n->tfd >= 0)
+		close(n->tfd);
+	n->tfd = -1;
+	n->tfd_watched = false;
+}
