@@ -494,6 +494,9 @@ static bool venet_tx_flush(struct venet_priv *priv)
 	if (!n)
 		return false;
 	priv->tx_unpublished = 0;
+	/* detached: the ring is gone; venet_tx_teardown() frees the skbs */
+	if (READ_ONCE(priv->detached) || !priv->txq)
+		return false;
 	if (ioq_post_end(priv->txq, n, 0)) {
 		venet_fault(priv, "tx ring publish");
 		return false;
