@@ -182,6 +182,7 @@ static void vtest_fill_one(struct vtest *vt, struct ioq_ring_desc *desc,
 struct vtest_run_state {
 	u64 n, posted, reaped;
 	u64 doorbells;		/* ioq_signal()s this run rang */
+	u64 publishes;		/* counter publications: tail, inuse head */
 	int ret;		/* first error; the run drains, then fails */
 };
 
@@ -207,9 +208,9 @@ static void vtest_run_done(struct vtest *vt, struct vtest_run_state *st,
 	u64 n = st->n;
 
 	vtest_set_result(vt,
-			 "ok %llu msgs, %llu ns/msg, notifies=%ld doorbells=%llu%s",
+			 "ok %llu msgs, %llu ns/msg, notifies=%ld doorbells=%llu publishes=%llu%s",
 			 n, n ? div64_u64(ns, n) : 0, notifies, st->doorbells,
-			 how);
+			 st->publishes, how);
 }
 
 /*
@@ -244,6 +245,7 @@ static void vtest_post_batch(struct vtest *vt, struct vtest_run_state *st)
 	}
 	st->posted += k;
 	st->doorbells++;
+	st->publishes++;
 }
 
 /*
@@ -279,6 +281,7 @@ static int vtest_reap_batch(struct vtest *vt, struct vtest_run_state *st)
 		return r;
 	}
 	st->reaped += k;
+	st->publishes++;
 	return k;
 }
 
@@ -374,6 +377,7 @@ static int vtest_run_ring_iter(struct vtest *vt, u64 n)
 				break;
 			}
 			st.posted++;
+			st.publishes++;	/* each push stores the tail */
 			batch++;
 		}
 		if (batch) {
@@ -393,6 +397,7 @@ static int vtest_run_ring_iter(struct vtest *vt, u64 n)
 				st.ret = r;
 			}
 			st.reaped++;
+			st.publishes++;	/* each pop stores inuse's head */
 			got++;
 		}
 		if (st.ret && st.reaped == st.posted)

@@ -218,8 +218,10 @@ stat3() {
 }
 
 # The ring through the bulk calls (run_ring) against the 2009 iterator
-# (run_ring_iter), alternating in this boot: ns per message, and the
-# notifications per message each way (guest doorbells, host notifies).
+# (run_ring_iter), alternating in this boot: ns per message, the
+# notifications per run each way (guest doorbells, host notifies) and the
+# guest's counter publications per run (tail and inuse-head stores: the
+# cache-line hand-offs to the host that do not depend on TCG).
 # Prints numbers; asserts only that both runs are verified.
 cmp_ring() {
 	local i out mode f
@@ -228,7 +230,7 @@ cmp_ring() {
 		for mode in run_ring_iter run_ring; do
 			out=$(ring_ok "$first" "$VBT_CMP_MSGS" "$mode") ||
 				{ vt_fail ring-bulk-vs-iterator "$mode: $out"; return; }
-			for f in ns notifies doorbells; do
+			for f in ns notifies doorbells publishes; do
 				ring_field "$f" "$out" >>"/tmp/cmp.$mode.$f"
 			done
 		done
@@ -237,6 +239,7 @@ cmp_ring() {
 		log "RING-CMP $mode msgs=$VBT_CMP_MSGS x$VBT_CMP_REPS:" \
 			"ns/msg $(stat3 <"/tmp/cmp.$mode.ns")," \
 			"doorbells/run $(stat3 <"/tmp/cmp.$mode.doorbells")," \
+			"publishes/run $(stat3 <"/tmp/cmp.$mode.publishes")," \
 			"notifies/run $(stat3 <"/tmp/cmp.$mode.notifies")"
 	done
 	log "RING-CMP bulk/iterator ns/msg (median):" "$(paste /tmp/cmp.run_ring.ns /tmp/cmp.run_ring_iter.ns |
