@@ -27,12 +27,12 @@ static u64 eventq_event_dma(struct vbus_pci_bridge *b, u32 slot)
 	return (u64)b->events_dma + (u64)slot * sizeof(struct vbus_pci_event);
 }
 
-static void eventq_repost(struct vbus_pci_bridge *b, struct ioq_iterator *post)
+/* Fill the descriptor at ring position @pos with its slot's event buffer. */
+static void eventq_fill(struct vbus_pci_bridge *b, __u32 pos)
 {
 	struct ioq *ioq = &b->eventq;
-	u32 slot = post->pos & ioq->mask;
-	struct ioq_ring_desc *desc = post->desc;
-	int ret;
+	struct ioq_ring_desc *desc = ioq_desc(ioq, pos);
+	u32 slot = pos & ioq->mask;
 
 	/*
 	 * Rewrite every field: the host had the descriptor and may have
@@ -42,13 +42,28 @@ static void eventq_repost(struct vbus_pci_bridge *b, struct ioq_iterator *post)
 	WRITE_ONCE(desc->ptr, eventq_event_dma(b, slot));
 	WRITE_ONCE(desc->len, sizeof(struct vbus_pci_event));
 	WRITE_ONCE(desc->valid, 1);
+}
 
-	/* publishes the body: [R4] (sown) then [R1] (tails), core/ioq_v5.c */
-	ret = ioq_iter_push(post, 0);
-	if (ret)
-		dev_err_ratelimited(&b->pdev->dev,
-				    "eventq: cannot re-post slot %u: %d (host broke the ring)\n",
-				    slot, ret);
+/*
+ * Post @n event buffers at the tail as one batch: one publish ([R4] on
+ * each sown, then [R1] on the tails: core/ioq_v5.c) and, with
+ * IOQ_ITER_AUTOUPDATE in @flags, one signal. 0 or < 0.
+ */
+static int eventq_post(struct vbus_pci_bridge *b, unsigned int n, int flags)
+{
+	struct ioq *ioq = &b->eventq;
+	unsigned int i;
+	__u32 pos;
+	int ret;
+
+	ret = ioq_post_begin(ioq, n, &pos);
+	if (ret >= 0 && ret != n)
+		ret = -ENOSPC;		/* what we reaped is no longer free */
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < n; i++)
+		eventq_fill(b, pos + i);
+	return ioq_post_end(ioq, n, flags);
 }
 
 static void eventq_handle(struct vbus_pci_bridge *b,
@@ -81,16 +96,22 @@ static void eventq_handle(struct vbus_pci_bridge *b,
 /*
  * One pass: at most VBUS_PCI_EVENTQ_BUDGET events. True when it stopped on
  * the budget with more waiting (the caller comes back for them).
+ *
+ * The reaper's bulk calls: ioq_reap_begin() claims what the host handed
+ * back (v5: north-owned at inuse's head; carries [A4], which orders it
+ * before the event bodies and pairs with the host pop's [R4]; see
+ * docs/ring.md), each event is copied once and handled, ioq_reap_end()
+ * publishes inuse's head once ([R3]), and eventq_post() re-posts the
+ * batch with one publish and one signal (free slots again; the host
+ * retries its backlog).
  */
 static bool vbus_pci_eventq_pass(struct vbus_pci_bridge *b)
 {
 	struct ioq *ioq = &b->eventq;
-	struct ioq_iterator reap, post;
 	struct vbus_pci_event ev;
-	int budget = VBUS_PCI_EVENTQ_BUDGET;
 	bool more = false;
-	int done = 0;
-	int ret;
+	int i, n, ret;
+	__u32 pos;
 
 	if (READ_ONCE(b->eventq_stop))
 		return false;
@@ -99,48 +120,28 @@ static bool vbus_pci_eventq_pass(struct vbus_pci_bridge *b)
 		return false;
 	vbus_pci_stat_inc(b, ev_runs);
 
-	ioq_iter_init(ioq, &reap, ioq_idx_reap, IOQ_ITER_REAP);
-	ioq_iter_seek(&reap, ioq_seek_head, 0, 0);
-	ioq_iter_init(ioq, &post, ioq_idx_push, 0);
-	ioq_iter_seek(&post, ioq_seek_tail, 0, 0);
-
-	for (;;) {
-		/* nothing handed out: the head slot is not ours to read */
-		ret = ioq_count(ioq, ioq_idx_reap);
-		if (ret <= 0)
-			break;
-		/*
-		 * North-owned = the host popped it. Carries [A4] (v6:
-		 * [A2]), which orders it before the event body and pairs
-		 * with the host pop's [R4] ([R2]); see docs/ring.md.
-		 */
-		if (!ioq_iter_owned(&reap))
-			break;
-		if (!budget) {
-			/* more waiting: let others run, come back */
-			vbus_pci_stat_inc(b, ev_budget);
-			more = true;
-			break;
-		}
-		budget--;
-
+	n = ioq_reap_begin(ioq, VBUS_PCI_EVENTQ_BUDGET, &pos);
+	if (n <= 0)
+		return false;
+	for (i = 0; i < n; i++) {
 		/* one copy; the host can rewrite the buffer at any time */
-		memcpy(&ev, &b->events[reap.pos & ioq->mask], sizeof(ev));
-
-		ret = ioq_iter_pop(&reap, 0);
-		if (ret) {
-			dev_err_ratelimited(&b->pdev->dev,
-					    "eventq: reap failed: %d\n", ret);
-			break;
-		}
+		memcpy(&ev, &b->events[(pos + i) & ioq->mask], sizeof(ev));
 		eventq_handle(b, &ev);
-		eventq_repost(b, &post);
-		done++;
 	}
-
-	/* tell the host there are free slots again (and retry its backlog) */
-	if (done)
-		ioq_signal(ioq, 0);
+	ret = ioq_reap_end(ioq, n, 0);
+	if (!ret)
+		ret = eventq_post(b, n, IOQ_ITER_AUTOUPDATE);
+	if (ret) {
+		dev_err_ratelimited(&b->pdev->dev,
+				    "eventq: reap or re-post of %d failed: %d (host broke the ring)\n",
+				    n, ret);
+		return false;
+	}
+	/* more waiting past the budget: let others run, come back */
+	if (n == VBUS_PCI_EVENTQ_BUDGET && ioq_reap_begin(ioq, 1, &pos) > 0) {
+		vbus_pci_stat_inc(b, ev_budget);
+		more = true;
+	}
 	return more;
 }
 
@@ -173,23 +174,7 @@ void vbus_pci_eventq_wake(struct vbus_pci_bridge *b)
 /* Post every slot of a freshly formatted ring (setup, reset). */
 static int eventq_post_all(struct vbus_pci_bridge *b)
 {
-	struct ioq_iterator post;
-	int ret, i;
-
-	ioq_iter_init(&b->eventq, &post, ioq_idx_push, 0);
-	ioq_iter_seek(&post, ioq_seek_tail, 0, 0);
-	for (i = 0; i < VBUS_PCI_EVENTQ_COUNT; i++) {
-		struct ioq_ring_desc *desc = post.desc;
-
-		desc->cookie = i;
-		desc->ptr = eventq_event_dma(b, i);
-		desc->len = sizeof(struct vbus_pci_event);
-		desc->valid = 1;
-		ret = ioq_iter_push(&post, 0);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	return eventq_post(b, VBUS_PCI_EVENTQ_COUNT, 0);
 }
 
 /*

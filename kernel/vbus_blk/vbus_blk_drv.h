@@ -26,8 +26,8 @@
 #define VBUS_BLK_TIMEOUT_RESETS	4
 
 /*
- * One request ring (DEVSHM id = index). @lock serialises the posting side
- * (tail of "both"), the reaper (head of "inuse") and @slots, which maps a
+ * One request ring (DEVSHM id = index). @lock serialises the pusher (the
+ * tail), the reaper (inuse's head), @unpublished and @slots, which maps a
  * ring slot (position & mask) to the request posted there: completions are
  * found by the slot we posted to, never by the host-writable cookie.
  */
@@ -37,6 +37,11 @@ struct vbus_blk_queue {
 	struct ioq_notifier notifier;
 	spinlock_t lock;
 	struct request **slots;	/* queue_depth entries */
+	/*
+	 * Posted into the ring, not published yet: blk-mq's batch ends
+	 * (bd->last, ->commit_rqs) publish them with one tail store.
+	 */
+	u32 unpublished;
 	/*
 	 * The request headers the host reads (and writes req.status of),
 	 * one per ring slot, vblk->req_stride apart: coherent memory on

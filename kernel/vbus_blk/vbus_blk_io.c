@@ -367,16 +367,39 @@ static blk_status_t vbus_blk_setup_cmd(struct vbus_blk *vblk,
 }
 
 /*
- * Post @rq at the tail of @vq's ring. Under vq->lock. -ENOSPC: the ring
- * is full (try later); -EIO: the device is faulted (or just became so).
+ * Publish what vbus_blk_post() filled since the last publish, under
+ * vq->lock: one tail store, whose [R1] (v5: [R4] too; core/ioq.c)
+ * publishes the descriptors, the request headers and their segments to
+ * the host's consumer ([A1]). True when there was something: the caller
+ * signals the host. A failed publish faults the device; the requests stay
+ * on their slots, which the fault's take-back ends.
+ */
+static bool vbus_blk_publish(struct vbus_blk_queue *vq)
+{
+	u32 n = vq->unpublished;
+
+	if (!n || !vq->ioq)
+		return false;
+	vq->unpublished = 0;
+	if (ioq_post_end(vq->ioq, n, 0)) {
+		vbus_blk_fault(vq->vblk, "ring publish");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Fill @rq into the descriptor after the ones not published yet. Under
+ * vq->lock. -ENOSPC: the ring is full (try later); -EIO: the device is
+ * faulted (or just became so).
  */
 static int vbus_blk_post(struct vbus_blk_queue *vq, struct request *rq,
 			 struct vbus_blk_cmd *cmd)
 {
 	struct vbus_blk *vblk = vq->vblk;
 	struct ioq_ring_desc *desc;
-	struct ioq_iterator iter;
 	size_t off;
+	__u32 pos;
 	u32 slot;
 	int ret;
 
@@ -384,20 +407,17 @@ static int vbus_blk_post(struct vbus_blk_queue *vq, struct request *rq,
 		return -EIO;
 	if (!vq->ioq)		/* away: the queue is quiesced, try later */
 		return -EAGAIN;
-	/* full first: the descriptor at the tail is then still in flight */
-	ret = ioq_full(vq->ioq, ioq_idx_reap);
-	if (ret > 0)
-		return -ENOSPC;
-	if (!ret)
-		ret = ioq_iter_init(vq->ioq, &iter, ioq_idx_push, 0);
-	if (!ret)
-		ret = ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
-	if (ret) {
+	/* room for one more after the batch so far (v6: our own shadows) */
+	ret = ioq_post_begin(vq->ioq, vq->unpublished + 1, &pos);
+	if (ret < 0) {
 		vbus_blk_fault(vblk, "ring index");
 		return -EIO;
 	}
+	if ((u32)ret <= vq->unpublished)
+		return -ENOSPC;
+	pos += vq->unpublished;
 
-	slot = iter.pos & (vblk->queue_depth - 1);
+	slot = pos & (vblk->queue_depth - 1);
 	/*
 	 * inuse has room, so the tail slot is free. v6 counts room with our
 	 * own shadows; a v5 ring re-reads counters the host writes: fault,
@@ -411,25 +431,15 @@ static int vbus_blk_post(struct vbus_blk_queue *vq, struct request *rq,
 	/* the slot's header: a copy of ours, which stays private */
 	off = slot * vblk->req_stride;
 	memcpy(vq->reqs + off, &cmd->req, VBUS_BLK_REQ_SIZE(cmd->nr_segs));
-	desc = iter.desc;
+	desc = ioq_desc(vq->ioq, pos);
 	WRITE_ONCE(desc->ptr, (u64)(vq->reqs_dma + off));
 	WRITE_ONCE(desc->len, (u64)VBUS_BLK_REQ_SIZE(cmd->nr_segs));
 	WRITE_ONCE(desc->cookie, (u64)slot);	/* the host never reads it */
 	WRITE_ONCE(desc->valid, 1);
 	vq->slots[slot] = rq;
 	cmd->slot = slot;
-
-	/*
-	 * The push's release store on sown publishes the descriptor, the
-	 * request header and its segments; it pairs with the host's
-	 * acquire in ioq_iter_owned() on the valid index.
-	 */
-	ret = ioq_iter_push(&iter, 0);
-	if (ret) {
-		vq->slots[slot] = NULL;
-		vbus_blk_fault(vblk, "ring push");
-		return -EIO;
-	}
+	/* published with the batch: vbus_blk_publish() */
+	vq->unpublished++;
 	return 0;
 }
 
@@ -442,6 +452,7 @@ static blk_status_t vbus_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	struct vbus_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	unsigned long flags;
 	blk_status_t status;
+	bool doorbell;
 	int ret;
 
 	if (vbus_blk_faulted(vblk))
@@ -455,23 +466,28 @@ static blk_status_t vbus_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 
 	spin_lock_irqsave(&vq->lock, flags);
 	ret = vbus_blk_post(vq, rq, cmd);
+	/*
+	 * The batch ends here (the last request, or a full ring: blk-mq
+	 * does not call ->commit_rqs for a DEV_RESOURCE): one tail store,
+	 * one signal. A failed request must not strand the ones before it.
+	 */
+	doorbell = (bd->last || ret) && vbus_blk_publish(vq);
+	/* a full ring: the host may be waiting for our signal to consume */
+	if (ret == -ENOSPC && vq->ioq && !vbus_blk_faulted(vblk))
+		doorbell = true;
+	if (doorbell)
+		ioq_signal(vq->ioq, 0);
 	spin_unlock_irqrestore(&vq->lock, flags);
 	/* not posted: blk-mq retries (mapping again) or ends the request */
 	if (ret)
 		vbus_blk_unmap(vblk, cmd);
 
-	if (ret == -ENOSPC) {
-		/* a reaped slot frees a tag too: blk-mq reruns us then */
-		ioq_signal(vq->ioq, 0);
+	if (ret == -ENOSPC)	/* a reaped slot frees a tag: blk-mq reruns us */
 		return BLK_STS_DEV_RESOURCE;
-	}
 	if (ret == -EAGAIN)	/* unquiesce at reconnect reruns us */
 		return BLK_STS_RESOURCE;
 	if (ret)
 		return BLK_STS_IOERR;
-
-	if (bd->last)
-		ioq_signal(vq->ioq, 0);
 	return BLK_STS_OK;
 }
 
@@ -483,7 +499,7 @@ static void vbus_blk_commit_rqs(struct blk_mq_hw_ctx *hctx)
 
 	/* blk-mq may call this outside the quiesce: the ring may be gone */
 	spin_lock_irqsave(&vq->lock, flags);
-	if (vq->ioq && !vbus_blk_faulted(vq->vblk))
+	if (vbus_blk_publish(vq))
 		ioq_signal(vq->ioq, 0);
 	spin_unlock_irqrestore(&vq->lock, flags);
 }
@@ -509,12 +525,13 @@ static bool vbus_blk_status(u8 wire, blk_status_t *status)
 }
 
 /*
- * Take the descriptor at the inuse head off the ring if the host has
- * handed it back: its request onto @done. False when there is none or
- * the device faulted. Under vq->lock.
+ * Take the completion at @pos off its slot: its request onto @done.
+ * 1: taken; 0: taken, and the device faulted (a status the protocol does
+ * not have); -EIO: not taken, the device faulted. The reaper stops at a
+ * fault. Under vq->lock.
  */
-static bool vbus_blk_reap_one(struct vbus_blk_queue *vq,
-			      struct ioq_iterator *iter, struct list_head *done)
+static int vbus_blk_reap_one(struct vbus_blk_queue *vq, __u32 pos,
+			      struct list_head *done)
 {
 	struct vbus_blk *vblk = vq->vblk;
 	struct vbus_blk_req *hdr;
@@ -523,24 +540,11 @@ static bool vbus_blk_reap_one(struct vbus_blk_queue *vq,
 	u32 slot;
 	u8 wire;
 
-	/*
-	 * ioq_iter_owned()'s acquire on sown pairs with the release on
-	 * sown in the host's pop (core/ioq_v5.c, "pop"), which comes after
-	 * its store of req.status: the status load below sees it.
-	 */
-	if (ioq_count(vq->ioq, ioq_idx_reap) <= 0 ||
-	    !ioq_iter_owned(iter))
-		return false;
-
-	slot = iter->pos & (vblk->queue_depth - 1);
+	slot = pos & (vblk->queue_depth - 1);
 	rq = vq->slots[slot];
 	if (!rq) {
 		vbus_blk_fault(vblk, "completion for a slot not in flight");
-		return false;
-	}
-	if (ioq_iter_pop(iter, 0)) {
-		vbus_blk_fault(vblk, "ring pop");
-		return false;
+		return -EIO;
 	}
 	vq->slots[slot] = NULL;
 
@@ -554,33 +558,42 @@ static bool vbus_blk_reap_one(struct vbus_blk_queue *vq,
 	list_add_tail(&cmd->node, done);
 	if (!vbus_blk_status(wire, &cmd->status)) {
 		vbus_blk_fault(vblk, "unknown request status");
-		return false;
+		return 0;
 	}
-	return true;
+	return 1;
 }
 
 /*
- * Reap every descriptor the host has handed back onto @done; returns how
- * many. Under vq->lock.
+ * Reap every descriptor the host has handed back onto @done, at most one
+ * pass over the ring; returns how many. ioq_reap_begin()'s [A2] orders
+ * valid's head before the req.status loads (pairs with the host's [R2],
+ * after its status stores); ioq_reap_end() publishes inuse's head once
+ * ([R3]). Completions come back in order: the position, not the
+ * host-written cookie, names the slot. Under vq->lock.
  */
 static unsigned int vbus_blk_reap(struct vbus_blk_queue *vq,
 				  struct list_head *done)
 {
-	struct ioq_iterator iter;
 	unsigned int n = 0;
-	int ret;
+	__u32 pos;
+	int avail;
 
-	ret = ioq_iter_init(vq->ioq, &iter, ioq_idx_reap,
-			    IOQ_ITER_REAP);
-	if (!ret)
-		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
-	if (ret) {
-		vbus_blk_fault(vq->vblk, "ring iterator");
+	avail = ioq_reap_begin(vq->ioq, vq->vblk->queue_depth, &pos);
+	if (avail < 0) {
+		vbus_blk_fault(vq->vblk, "ring index");
 		return 0;
 	}
-	/* at most one pass over the ring: the inuse count bounds it too */
-	while (n < vq->vblk->queue_depth && vbus_blk_reap_one(vq, &iter, done))
-		n++;
+	while (n < (unsigned int)avail) {
+		int r = vbus_blk_reap_one(vq, pos + n, done);
+
+		if (r < 0)
+			break;
+		n++;		/* taken off its slot: it is on @done */
+		if (!r)
+			break;
+	}
+	if (n && ioq_reap_end(vq->ioq, n, 0))
+		vbus_blk_fault(vq->vblk, "ring reap");
 	return n;
 }
 
@@ -700,6 +713,7 @@ static bool vbus_blk_waiting(struct vbus_blk_queue *vq, struct request *rq,
 
 	spin_lock_irqsave(&vq->lock, flags);
 	on_ring = vq->slots[cmd->slot] == rq;
+	vbus_blk_publish(vq);	/* a batch blk-mq never ended */
 	if (on_ring && vq->ioq)
 		ioq_signal(vq->ioq, 0);
 	spin_unlock_irqrestore(&vq->lock, flags);

@@ -206,6 +206,7 @@ int vbus_blk_rings_open(struct vbus_blk *vblk)
 		ioq->notifier = &vq->notifier;
 		spin_lock_irqsave(&vq->lock, flags);
 		vq->ioq = ioq;
+		vq->unpublished = 0;
 		spin_unlock_irqrestore(&vq->lock, flags);
 		/* a poll queue's completions are looked for: no interrupts */
 		if (vq->poll)

@@ -134,6 +134,7 @@ struct venet_priv {
 	struct venet_tx_slot *tx_slots;
 	struct venet_vsgs tx_vsgs;	/* SG mode */
 	u32 tx_count;
+	u32 tx_unpublished;	/* filled, not published yet (txlock) */
 	spinlock_t txlock;	/* tx ring tail/head, tx_slots, tx stats */
 	struct timer_list tx_timer;	/* reaps what a burst left in flight */
 
@@ -213,18 +214,5 @@ void venet_kick(struct venet_priv *priv);
 
 /* ethtool */
 extern const struct ethtool_ops venet_ethtool_ops;
-
-/*
- * True when the descriptor at the head of @ioq's inuse index has been
- * handed back by the host. Reading it needs the inuse count first (our own
- * index: no barrier) and then ioq_iter_owned(), whose acquire ([A2] in
- * core/ioq.c, docs/ring.md) orders it before any later load of the
- * descriptor body.
- */
-static inline bool venet_head_completed(struct ioq *ioq,
-					struct ioq_iterator *iter)
-{
-	return ioq_count(ioq, ioq_idx_reap) > 0 && ioq_iter_owned(iter);
-}
 
 #endif /* VENET_DRV_H */

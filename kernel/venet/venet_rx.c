@@ -148,36 +148,29 @@ static int venet_rx_prep_sg(struct venet_priv *priv,
 #define VENET_REFILL_DELAY	(HZ / 10)
 
 /* RXSG: post the slot's pages behind its venet_sg. 0, -ENOMEM or -EIO. */
-static int venet_rx_post_sg(struct venet_priv *priv, struct ioq_iterator *iter,
-			    struct venet_rx_slot *slot, gfp_t gfp)
+static int venet_rx_post_sg(struct venet_priv *priv, struct ioq_ring_desc *desc,
+			    __u32 at, struct venet_rx_slot *slot, gfp_t gfp)
 {
-	struct ioq_ring_desc *desc = iter->desc;
 
 	if (venet_rx_prep_sg(priv, slot, gfp)) {
 		venet_rx_count(priv, &priv->rx_stats.alloc_failed);
 		return -ENOMEM;
 	}
-	WRITE_ONCE(desc->cookie, iter->pos & (priv->rx_count - 1));
+	WRITE_ONCE(desc->cookie, at & (priv->rx_count - 1));
 	WRITE_ONCE(desc->ptr, (u64)slot->vsg_dma);
 	WRITE_ONCE(desc->len, (u64)VENET_RX_SG_SIZE);
 	WRITE_ONCE(desc->valid, 1);
+	/* published with the batch: venet_rx_fill()'s ioq_post_end() */
 	slot->posted = true;
-	/* the push's [R1] (v5: [R4]) publishes vsg and body */
-	if (ioq_iter_push(iter, 0)) {
-		slot->posted = false;
-		venet_fault(priv, "rx ring push");
-		return -EIO;
-	}
 	return 0;
 }
 
 /* Flat: post one skb of @bufsize. 0, -ENOMEM or -EIO. */
 static int venet_rx_post_flat(struct venet_priv *priv,
-			      struct ioq_iterator *iter,
+			      struct ioq_ring_desc *desc, __u32 at,
 			      struct venet_rx_slot *slot, u32 bufsize, gfp_t gfp)
 {
 	struct device *dma_dev = venet_dma_dev(priv);
-	struct ioq_ring_desc *desc = iter->desc;
 	struct sk_buff *skb;
 	dma_addr_t dma;
 
@@ -205,80 +198,71 @@ static int venet_rx_post_flat(struct venet_priv *priv,
 	 * The cookie is informational only (see venet_drv.h): we never
 	 * read it back.
 	 */
-	WRITE_ONCE(desc->cookie, iter->pos & (priv->rx_count - 1));
+	WRITE_ONCE(desc->cookie, at & (priv->rx_count - 1));
 	WRITE_ONCE(desc->ptr, (u64)dma);
 	WRITE_ONCE(desc->len, (u64)bufsize);
 	WRITE_ONCE(desc->valid, 1);
-
-	/* the push's [R1] (v5: [R4]) publishes the body */
-	if (ioq_iter_push(iter, 0)) {
-		slot->skb = NULL;
-		dma_unmap_single(dma_dev, dma, bufsize, DMA_FROM_DEVICE);
-		kfree_skb(skb);
-		venet_fault(priv, "rx ring push");
-		return -EIO;
-	}
+	/* published with the batch: venet_rx_fill()'s ioq_post_end() */
 	return 0;
 }
 
 /*
- * Post empty buffers at the tail until the ring is full. Returns the number
+ * Post empty buffers at the tail until the ring is full, as one batch:
+ * ioq_post_begin() gives the free slots (from the pusher's shadows on v6),
+ * we fill as many as we can allocate, and ioq_post_end() publishes them
+ * with one tail store ([R1]; v5: [R4] too; core/ioq.c) and one doorbell
+ * (a host that ran out of buffers waits for it). Returns the number
  * posted, -ENOMEM when an allocation failed first (the caller schedules the
- * refill work), or -EIO when the ring is broken.
+ * refill work; what was filled before it is posted), or -EIO when the
+ * ring is broken. A slot that failed to fill keeps nothing: the helpers
+ * leave it empty on -ENOMEM.
  */
 int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 {
 	struct ioq *ioq = priv->rxq;
-	struct ioq_iterator iter;
 	u32 bufsize = priv->rx_bufsize;
-	int posted = 0;
-	int ret;
+	int room, posted = 0;
+	int ret = 0;
+	__u32 pos;
 
 	if (venet_faulted(priv))
 		return -EIO;
 
-	ret = ioq_iter_init(ioq, &iter, ioq_idx_push, 0);
-	if (!ret)
-		ret = ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
-	if (ret) {
-		venet_fault(priv, "rx ring iterator");
+	room = ioq_post_begin(ioq, priv->rx_count, &pos);
+	if (room < 0) {
+		venet_fault(priv, "rx ring index");
 		return -EIO;
 	}
-
-	for (;;) {
+	while (posted < room) {
+		__u32 at = pos + posted;
+		struct ioq_ring_desc *desc = ioq_desc(ioq, at);
 		struct venet_rx_slot *slot;
 
-		ret = ioq_full(ioq, ioq_idx_reap);
-		if (ret) {
-			if (ret < 0)
-				venet_fault(priv, "rx ring index");
-			ret = ret < 0 ? -EIO : 0;
-			break;
-		}
-
-		slot = &priv->rx_slots[iter.pos & (priv->rx_count - 1)];
+		slot = &priv->rx_slots[at & (priv->rx_count - 1)];
 		if (slot->skb || slot->posted) {
 			/* room, yet the tail slot is posted: see venet_tx_tail() */
 			venet_fault(priv, "rx tail slot still posted");
 			ret = -EIO;
 			break;
 		}
-
 		if (priv->caps.rxsg)
-			ret = venet_rx_post_sg(priv, &iter, slot, gfp);
+			ret = venet_rx_post_sg(priv, desc, at, slot, gfp);
 		else
-			ret = venet_rx_post_flat(priv, &iter, slot, bufsize, gfp);
+			ret = venet_rx_post_flat(priv, desc, at, slot, bufsize,
+						 gfp);
 		if (ret)
 			break;
 		posted++;
 	}
+	if (!posted || venet_faulted(priv))
+		return ret < 0 ? ret : posted;
 
-	/* a host that ran out of buffers waits for this */
-	if (posted) {
-		venet_rx_count(priv, &priv->rx_stats.refill_doorbells);
-		ioq_signal(ioq, 0);
+	/* the filled slots stay posted: venet_rx_free_all() takes them */
+	if (ioq_post_end(ioq, posted, IOQ_ITER_AUTOUPDATE)) {
+		venet_fault(priv, "rx ring publish");
+		return -EIO;
 	}
-
+	venet_rx_count(priv, &priv->rx_stats.refill_doorbells);
 	return ret < 0 ? ret : posted;
 }
 
@@ -511,76 +495,59 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 			 bool napi)
 {
 	struct ioq *ioq = priv->rxq;
-	struct ioq_iterator iter;
-	int done = 0;
-	int ret;
+	int avail, done = 0;
+	__u32 pos;
 
-	ret = ioq_iter_init(ioq, &iter, ioq_idx_reap,
-			    IOQ_ITER_REAP);
-	if (!ret)
-		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
-	if (ret) {
-		venet_fault(priv, "rx ring iterator");
+	/*
+	 * ioq_reap_begin()'s [A2] orders valid's head before the loads of
+	 * the completions below and of the venet_sgs the host wrote before
+	 * its consume publish ([R2]). Completions come back in order: the
+	 * position, not the host-written cookie, names the slot.
+	 */
+	avail = ioq_reap_begin(ioq, budget, &pos);
+	if (avail < 0) {
+		venet_fault(priv, "rx ring index");
 		return 0;
 	}
-
-	while (done < budget && venet_head_completed(ioq, &iter)) {
+	while (done < avail) {
 		struct venet_rx_slot *slot;
 		struct sk_buff *skb;
 		u32 buflen;
 		u64 len;
 
-		slot = &priv->rx_slots[iter.pos & (priv->rx_count - 1)];
-		/* after ioq_iter_owned(): its [A2] orders this load */
-		len = READ_ONCE(iter.desc->len);
+		slot = &priv->rx_slots[(pos + done) & (priv->rx_count - 1)];
+		len = READ_ONCE(ioq_desc(ioq, pos + done)->len);
 
 		if (priv->caps.rxsg) {
 			struct venet_rx_meta m;
 
-			/*
-			 * Same [A2]: the host wrote the venet_sg before its
-			 * pop, whose [R2] publishes it.
-			 */
-			venet_rx_read_meta(slot->vsg, &m);
-			ret = ioq_iter_pop(&iter, 0);
-			if (ret) {
-				venet_fault(priv, "rx ring pop");
-				break;
-			}
-			done++;
 			if (!slot->posted) {	/* completed twice (v5) */
 				venet_fault(priv, "rx completion of a slot not posted");
 				break;
 			}
+			venet_rx_read_meta(slot->vsg, &m);
 			slot->posted = false;
+			done++;
 			venet_rx_complete_sg(priv, slot, len, &m, napi);
 			continue;
 		}
 
 		skb = slot->skb;
-		buflen = slot->buflen;
-		slot->skb = NULL;
-		/* the host is done with it (or gone): ours to read */
-		if (skb)
-			dma_unmap_single(venet_dma_dev(priv), slot->dma, buflen,
-					 DMA_FROM_DEVICE);
-
-		ret = ioq_iter_pop(&iter, 0);
-		if (ret) {
-			kfree_skb(skb);
-			venet_fault(priv, "rx ring pop");
-			break;
-		}
-		done++;
-
 		if (!skb) {	/* completed twice (v5) */
 			venet_fault(priv, "rx completion of a slot not posted");
 			break;
 		}
-
+		buflen = slot->buflen;
+		slot->skb = NULL;
+		/* the host is done with it (or gone): ours to read */
+		dma_unmap_single(venet_dma_dev(priv), slot->dma, buflen,
+				 DMA_FROM_DEVICE);
+		done++;
 		venet_rx_complete(priv, skb, buflen, len, napi);
 	}
-
+	/* one inuse-head store for the batch: [R3] */
+	if (done && ioq_reap_end(ioq, done, 0))
+		venet_fault(priv, "rx ring reap");
 	return done;
 }
 

@@ -2,11 +2,15 @@
 /*
  * venet transmit path, including scatter-gather and GSO.
  *
- * The guest posts one frame per descriptor (a "both" push), the host sends
- * it and pops the descriptor back; popping is the tx completion, and the
- * host signals the tx ring after a batch of pops. The guest reaps the inuse
- * index from its head (start_xmit, NAPI poll, ndo_tx_timeout, stop) and
- * frees the skbs; start_xmit frees what the host completed, and so does
+ * The guest posts one frame per descriptor with the pusher's bulk calls:
+ * start_xmit fills the descriptor at the pusher's position plus the frames
+ * not published yet (tx_unpublished) and publishes the burst with one
+ * ioq_post_end() (one tail store) and one doorbell when the stack has no
+ * more for us (!netdev_xmit_more()) or the queue stopped. The host sends
+ * each frame and hands the descriptor back; that is the tx completion, and
+ * the host signals the tx ring after a batch. The guest reaps with
+ * ioq_reap_begin()/ioq_reap_end() (start_xmit, NAPI poll, ndo_tx_timeout,
+ * stop), one inuse-head store per pass, and frees the skbs; start_xmit frees what the host completed, and so does
  * every NAPI poll. By default the poll unmasks the tx signal when it
  * completes. With tx_complete_irq=0 the signal stays masked unless we wait
  * on completions (docs/devices/venet.md, "Notifications"), as
@@ -45,6 +49,7 @@ int venet_tx_setup(struct venet_priv *priv)
 {
 	u32 i;
 
+	priv->tx_unpublished = 0;
 	priv->tx_slots = kvcalloc(priv->tx_count, sizeof(*priv->tx_slots),
 				  GFP_KERNEL);
 	if (!priv->tx_slots)
@@ -268,15 +273,12 @@ enum venet_tx_verdict {
  */
 static bool __venet_tx_pending(struct venet_priv *priv)
 {
-	struct ioq_iterator iter;
+	__u32 pos;
 
 	if (venet_faulted(priv))
 		return false;
-	if (ioq_iter_init(priv->txq, &iter, ioq_idx_reap,
-			  IOQ_ITER_REAP) ||
-	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
-		return false;
-	return venet_head_completed(priv->txq, &iter);
+	/* [A2] in ioq_reap_begin(); a fault reads as "nothing" (< 0) */
+	return ioq_reap_begin(priv->txq, 1, &pos) > 0;
 }
 
 bool venet_tx_pending(struct venet_priv *priv)
@@ -357,9 +359,27 @@ void venet_tx_timer(struct timer_list *t)
 	venet_kick(priv);	/* a no-op while NAPI is disabled */
 }
 
+/*
+ * Room for @n frames after the ones not published yet? 1: yes, with the
+ * pusher's position in *@pos (the burst's first descriptor); 0: no;
+ * < 0: the ring faulted. Under txlock.
+ */
+static int venet_tx_has_room(struct venet_priv *priv, u32 n, __u32 *pos)
+{
+	u32 want = priv->tx_unpublished + n;
+	int ret;
+
+	ret = ioq_post_begin(priv->txq, want, pos);
+	if (ret < 0) {
+		venet_fault(priv, "tx ring index");
+		return ret;
+	}
+	return ret == want;
+}
+
 /* Room for one more frame? */
 static enum venet_tx_verdict venet_tx_room(struct venet_priv *priv,
-					   struct net_device *dev)
+					   struct net_device *dev, __u32 *pos)
 {
 	struct venet_tx_stats *st = &priv->tx_stats;
 	int ret;
@@ -367,12 +387,10 @@ static enum venet_tx_verdict venet_tx_room(struct venet_priv *priv,
 	/* detached: no tx ring (a qdisc bypass can still get here) */
 	if (venet_faulted(priv) || READ_ONCE(priv->detached))
 		return VENET_TX_DROP;
-	ret = ioq_full(priv->txq, ioq_idx_reap);
-	if (ret < 0) {
-		venet_fault(priv, "tx ring index");
+	ret = venet_tx_has_room(priv, 1, pos);
+	if (ret < 0)
 		return VENET_TX_DROP;
-	}
-	if (!ret)
+	if (ret)
 		return VENET_TX_OK;
 	/*
 	 * We stop the queue when the last descriptor is used, so
@@ -387,20 +405,14 @@ static enum venet_tx_verdict venet_tx_room(struct venet_priv *priv,
 	return VENET_TX_BUSY;
 }
 
-/* The descriptor at the tail and its slot; false when we cannot use it. */
-static bool venet_tx_tail(struct venet_priv *priv, struct ioq_iterator *iter,
+/*
+ * The slot of the frame's descriptor, @at (the pusher's position plus the
+ * frames not published yet); false when we cannot use it.
+ */
+static bool venet_tx_tail(struct venet_priv *priv, __u32 at,
 			  struct venet_tx_slot **slot)
 {
-	int ret;
-
-	ret = ioq_iter_init(priv->txq, iter, ioq_idx_push, 0);
-	if (!ret)
-		ret = ioq_iter_seek(iter, ioq_seek_tail, 0, 0);
-	if (ret) {
-		venet_fault(priv, "tx ring iterator");
-		return false;
-	}
-	*slot = &priv->tx_slots[iter->pos & (priv->tx_count - 1)];
+	*slot = &priv->tx_slots[at & (priv->tx_count - 1)];
 	/*
 	 * The ring had room, so the slot at the tail was reaped. On v6 the
 	 * room comes from our own shadows; a v5 ring re-reads its counters
@@ -415,11 +427,10 @@ static bool venet_tx_tail(struct venet_priv *priv, struct ioq_iterator *iter,
 
 /* The frame into the descriptor: the slot's venet_sg, or flat. */
 static enum venet_tx_verdict venet_tx_fill(struct venet_priv *priv,
-					   struct sk_buff *skb,
-					   struct ioq_iterator *iter,
+					   struct sk_buff *skb, __u32 at,
 					   struct venet_tx_slot *slot)
 {
-	struct ioq_ring_desc *desc = iter->desc;
+	struct ioq_ring_desc *desc = ioq_desc(priv->txq, at);
 
 	if (priv->caps.sg) {
 		if (venet_tx_build_sg(priv, skb, slot)) {
@@ -442,7 +453,7 @@ static enum venet_tx_verdict venet_tx_fill(struct venet_priv *priv,
 		WRITE_ONCE(desc->ptr, (u64)slot->dma);
 		WRITE_ONCE(desc->len, (u64)skb->len);
 	}
-	WRITE_ONCE(desc->cookie, iter->pos & (priv->tx_count - 1));
+	WRITE_ONCE(desc->cookie, at & (priv->tx_count - 1));
 	WRITE_ONCE(desc->valid, 1);
 	return VENET_TX_OK;
 }
@@ -459,24 +470,38 @@ static void venet_tx_account(struct venet_tx_stats *st, struct sk_buff *skb)
 	u64_stats_update_end(&st->syncp);
 }
 
-/* Hand the filled descriptor to the host. */
-static enum venet_tx_verdict venet_tx_publish(struct venet_priv *priv,
-					      struct sk_buff *skb,
-					      struct ioq_iterator *iter,
-					      struct venet_tx_slot *slot)
+/* The filled descriptor joins the burst that venet_tx_flush() publishes. */
+static void venet_tx_queue(struct venet_priv *priv, struct sk_buff *skb,
+			   struct venet_tx_slot *slot)
 {
 	slot->skb = skb;
 	skb_tx_timestamp(skb);
 	venet_tx_account(&priv->tx_stats, skb);
+	priv->tx_unpublished++;
+}
 
-	/* the push's [R1] (v5: [R4]) publishes the descriptor and venet_sg */
-	if (ioq_iter_push(iter, 0)) {
-		slot->skb = NULL;
-		venet_tx_unmap(priv, slot);
-		venet_fault(priv, "tx ring push");
-		return VENET_TX_DROP;
+/*
+ * Publish the burst, under txlock: one tail store, whose [R1] (v5: [R4]
+ * too; core/ioq.c) publishes the descriptors and their venet_sgs. The
+ * caller rings the doorbell (ioq_signal()) after dropping txlock. Returns
+ * true when there was something to publish. A failed publish faults the
+ * device; the burst's skbs stay in their slots for venet_tx_teardown().
+ */
+static bool venet_tx_flush(struct venet_priv *priv)
+{
+	u32 n = priv->tx_unpublished;
+
+	if (!n)
+		return false;
+	priv->tx_unpublished = 0;
+	/* detached: the ring is gone; venet_tx_teardown() frees the skbs */
+	if (READ_ONCE(priv->detached) || !priv->txq)
+		return false;
+	if (ioq_post_end(priv->txq, n, 0)) {
+		venet_fault(priv, "tx ring publish");
+		return false;
 	}
-	return VENET_TX_OK;
+	return true;
 }
 
 /*
@@ -487,45 +512,42 @@ static unsigned int __venet_tx_reap(struct venet_priv *priv)
 {
 	struct venet_tx_stats *st = &priv->tx_stats;
 	struct ioq *ioq = priv->txq;
-	struct ioq_iterator iter;
 	unsigned int done = 0;
+	__u32 pos;
 	int ret;
 
 	if (venet_faulted(priv))
 		return 0;
 
-	ret = ioq_iter_init(ioq, &iter, ioq_idx_reap,
-			    IOQ_ITER_REAP);
-	if (!ret)
-		ret = ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
-	if (ret) {
-		venet_fault(priv, "tx ring iterator");
+	/*
+	 * At most one pass over the ring. ioq_reap_begin()'s [A2] orders
+	 * valid's head before we take the completions (pairs with the
+	 * host's [R2]); they come back in order, so the position, not the
+	 * host-written cookie, names the slot.
+	 */
+	ret = ioq_reap_begin(ioq, priv->tx_count, &pos);
+	if (ret < 0) {
+		venet_fault(priv, "tx ring index");
 		return 0;
 	}
-
-	/* at most one pass over the ring: the inuse count bounds it too */
-	while (done < priv->tx_count && venet_head_completed(ioq, &iter)) {
+	while (done < (unsigned int)ret) {
 		struct venet_tx_slot *slot;
 		struct sk_buff *skb;
 
-		slot = &priv->tx_slots[iter.pos & (priv->tx_count - 1)];
+		slot = &priv->tx_slots[(pos + done) & (priv->tx_count - 1)];
 		skb = slot->skb;
-		slot->skb = NULL;
-
-		ret = ioq_iter_pop(&iter, 0);
-		if (ret) {
-			slot->skb = skb;	/* freed at teardown */
-			venet_fault(priv, "tx ring pop");
-			break;
-		}
-		done++;
 		if (!skb) {	/* the host completed a slot twice (v5) */
 			venet_fault(priv, "tx completion of an empty slot");
 			break;
 		}
+		slot->skb = NULL;
+		done++;
 		venet_tx_unmap(priv, slot);
 		dev_consume_skb_any(skb);
 	}
+	/* one inuse-head store for the pass: [R3] */
+	if (done && ioq_reap_end(ioq, done, 0))
+		venet_fault(priv, "tx ring reap");
 
 	if (done) {
 		u64_stats_update_begin(&st->syncp);
@@ -538,82 +560,102 @@ static unsigned int __venet_tx_reap(struct venet_priv *priv)
 /* Reap, and wake the queue if that made room. */
 void venet_tx_reap(struct venet_priv *priv)
 {
+	__u32 pos;
+
 	spin_lock_bh(&priv->txlock);
 	__venet_tx_reap(priv);
 	if (netif_queue_stopped(priv->dev) && netif_running(priv->dev) &&
-	    !venet_faulted(priv) &&
-	    ioq_full(priv->txq, ioq_idx_reap) == 0)
+	    !venet_faulted(priv) && venet_tx_has_room(priv, 1, &pos) > 0)
 		netif_wake_queue(priv->dev);
 	spin_unlock_bh(&priv->txlock);
 }
 
-netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
+/* Ring the doorbell after a publish, or a burst's end with nothing to publish. */
+static void venet_tx_doorbell(struct venet_priv *priv, struct ioq *ioq)
 {
-	struct venet_priv *priv = netdev_priv(dev);
-	struct venet_tx_slot *slot;
-	struct ioq_iterator iter;
-	enum venet_tx_verdict v;
-	struct ioq *ioq;
-	bool doorbell;
+	u64_stats_update_begin(&priv->tx_stats.syncp);
+	u64_stats_inc(&priv->tx_stats.doorbells);
+	u64_stats_update_end(&priv->tx_stats.syncp);
+	/*
+	 * The burst's end: nobody may come to reap it but the timer.
+	 * Armed, not pushed back: moving its expiry on every burst
+	 * reprograms the guest's clock event at each idle entry.
+	 */
+	if (!READ_ONCE(tx_complete_irq) && !timer_pending(&priv->tx_timer))
+		mod_timer(&priv->tx_timer, jiffies + 1);
+}
 
-	spin_lock_bh(&priv->txlock);
+/* The frame into the burst, under txlock; what became of it. */
+static enum venet_tx_verdict venet_tx_one(struct venet_priv *priv,
+					  struct sk_buff *skb,
+					  struct net_device *dev)
+{
+	struct venet_tx_slot *slot;
+	enum venet_tx_verdict v;
+	__u32 pos, at;
+
 	/*
 	 * detached first: venet_detach() freed the tx ring (priv->txq is
 	 * NULL), and the reap below reads it. venet_tx_room() checks again
 	 * after the reap, which may have faulted the ring.
 	 */
-	if (READ_ONCE(priv->detached)) {
-		v = VENET_TX_DROP;
-	} else {
-		/* what the host completed meanwhile: no interrupt needed */
-		__venet_tx_reap(priv);
-		v = venet_tx_room(priv, dev);
-	}
-	if (v == VENET_TX_BUSY) {
-		spin_unlock_bh(&priv->txlock);
-		return NETDEV_TX_BUSY;
-	}
-	if (v == VENET_TX_OK && !venet_tx_tail(priv, &iter, &slot))
-		v = VENET_TX_DROP;
+	if (READ_ONCE(priv->detached))
+		return VENET_TX_DROP;
+	/* what the host completed meanwhile: no interrupt needed */
+	__venet_tx_reap(priv);
+	v = venet_tx_room(priv, dev, &pos);
+	if (v != VENET_TX_OK)
+		return v;
+	at = pos + priv->tx_unpublished;
+	if (!venet_tx_tail(priv, at, &slot))
+		return VENET_TX_DROP;
+	v = venet_tx_fill(priv, skb, at, slot);
 	if (v == VENET_TX_OK)
-		v = venet_tx_fill(priv, skb, &iter, slot);
-	if (v == VENET_TX_OK)
-		v = venet_tx_publish(priv, skb, &iter, slot);
-	if (v != VENET_TX_OK) {
-		if (v == VENET_TX_DROP)
-			venet_tx_count_drop(priv, false);
-		spin_unlock_bh(&priv->txlock);
-		dev_kfree_skb_any(skb);
-		return NETDEV_TX_OK;
-	}
+		venet_tx_queue(priv, skb, slot);
+	return v;
+}
 
-	ioq = priv->txq;
-	if (ioq_full(ioq, ioq_idx_reap)) {
+netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev)
+{
+	struct venet_priv *priv = netdev_priv(dev);
+	enum venet_tx_verdict v;
+	struct ioq *ioq = NULL;
+	bool doorbell = false;
+	__u32 pos;
+
+	spin_lock_bh(&priv->txlock);
+	v = venet_tx_one(priv, skb, dev);
+	if (v == VENET_TX_DROP)
+		venet_tx_count_drop(priv, false);
+
+	/* the last descriptor is used: stop until the reaper frees one */
+	if (v == VENET_TX_OK && !venet_faulted(priv) &&
+	    !venet_tx_has_room(priv, 1, &pos)) {
 		netif_stop_queue(dev);
 		netif_trans_update(dev);
+	}
+	/*
+	 * Publish the burst while the stack has no more for us, whatever
+	 * became of this frame (a dropped last frame must not strand the
+	 * ones before it): one tail store and one doorbell per burst.
+	 */
+	if (!netdev_xmit_more() || netif_queue_stopped(dev)) {
+		ioq = priv->txq;
+		doorbell = venet_tx_flush(priv);
+		if (doorbell)
+			venet_tx_doorbell(priv, ioq);
+	}
+	/* stopped: unmask, then look again, after the burst is out */
+	if (v == VENET_TX_OK && netif_queue_stopped(dev) && !venet_faulted(priv))
 		venet_tx_wait_room(priv);
-	}
-
-	/* batch the doorbell while the stack has more for us */
-	doorbell = !netdev_xmit_more() || netif_queue_stopped(dev);
-	if (doorbell) {
-		u64_stats_update_begin(&priv->tx_stats.syncp);
-		u64_stats_inc(&priv->tx_stats.doorbells);
-		u64_stats_update_end(&priv->tx_stats.syncp);
-		/*
-		 * The burst's end: nobody may come to reap it but the timer.
-		 * Armed, not pushed back: moving its expiry on every burst
-		 * reprograms the guest's clock event at each idle entry.
-		 */
-		if (!READ_ONCE(tx_complete_irq) &&
-		    !timer_pending(&priv->tx_timer))
-			mod_timer(&priv->tx_timer, jiffies + 1);
-	}
 	spin_unlock_bh(&priv->txlock);
 
 	if (doorbell)
 		ioq_signal(ioq, 0);
-
+	if (v == VENET_TX_BUSY)
+		return NETDEV_TX_BUSY;
+	if (v != VENET_TX_OK)
+		dev_kfree_skb_any(skb);
 	return NETDEV_TX_OK;
 }
 
@@ -631,6 +673,9 @@ void venet_tx_timeout(struct net_device *dev, unsigned int txqueue)
 	u64_stats_update_end(&priv->tx_stats.syncp);
 	spin_unlock_bh(&priv->txlock);
 
+	spin_lock_bh(&priv->txlock);
+	venet_tx_flush(priv);	/* a burst the stack never ended */
+	spin_unlock_bh(&priv->txlock);
 	venet_tx_reap(priv);
 	/* in case the host missed a doorbell: tell it again */
 	ioq_signal(priv->txq, 0);

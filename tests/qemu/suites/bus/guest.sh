@@ -15,6 +15,9 @@
 #   VBT_CYCLES    rmmod/insmod cycles of all modules (default 10)
 #   VBT_LAT_N     samples of each latency figure (default 1000)
 #   VBT_FLOOD     DEVADDs of the flood check (default 520; 0: skipped)
+#   VBT_CMP_MSGS  descriptors of each run of the bulk-vs-iterator
+#                 comparison (default 20000)
+#   VBT_CMP_REPS  runs of each in that comparison, alternating (default 5)
 #
 # Host requests (vt_host): add ID, drop ID (`vbus-hostd ctl`), stop 0 /
 # cont 0 (SIGSTOP/SIGCONT to vbus-hostd), kill 0 (the host kills this
@@ -33,6 +36,8 @@
 : "${VBT_CYCLES:=10}"
 : "${VBT_LAT_N:=1000}"
 : "${VBT_FLOOD:=520}"
+: "${VBT_CMP_MSGS:=20000}"
+: "${VBT_CMP_REPS:=5}"
 
 BUS=/sys/bus/vbus-proxy/devices
 PCIDRV=/sys/bus/pci/drivers/vbus-pcibridge
@@ -136,9 +141,10 @@ no_foreign() {
 	return 0
 }
 
+# ring_ok DEV N [ATTR]: N verified messages through run_ring (or ATTR).
 ring_ok() {
 	local out
-	out=$(run "$1" run_ring "$2") || { echo "$out"; return 1; }
+	out=$(run "$1" "${3:-run_ring}" "$2") || { echo "$out"; return 1; }
 	echo "$out"
 	case "$out" in "ok $2 msgs"*) return 0 ;; esac
 	return 1
@@ -195,6 +201,50 @@ check_ring() {
 		vt_fail "ring-$VBT_MSGS-verified" "$out"
 	fi
 	cat "$PCIDRV"/*/vbus_stats | sed 's/^/  bridge: /'
+	cmp_ring
+}
+
+# field NAME RESULT: the number after "NAME=" (or before " ns/msg").
+ring_field() {
+	case "$1" in
+	ns) echo "$2" | sed -n 's/.* \([0-9]*\) ns\/msg.*/\1/p' ;;
+	*) echo "$2" | sed -n "s/.* $1=\([0-9]*\).*/\1/p" ;;
+	esac
+}
+
+# stat3 < numbers: "median [min..max]"
+stat3() {
+	sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%s [%s..%s]", v[int((NR + 1) / 2)], v[1], v[NR] }'
+}
+
+# The ring through the bulk calls (run_ring) against the 2009 iterator
+# (run_ring_iter), alternating in this boot: ns per message, the
+# notifications per run each way (guest doorbells, host notifies) and the
+# guest's counter publications per run (tail and inuse-head stores: the
+# cache-line hand-offs to the host that do not depend on TCG).
+# Prints numbers; asserts only that both runs are verified.
+cmp_ring() {
+	local i out mode f
+	rm -f /tmp/cmp.*
+	for i in $(seq "$VBT_CMP_REPS"); do
+		for mode in run_ring_iter run_ring; do
+			out=$(ring_ok "$first" "$VBT_CMP_MSGS" "$mode") ||
+				{ vt_fail ring-bulk-vs-iterator "$mode: $out"; return; }
+			for f in ns notifies doorbells publishes; do
+				ring_field "$f" "$out" >>"/tmp/cmp.$mode.$f"
+			done
+		done
+	done
+	for mode in run_ring_iter run_ring; do
+		log "RING-CMP $mode msgs=$VBT_CMP_MSGS x$VBT_CMP_REPS:" \
+			"ns/msg $(stat3 <"/tmp/cmp.$mode.ns")," \
+			"doorbells/run $(stat3 <"/tmp/cmp.$mode.doorbells")," \
+			"publishes/run $(stat3 <"/tmp/cmp.$mode.publishes")," \
+			"notifies/run $(stat3 <"/tmp/cmp.$mode.notifies")"
+	done
+	log "RING-CMP bulk/iterator ns/msg (median):" "$(paste /tmp/cmp.run_ring.ns /tmp/cmp.run_ring_iter.ns |
+		awk '{ print $1 / $2 }' | stat3)"
+	vt_pass ring-bulk-vs-iterator
 }
 
 check_latency() {

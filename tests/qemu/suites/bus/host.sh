@@ -107,5 +107,5 @@ h_check hostd-alive-at-end hostd_alive
 sed 's/^/    ctl list: /' "$out/ctl-list.txt"
 
 printf '\nfigures:\n'
-lab_figures main 'vbus-bus-tests: (RING|HC-LATENCY|EVENT-LATENCY|CYCLES) .*'
+lab_figures main 'vbus-bus-tests: (RING|RING-CMP|HC-LATENCY|EVENT-LATENCY|CYCLES) .*'
 lab_summary main
