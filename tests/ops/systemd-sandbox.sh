@@ -31,9 +31,9 @@ done
 
 # ---- the tree, built once ------------------------------------------------
 # What the container needs besides systemd: dbus (a system bus socket to
-# be kept from), liburing2 (the daemon, the probe), python3 (the test),
-# iproute2 (taps.conf's vbus-taps).
-pkgs=systemd,systemd-sysv,dbus,liburing2,python3,iproute2
+# be kept from), liburing2 and libnbd0 (the daemon's libraries; liburing2
+# the probe's too), python3 (the test), iproute2 (taps.conf's vbus-taps).
+pkgs=systemd,systemd-sysv,dbus,liburing2,libnbd0,python3,iproute2
 suite=bookworm
 # the machine's own Debian mirror (deb822 or one-line sources), else Debian's
 mirror=${VBUS_DEBIAN_MIRROR:-$(cat /etc/apt/sources.list.d/*.sources \
