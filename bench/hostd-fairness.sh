@@ -92,6 +92,13 @@ ticks() {
 	done | sed 's|/proc/[0-9]*/task/\([0-9]*\)/stat|\1|'
 }
 
+# tid_of GUEST: the daemon's loop thread of GUEST (vbus-hostd names it
+# g:GUEST)
+tid_of() {
+	grep -lx "g:$1" /proc/"$pid"/task/*/comm 2>/dev/null |
+		sed -n 's|^/proc/[0-9]*/task/\([0-9]*\)/comm$|\1|p' | head -n 1
+}
+
 # ticks of a whole process (guest A's fake guest: its storm's own cost)
 proc_ticks() {
 	sed 's/^.*) //' /proc/"$1"/stat | awk '{ print $12 + $13 }'
@@ -109,7 +116,7 @@ ctl_probe() {
 	done
 }
 
-# case MODE ROUND: B's echo rate; CPU of the busiest thread and ctl figures
+# case MODE ROUND: B's echo rate; CPU of each guest's loop thread and ctl figures
 # of this round appended to $T/MODE.{rate,cpu,ctlmed,ctlmax}
 run_case() {
 	local mode=$1 r e0 e1 wall a0 a1
@@ -133,13 +140,11 @@ run_case() {
 	awk -v hz="$HZ" -v ms="$wall" 'NR == FNR { a[$1] = $2; next }
 		($1 in a) { print $1, ($2 - a[$1]) * 100000 / hz / ms }' \
 		"$T/t0" "$T/t1" | sort -k2 -gr >"$T/cpu"
-	# B's loop thread: the busiest while B alone echoes (first baseline)
-	[ -s "$T/btid" ] || awk 'NR == 1 { print $1 }' "$T/cpu" >"$T/btid"
-	awk -v b="$(cat "$T/btid")" '$1 == b { print $2; f = 1 }
+	# each guest's loop thread, by its name (g:NAME)
+	awk -v b="$(tid_of gB)" '$1 == b { print $2; f = 1 }
 		END { if (!f) print 0 }' "$T/cpu" >>"$T/$mode.bthr"
-	# A's: the busiest other thread (its loop serves the storm)
-	awk -v b="$(cat "$T/btid")" '$1 != b { print $2; exit }' "$T/cpu" \
-		>>"$T/$mode.athr"
+	awk -v a="$(tid_of gA)" '$1 == a { print $2; f = 1 }
+		END { if (!f) print 0 }' "$T/cpu" >>"$T/$mode.athr"
 	echo "$(((a1 - a0) * 100000 / HZ / wall))" >>"$T/$mode.acpu"
 	sort -n "$T/ctl.ms" | awk '{ v[NR] = $1 } END {
 		printf "%s\n", NR ? v[int((NR + 1) / 2)] : "nan" }' >>"$T/$mode.ctlmed"

@@ -111,7 +111,11 @@ int hostd_guest_listen(struct hostd_guest *g, char *err, size_t errlen)
 
 int hostd_guest_start(struct hostd_guest *g)
 {
-	return hostd_loop_start(&g->loop);
+	char name[16];
+
+	/* "g:NAME": one thread per guest, each findable by its guest's name */
+	snprintf(name, sizeof(name), "g:%s", g->name);
+	return hostd_loop_start(&g->loop, name);
 }
 
 void hostd_guest_stop(struct hostd_guest *g)

@@ -8,6 +8,7 @@
  * it done, so nothing is allocated and nothing can be lost.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -210,13 +211,20 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
-int hostd_loop_start(struct hostd_loop *l)
+int hostd_loop_start(struct hostd_loop *l, const char *name)
 {
 	int ret = pthread_create(&l->thread, NULL, loop_thread, l);
 
 	if (ret)
 		return -ret;
 	l->thread_started = true;
+	/* best effort: top -H, /proc/PID/task/TID/comm and perf tell guests apart */
+	if (name) {
+		char comm[16];
+
+		snprintf(comm, sizeof(comm), "%s", name);
+		pthread_setname_np(l->thread, comm);
+	}
 	return 0;
 }
 

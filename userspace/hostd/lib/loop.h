@@ -68,8 +68,11 @@ bool hostd_loop_deferred(const struct hostd_loop *l);
 /* One pass: wait up to @timeout_ms, dispatch, run deferred work. */
 int hostd_loop_poll(struct hostd_loop *l, int timeout_ms);
 
-/* A thread that polls until hostd_loop_stop(). */
-int hostd_loop_start(struct hostd_loop *l);
+/*
+ * A thread that polls until hostd_loop_stop(), named @name (cut to 15
+ * bytes; NULL: not named).
+ */
+int hostd_loop_start(struct hostd_loop *l, const char *name);
 void hostd_loop_stop(struct hostd_loop *l);
 /* hostd_loop_stop() was called (from any thread; stays true). */
 bool hostd_loop_stopping(const struct hostd_loop *l);
