@@ -546,7 +546,7 @@ static int verb_storm(struct verb_args *a)
 
 static int verb_hc_delay(struct verb_args *a)
 {
-	__u32 ms, n;
+	__u32 ms = 0, n = 0;	/* gcc -O2 cannot see arg_num() set both */
 
 	if (arg_num(a, 1, 60000, &ms) || arg_num(a, 2, 1000000, &n))
 		return -EINVAL;
