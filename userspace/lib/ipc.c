@@ -43,8 +43,6 @@ struct ipc_dir {
 	struct shm_signal signal;
 	struct ioq ioq;
 	struct ioq_notifier notifier;
-	struct ioq_iterator it;		/* tx: post at tail; rx: valid head */
-	struct ioq_iterator reap;	/* tx only: inuse head */
 	unsigned char *area;
 };
 
@@ -205,22 +203,7 @@ static int dir_bind(struct ioq_ipc *ipc, struct ipc_dir *d, int dir,
 	d->head = head;	/* from here on ioq_ipc_close() puts the ioq */
 	d->notifier.signal = dir_notify;
 	d->ioq.notifier = &d->notifier;
-	if (locale == ioq_locality_north) {
-		err = ioq_iter_init(&d->ioq, &d->it, ioq_idx_push, 0);
-		if (!err)
-			err = ioq_iter_seek(&d->it, ioq_seek_tail, 0, 0);
-		if (!err)
-			err = ioq_iter_init(&d->ioq, &d->reap,
-					    ioq_idx_reap,
-					    IOQ_ITER_REAP);
-		if (!err)
-			err = ioq_iter_seek(&d->reap, ioq_seek_head, 0, 0);
-	} else {
-		err = ioq_iter_init(&d->ioq, &d->it, ioq_idx_consume, 0);
-		if (!err)
-			err = ioq_iter_seek(&d->it, ioq_seek_head, 0, 0);
-	}
-	return err;
+	return 0;
 }
 
 /* The session this end attached to is still the region's live one. */
@@ -453,24 +436,44 @@ static int ipc_fault(struct ioq_ipc *ipc, const char *why)
 
 /* ---- send ---------------------------------------------------------------------- */
 
-/* Take back the tx buffers the peer has consumed (in ring order). */
+/*
+ * Take back the tx buffers the peer has consumed (in ring order): one
+ * claim and one publication of inuse's head for all of them. Nothing of
+ * the descriptors is read: slot i's buffer is fixed.
+ */
 static int tx_reap(struct ioq_ipc *ipc)
 {
-	int k = 0, err;
+	__u32 pos;
+	int k, err;
 
-	while (ioq_iter_owned(&ipc->tx.reap)) {
-		err = ioq_iter_pop(&ipc->tx.reap, 0);
-		if (err)
-			return err;
-		k++;
-	}
-	return k;
+	/* [A2] inside: valid's head before the completions */
+	k = ioq_reap_begin(&ipc->tx.ioq, ipc->lay.count, &pos);
+	if (k <= 0)
+		return k;
+	/* [R3] inside: inuse's head */
+	err = ioq_reap_end(&ipc->tx.ioq, (unsigned int)k, 0);
+	return err < 0 ? err : k;
+}
+
+/* Something posted by the peer and not consumed yet (a claim of one) */
+static int rx_pending(struct ioq_ipc *ipc, __u32 *pos)
+{
+	return ioq_consume_begin(&ipc->rx.ioq, 1, pos) > 0;
+}
+
+/* Completions the peer handed back and we have not reaped yet */
+static int tx_pending(struct ioq_ipc *ipc)
+{
+	__u32 pos;
+
+	return ioq_reap_begin(&ipc->tx.ioq, 1, &pos) > 0;
 }
 
 int ioq_ipc_send(struct ioq_ipc *ipc, const void *buf, size_t len, int flags)
 {
 	struct ioq_ring_desc *d;
 	__u64 off;
+	__u32 pos;
 	int err;
 
 	err = ipc_state(ipc);
@@ -481,23 +484,20 @@ int ioq_ipc_send(struct ioq_ipc *ipc, const void *buf, size_t len, int flags)
 	err = tx_reap(ipc);
 	if (err < 0)
 		return err;
-	err = ioq_full(&ipc->tx.ioq, ioq_idx_reap);
-	if (err)
-		return err < 0 ? err : -EAGAIN;
 	/* a caller may also push through ioq_ipc_ioq(): post at the tail */
-	err = ioq_iter_seek(&ipc->tx.it, ioq_seek_tail, 0, 0);
-	if (err)
-		return err;
+	err = ioq_post_begin(&ipc->tx.ioq, 1, &pos);
+	if (err <= 0)
+		return err < 0 ? err : -EAGAIN;
 	/* the buffer of a slot is fixed: slot i owns [i * buf_size, +buf_size) */
-	off = (__u64)(ipc->tx.it.pos & (ipc->lay.count - 1)) * ipc->lay.buf_size;
+	off = (__u64)(pos & (ipc->lay.count - 1)) * ipc->lay.buf_size;
 	memcpy(ipc->tx.area + off, buf, len);
-	d = ipc->tx.it.desc;
+	d = ioq_desc(&ipc->tx.ioq, pos);
 	d->cookie = ipc->st.sent;
 	d->ptr = off;
 	d->len = len;
 	d->valid = 1;
-	/* the push's release publishes the message and the descriptor */
-	err = ioq_iter_push(&ipc->tx.it, 0);
+	/* [R1] inside: the message and the descriptor before the tail */
+	err = ioq_post_end(&ipc->tx.ioq, 1, 0);
 	if (err)
 		return err;
 	ipc->st.sent++;
@@ -519,14 +519,16 @@ long ioq_ipc_recv(struct ioq_ipc *ipc, void *buf, size_t cap)
 {
 	struct ioq_ring_desc *d;
 	__u64 ptr, len;
+	__u32 pos;
 	int err;
 
 	err = ipc_state(ipc);
 	if (err)
 		return err;
-	if (!ioq_iter_owned(&ipc->rx.it))
+	/* [A1] inside: the tail before the descriptor and message */
+	if (!rx_pending(ipc, &pos))
 		return ipc_state(ipc) ? ipc_state(ipc) : -EAGAIN;
-	d = ipc->rx.it.desc;
+	d = ioq_desc(&ipc->rx.ioq, pos);
 	ptr = VBUS_READ(d->ptr);
 	len = VBUS_READ(d->len);
 	if (vbus_ipc_msg_check(&ipc->lay, ptr, len))
@@ -534,13 +536,13 @@ long ioq_ipc_recv(struct ioq_ipc *ipc, void *buf, size_t cap)
 	if (len > cap)
 		return -EMSGSIZE;	/* left on the ring */
 	memcpy(buf, ipc->rx.area + ptr, len);
-	/* hands the buffer back; the peer reaps it */
-	err = ioq_iter_pop(&ipc->rx.it, 0);
+	/* hands the buffer back ([R2] inside); the peer reaps it */
+	err = ioq_consume_end(&ipc->rx.ioq, 1, 0);
 	if (err)
 		return err;
 	ipc->st.received++;
 	/* batch the "consumed" signal: one per run of receives */
-	if (!ioq_iter_owned(&ipc->rx.it)) {
+	if (!rx_pending(ipc, &pos)) {
 		err = ioq_signal(&ipc->rx.ioq, 0);
 		if (err)
 			return err;
@@ -552,13 +554,14 @@ long ipc_next_len(struct ioq_ipc *ipc)
 {
 	struct ioq_ring_desc *d;
 	__u64 ptr, len;
+	__u32 pos;
 	int err = ipc_state(ipc);
 
 	if (err)
 		return err;
-	if (!ioq_iter_owned(&ipc->rx.it))
+	if (!rx_pending(ipc, &pos))
 		return -EAGAIN;
-	d = ipc->rx.it.desc;
+	d = ioq_desc(&ipc->rx.ioq, pos);
 	ptr = VBUS_READ(d->ptr);
 	len = VBUS_READ(d->len);
 	if (vbus_ipc_msg_check(&ipc->lay, ptr, len))
@@ -581,9 +584,11 @@ long ipc_tx_room(struct ioq_ipc *ipc)
 
 static int ipc_ready(struct ioq_ipc *ipc, int events)
 {
-	if ((events & IOQ_IPC_WAIT_RX) && ioq_iter_owned(&ipc->rx.it))
+	__u32 pos;
+
+	if ((events & IOQ_IPC_WAIT_RX) && rx_pending(ipc, &pos))
 		return 1;
-	if ((events & IOQ_IPC_WAIT_TX) && ioq_iter_owned(&ipc->tx.reap))
+	if ((events & IOQ_IPC_WAIT_TX) && tx_pending(ipc))
 		return 1;
 	return 0;
 }

@@ -177,55 +177,72 @@ void hostd_evq_detach(struct hostd_evq *q)
 	ioq_put(&q->ioq);
 }
 
-/* 0 delivered, -EAGAIN no descriptor, -EIO the channel faulted */
-static int deliver_one(struct hostd_evq *q, const struct vbus_pci_event *ev)
+/* The guest buffer a descriptor names for one event, or NULL (bad). */
+static void *event_dst(struct hostd_evq *q, const struct ioq_ring_desc *desc,
+		       __u64 *ptr, __u64 *len)
 {
-	struct ioq_iterator it;
-	__u64 ptr, len;
-	void *dst;
-
-	if (ioq_iter_init(&q->ioq, &it, ioq_idx_consume, 0) ||
-	    ioq_iter_seek(&it, ioq_seek_head, 0, 0))
-		return -EIO;
-	if (!ioq_iter_owned(&it))
-		return shm_signal_faulted(&q->signal) ? -EIO : -EAGAIN;
-
-	ptr = VBUS_READ(it.desc->ptr);
-	len = VBUS_READ(it.desc->len);
-	if (len < sizeof(*ev)) {
-		evq_fault(q, "descriptor len %llu < %zu",
-			  (unsigned long long)len, sizeof(*ev));
-		return -EIO;
-	}
-	dst = hostd_mem_gpa(q->mem, ptr, sizeof(*ev));
-	if (!dst) {
-		evq_fault(q, "descriptor ptr 0x%llx outside RAM",
-			  (unsigned long long)ptr);
-		return -EIO;
-	}
-	memcpy(dst, ev, sizeof(*ev));
-	/* the pop publishes the event body: [R2] (v5: then [R4]), docs/ring.md */
-	if (ioq_iter_pop(&it, 0) < 0) {
-		evq_fault(q, "pop failed");
-		return -EIO;
-	}
-	q->posted++;
-	return 0;
+	/* ptr and len once each: the guest may rewrite them meanwhile */
+	*ptr = VBUS_READ(desc->ptr);
+	*len = VBUS_READ(desc->len);
+	if (*len < sizeof(struct vbus_pci_event))
+		return NULL;
+	return hostd_mem_gpa(q->mem, *ptr, sizeof(struct vbus_pci_event));
 }
 
-/* Deliver from the backlog while the guest has descriptors posted. */
+/* The fault for a descriptor event_dst() refused */
+static void fault_bad(struct hostd_evq *q, __u64 ptr, __u64 len)
+{
+	if (len < sizeof(struct vbus_pci_event))
+		evq_fault(q, "descriptor len %llu < %zu",
+			  (unsigned long long)len,
+			  sizeof(struct vbus_pci_event));
+	else
+		evq_fault(q, "descriptor ptr 0x%llx outside RAM",
+			  (unsigned long long)ptr);
+}
+
+/*
+ * Deliver from the backlog into what the guest posted: one claim, one
+ * publication of valid's head for the batch. A bad descriptor ends the
+ * batch: the events before it go out, then the eventq faults. Returns
+ * how many went out.
+ */
 static unsigned int evq_deliver(struct hostd_evq *q)
 {
-	unsigned int delivered = 0;
+	unsigned int done = 0;
+	__u64 ptr = 0, len = 0;
+	bool bad = false;
+	__u32 pos;
+	int k;
 
-	while (hostd_evq_live(q) && q->bl_len) {
-		if (deliver_one(q, &q->backlog[q->bl_head]))
+	if (!hostd_evq_live(q) || !q->bl_len)
+		return 0;
+	/* [A1] (v5: [A4]) inside: the tail before the bodies it covers */
+	k = ioq_consume_begin(&q->ioq, q->bl_len, &pos);
+	if (k <= 0)
+		return 0;	/* none posted, or the channel faulted */
+	for (; done < (unsigned int)k; done++) {
+		void *dst = event_dst(q, ioq_desc(&q->ioq, pos + done),
+				      &ptr, &len);
+
+		if (!dst) {
+			bad = true;
 			break;
-		q->bl_head = (q->bl_head + 1) % HOSTD_EVQ_BACKLOG;
-		q->bl_len--;
-		delivered++;
+		}
+		memcpy(dst, &q->backlog[(q->bl_head + done) % HOSTD_EVQ_BACKLOG],
+		       sizeof(struct vbus_pci_event));
 	}
-	return delivered;
+	/* publishes the event bodies: [R2] (v5: then [R4]), docs/ring.md */
+	if (done && ioq_consume_end(&q->ioq, done, 0) < 0) {
+		evq_fault(q, "pop failed");
+		return 0;
+	}
+	q->bl_head = (q->bl_head + done) % HOSTD_EVQ_BACKLOG;
+	q->bl_len -= done;
+	q->posted += done;
+	if (bad)
+		fault_bad(q, ptr, len);
+	return done;
 }
 
 static void hostd_evq_flush(struct hostd_evq *q)

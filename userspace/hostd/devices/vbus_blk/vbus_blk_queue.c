@@ -4,21 +4,23 @@
  * completions (see vbus_blk_dev.h).
  *
  * Parse ahead, hand back in order. The ring hands descriptors back only
- * at the valid head (ioq_iter_pop), but io_uring completes out of order.
+ * at the valid head (ioq_consume_end), but io_uring completes out of order.
  * So the queue keeps two positions: `next`, the first descriptor not yet
  * parsed, and `head`, the first not yet handed back; every descriptor in
  * [head, next) has a slot (slot = position & (depth - 1)) that is
- * INFLIGHT or DONE. A pass parses from `next` while the guest owns
- * nothing there any more (ioq_iter_owned), submits all it parsed with one
- * io_uring_submit, and then hands back from `head` while the head slot is
- * DONE. The cost: a request that completes early waits for the ones
+ * INFLIGHT or DONE. A pass claims what the guest posted
+ * (ioq_consume_begin from valid's head, which is `head`: it stays put
+ * until we publish), parses from `next` to the end of the claim, submits
+ * all it parsed with one io_uring_submit, and then hands back from `head`
+ * every DONE slot in a row with one ioq_consume_end (one valid-head
+ * store). The cost: a request that completes early waits for the ones
  * posted before it (head-of-line), typically a few microseconds on a
  * file in the page cache, up to the slowest request in flight on a disk.
  * A guest that wants independent latencies uses more queues.
  *
  * The hand-back writes req.status through a fresh translation of the
- * request's address (never a pointer kept from the parse) and pops; one
- * ioq_signal() per batch, which the shm-signal suppresses while the
+ * request's address (never a pointer kept from the parse), then one
+ * publication and one ioq_signal() per batch, which the shm-signal suppresses while the
  * guest has its side masked or an event pending.
  *
  * Our side of the signal is masked while the queue has I/O in flight and
@@ -60,52 +62,67 @@ static bool put_status(struct vbus_blk *b, const struct vbus_blk_slot *s)
 		return false;
 	}
 	/*
-	 * Ordered before the hand-back by the release store of valid.head in
-	 * ioq_iter_pop(); pairs with the acquire in the guest's
-	 * ioq_iter_owned() on inuse, after which it reads the status.
+	 * Ordered before the hand-back by [R2], the release store of
+	 * valid.head in ioq_consume_end(); pairs with [A2] in the guest's
+	 * ioq_reap_begin(), after which it reads the status.
 	 */
 	VBUS_WRITE(*p, s->status);
 	return true;
+}
+
+/*
+ * The claim from valid's head: how many, or -1 (faulted) when it does
+ * not start at our `head` (valid.head is ours alone: on a v5 ring the
+ * guest can write it).
+ */
+static int claim(struct vbus_blk_queue *q, unsigned int n)
+{
+	__u32 pos;
+	int k;
+
+	/* [A1] inside: the tail before the bodies it covers */
+	k = ioq_consume_begin(&q->ioq, n, &pos);
+	if (k < 0)
+		return -1;	/* the channel faulted */
+	if (k && pos != q->head) {
+		hostd_dev_fault(q->b->dev, "vbus-blk: queue %u: valid head moved",
+				q->idx);
+		return -1;
+	}
+	return k;
 }
 
 /* Hand back from the head every request that is DONE, in ring order. */
 static void hand_back(struct vbus_blk_queue *q)
 {
 	struct vbus_blk *b = q->b;
-	struct ioq_iterator it;
-	unsigned int n = 0;
+	unsigned int n = 0, i;
 
 	if (!q->attached || hostd_dev_faulted(b->dev))
 		return;
-	if (ioq_iter_init(&q->ioq, &it, ioq_idx_consume, 0) ||
-	    ioq_iter_seek(&it, ioq_seek_head, 0, 0))
-		return;
-	if (it.pos != q->head) {
-		/* valid.head is ours alone: the guest wrote it */
-		hostd_dev_fault(b->dev, "vbus-blk: queue %u: valid head moved",
-				q->idx);
-		return;
-	}
-	while (q->head != q->next) {
-		struct vbus_blk_slot *s = &q->slots[q->head & (q->depth - 1)];
+	while (q->head + n != q->next) {
+		struct vbus_blk_slot *s =
+			&q->slots[(q->head + n) & (q->depth - 1)];
 
 		if (s->state != VBLK_SLOT_DONE || !put_status(b, s))
 			break;
-		if (ioq_iter_pop(&it, 0) < 0) {
-			/* the guest took the descriptor back, or the indexes */
-			hostd_dev_fault(b->dev, "vbus-blk: queue %u: pop failed",
-					q->idx);
-			break;
-		}
-		s->state = VBLK_SLOT_FREE;
-		q->head++;
 		n++;
 	}
-	if (n) {
-		hostd_dev_account(b->dev, n, 0);
-		ioq_signal(&q->ioq, 0);
-		b->st.batches++;
+	if (!n || hostd_dev_faulted(b->dev))
+		return;
+	/* still ours, from our head: the guest took nothing back */
+	if (claim(q, n) != (int)n || ioq_consume_end(&q->ioq, n, 0) < 0) {
+		hostd_dev_fault(b->dev, "vbus-blk: queue %u: pop failed",
+				q->idx);
+		return;
 	}
+	for (i = 0; i < n; i++)
+		q->slots[(q->head + i) & (q->depth - 1)].state =
+			VBLK_SLOT_FREE;
+	q->head += n;
+	hostd_dev_account(b->dev, n, 0);
+	ioq_signal(&q->ioq, 0);
+	b->st.batches++;
 }
 
 /* ---- parse and submit -------------------------------------------------------- */
@@ -136,14 +153,15 @@ static void count_op(struct vbus_blk *b, __u8 op)
  * (a refusal, GET_ID) or queue it on io_uring. false: the device is
  * faulted (a descriptor we could not even answer).
  */
-static bool start_one(struct vbus_blk_queue *q, struct ioq_iterator *it)
+static bool start_one(struct vbus_blk_queue *q,
+		      const struct ioq_ring_desc *desc)
 {
 	struct vbus_blk *b = q->b;
 	unsigned int slot = q->next & (q->depth - 1);
 	struct vbus_blk_slot *s = &q->slots[slot];
 	/* ptr and len once each: the guest may rewrite them meanwhile */
-	__u64 ptr = VBUS_READ(it->desc->ptr);
-	__u64 len = VBUS_READ(it->desc->len);
+	__u64 ptr = VBUS_READ(desc->ptr);
+	__u64 len = VBUS_READ(desc->len);
 	const char *why;
 	__u8 st;
 
@@ -188,23 +206,14 @@ static bool start_one(struct vbus_blk_queue *q, struct ioq_iterator *it)
 static void queue_run(struct vbus_blk_queue *q)
 {
 	struct vbus_blk *b = q->b;
-	struct ioq_iterator it;
+	int k;
 
 	if (!q->attached || hostd_dev_faulted(b->dev))
 		return;
-	if (ioq_iter_init(&q->ioq, &it, ioq_idx_consume, 0))
-		return;
 	/* at most depth slots between head and next: a bounded pass */
-	while (q->next - q->head < q->depth) {
-		if (ioq_iter_seek(&it, ioq_seek_set,
-				  (long)(q->next & (q->depth - 1)), 0))
-			break;
-		if (it.pos != q->next) {
-			hostd_dev_fault(b->dev, "vbus-blk: queue %u: valid head "
-					"moved", q->idx);
-			break;
-		}
-		if (!ioq_iter_owned(&it) || !start_one(q, &it))
+	k = claim(q, q->depth);
+	while (k > 0 && q->next - q->head < (unsigned int)k) {
+		if (!start_one(q, ioq_desc(&q->ioq, q->next)))
 			break;
 		q->next++;
 	}

@@ -31,62 +31,88 @@ struct vtest {
 	__u64 requeues;		/* passes that hit the budget */
 };
 
-/* One descriptor: XOR its buffer. false: the device is faulted. */
-static bool consume_one(struct vtest *t, struct ioq_iterator *it,
-			__u64 *bytes)
+/* A descriptor the guest got wrong: kept to fault with once the batch is back */
+struct bad_desc {
+	__u64 ptr, len;
+};
+
+/*
+ * One descriptor: XOR its buffer. false: it is bad (*@bad says how); the
+ * caller hands back the good ones before it and then faults the device.
+ */
+static bool consume_one(struct vtest *t, const struct ioq_ring_desc *desc,
+			__u64 *bytes, struct bad_desc *bad)
 {
-	unsigned char *p;
-	__u64 len, i;
+	unsigned char *p = NULL;
+	__u64 i;
 
 	/* ptr and len once each: the guest may rewrite them meanwhile */
-	p = hostd_desc_buf(t->dev, it->desc, &len);
-	if (hostd_dev_faulted(t->dev))
-		return false;	/* outside guest RAM */
-	if (!p || len > VBUS_TEST_MAX_BUF) {
-		hostd_dev_fault(t->dev, "ring: descriptor len %llu not in 1..%u",
-				(unsigned long long)len, VBUS_TEST_MAX_BUF);
+	bad->ptr = VBUS_READ(desc->ptr);
+	bad->len = VBUS_READ(desc->len);
+	if (bad->len && bad->len <= VBUS_TEST_MAX_BUF)
+		p = hostd_dev_gpa(t->dev, bad->ptr, bad->len);
+	if (!p)
 		return false;
-	}
-	for (i = 0; i < len; i++)
+	for (i = 0; i < bad->len; i++)
 		p[i] ^= VBUS_TEST_XOR;
-	*bytes += len;
+	*bytes += bad->len;
 	return true;
 }
 
+/* The same messages as hostd_desc_buf()'s and the length check's */
+static void fault_bad(struct vtest *t, const struct bad_desc *bad)
+{
+	if (!bad->len || bad->len > VBUS_TEST_MAX_BUF)
+		hostd_dev_fault(t->dev, "ring: descriptor len %llu not in 1..%u",
+				(unsigned long long)bad->len,
+				VBUS_TEST_MAX_BUF);
+	else
+		hostd_dev_fault(t->dev,
+				"descriptor 0x%llx+%llu outside guest RAM",
+				(unsigned long long)bad->ptr,
+				(unsigned long long)bad->len);
+}
+
+/*
+ * One pass: claim what the guest posted (at most one ring's worth: a
+ * guest that re-posts as fast as we consume must not keep this loop, and
+ * its guest's other work, forever; the rest is picked up through the
+ * kick), XOR each buffer, then hand the batch back with one publication
+ * of valid's head and one signal. A bad descriptor ends the batch: the
+ * good ones before it go back, then the device faults.
+ */
 static void consume(struct vtest *t)
 {
 	struct hostd_dev *dev = t->dev;
-	struct ioq_iterator it;
-	unsigned int budget, popped = 0;
+	unsigned int size, done = 0;
+	struct bad_desc bad;
 	__u64 bytes = 0;
+	__u32 pos;
+	int n;
 
 	if (!t->ring_open || hostd_dev_faulted(dev))
 		return;
 	t->rounds++;
-	if (ioq_iter_init(&t->ioq, &it, ioq_idx_consume, 0) ||
-	    ioq_iter_seek(&it, ioq_seek_head, 0, 0))
+	size = (unsigned int)ioq_size(&t->ioq);
+	/* [A1] inside: the tail before the bodies it covers */
+	n = ioq_consume_begin(&t->ioq, size, &pos);
+	if (n <= 0)
+		return;	/* empty, or a bad tail faulted the channel */
+	while (done < (unsigned int)n &&
+	       consume_one(t, ioq_desc(&t->ioq, pos + done), &bytes, &bad))
+		done++;
+	/* [R2] inside: our buffer writes before valid's head */
+	if (done && ioq_consume_end(&t->ioq, done, 0) < 0) {
+		hostd_dev_fault(dev, "ring: consume failed");
 		return;
-	/*
-	 * At most one ring's worth per pass: a guest that re-posts as fast
-	 * as we pop must not keep this loop (and its guest's other work)
-	 * forever. The rest is picked up through the kick.
-	 */
-	for (budget = (unsigned int)ioq_size(&t->ioq); budget; budget--) {
-		if (hostd_dev_faulted(dev) || !ioq_iter_owned(&it) ||
-		    !consume_one(t, &it, &bytes))
-			break;
-		if (ioq_iter_pop(&it, 0) < 0) {
-			/* the guest moved its indexes under us */
-			hostd_dev_fault(dev, "ring: pop failed");
-			break;
-		}
-		popped++;
 	}
-	if (popped) {
-		hostd_dev_account(dev, popped, bytes);
+	if (done) {
+		hostd_dev_account(dev, done, bytes);
 		ioq_signal(&t->ioq, 0);
 	}
-	if (!budget && !hostd_dev_faulted(dev)) {
+	if (done < (unsigned int)n) {
+		fault_bad(t, &bad);
+	} else if (done == size) {
 		t->requeues++;
 		hostd_kick(&t->kick);
 	}

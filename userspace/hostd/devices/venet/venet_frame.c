@@ -385,9 +385,10 @@ void venet_rx_sg_publish(struct venet_rxbuf *rb, const struct venet_sg *s)
 	struct venet_sg *g = rb->gsg;
 
 	/*
-	 * One store per field, before the caller's pop: the pop's [R2]
-	 * (v5: [R4] too) publishes them and pairs with the guest's [A2]
-	 * ([A4]) in ioq_iter_owned() before it reads them (docs/ring.md).
+	 * One store per field, before the caller's ioq_consume_end(): its
+	 * [R2] (v5: [R4] too) publishes them and pairs with the guest's
+	 * [A2] ([A4]) in ioq_reap_begin() before it reads them
+	 * (docs/ring.md).
 	 * cookie, count and iov[] stay the guest's.
 	 */
 	VBUS_WRITE(g->flags, s->flags);

@@ -5,7 +5,8 @@
  * rx (shm 0). Wakeups: the tap readable (level-triggered EPOLLIN), the rx
  * ring's signal. While the guest has posted buffers we read frames from
  * the tap straight into them (readv: header to a local, payload to guest
- * memory), set len, pop, and signal once per batch; rx notifications stay
+ * memory), set len, and hand the batch back with one ioq_consume_end()
+ * (one valid-head store) and one signal; rx notifications stay
  * masked (the guest re-posting buffers needs no doorbell while we still
  * have some). Out of buffers we unmask, look again, and if still none we
  * stop polling the tap (no EPOLLIN: frames wait in the tap's queue, and
@@ -18,16 +19,57 @@
 enum rx_head { RX_BUF, RX_AGAIN, RX_STOP };
 
 /*
+ * The guest buffers this pass claimed (ioq_consume_begin() from valid's
+ * head, which stays put until we publish): [pos, pos + avail) is ours to
+ * fill, the first @used of them are filled and not published yet.
+ */
+struct rx_batch {
+	__u32 pos;
+	unsigned int avail, used;
+	unsigned int popped;	/* published this pass */
+};
+
+/* Hand the filled buffers back: one valid-head store. 0, or -1 (faulted). */
+static int rx_publish(struct venet *v, struct rx_batch *b)
+{
+	/* [R2] inside: len and the frames' bytes before valid's head */
+	if (b->used && ioq_consume_end(&v->rxq.ioq, b->used, 0) < 0)
+		return -1;
+	b->pos += b->used;
+	b->avail -= b->used;
+	b->popped += b->used;
+	b->used = 0;
+	return 0;
+}
+
+/* Claim more of what the guest posted: true when a buffer is ours. */
+static bool rx_claim(struct venet *v, struct rx_batch *b)
+{
+	__u32 pos;
+	int k;
+
+	if (b->used < b->avail)
+		return true;
+	/* [A1] inside: the tail before the bodies it covers */
+	k = ioq_consume_begin(&v->rxq.ioq, b->used + VENET_RX_BUDGET, &pos);
+	if (k <= 0)
+		return false;	/* none, or the channel faulted */
+	b->pos = pos;
+	b->avail = (unsigned int)k;
+	return b->used < b->avail;
+}
+
+/*
  * Is there a guest buffer at the head? Out of buffers we ask the guest
  * to tell us when it posts more, then look once more (enable's [B2]
  * orders the two, pairing with [B1] in the guest's inject); still none:
  * stop reading the tap until a signal.
  */
-static enum rx_head rx_head(struct venet *v, struct ioq_iterator *iter)
+static enum rx_head rx_head(struct venet *v, struct rx_batch *b)
 {
 	struct ioq *ioq = &v->rxq.ioq;
 
-	if (!ioq_iter_owned(iter)) {
+	if (!rx_claim(v, b)) {
 		if (!venet_q_live(v, &v->rxq))
 			return RX_STOP;
 		if (!v->rxq.notify_on) {
@@ -47,16 +89,24 @@ static enum rx_head rx_head(struct venet *v, struct ioq_iterator *iter)
 	return RX_BUF;
 }
 
-/* An unusable buffer goes back empty (the contract's len = 0): 1, or -1. */
-static int rx_bad_buffer(struct venet *v, struct ioq_iterator *iter,
-			 const char *why)
+/*
+ * An unusable buffer goes back empty (the contract's len = 0): 1, or -1.
+ * On a strict device the good ones before it go back first, then it
+ * faults.
+ */
+static int rx_bad_buffer(struct venet *v, struct rx_batch *b,
+			 struct ioq_ring_desc *desc, const char *why)
 {
 	v->st.rx_bad++;
-	venet_bad_desc(v, "rx", why);
-	if (hostd_dev_faulted(v->dev))
+	if (v->strict) {
+		rx_publish(v, b);
+		venet_bad_desc(v, "rx", why);
 		return -1;
-	VBUS_WRITE(iter->desc->len, 0);
-	return ioq_iter_pop(iter, 0) < 0 ? -1 : 1;
+	}
+	venet_bad_desc(v, "rx", why);
+	VBUS_WRITE(desc->len, 0);
+	b->used++;
+	return 1;
 }
 
 /* The frame's offload state for the guest: 0, or -1 (dropped, counted). */
@@ -89,14 +139,15 @@ out_drop:
 }
 
 /*
- * One frame from the tap into the guest buffer at the head. 1: popped
+ * One frame from the tap into the next claimed guest buffer. 1: filled
  * (*@bytes grew), 0: a frame consumed but the buffer kept for the next
- * one, -1: stop (tap drained or gone, ring faulted).
+ * one, -1: stop (tap drained or gone, device faulted).
  */
-static int rx_one(struct venet *v, struct ioq_iterator *iter, __u64 *bytes)
+static int rx_one(struct venet *v, struct rx_batch *b, __u64 *bytes)
 {
-	__u64 ptr = VBUS_READ(iter->desc->ptr);
-	__u64 len = VBUS_READ(iter->desc->len);
+	struct ioq_ring_desc *desc = ioq_desc(&v->rxq.ioq, b->pos + b->used);
+	__u64 ptr = VBUS_READ(desc->ptr);
+	__u64 len = VBUS_READ(desc->len);
 	const char *why = NULL;
 	struct virtio_net_hdr vh;
 	struct venet_rxbuf rb;
@@ -105,7 +156,7 @@ static int rx_one(struct venet *v, struct ioq_iterator *iter, __u64 *bytes)
 	if ((v->caps & VENET_CAP_RXSG) ?
 	    venet_rx_sg(&v->mem, ptr, len, &rb, &why) :
 	    venet_rx_flat(&v->mem, ptr, len, &rb, &why))
-		return rx_bad_buffer(v, iter, why);
+		return rx_bad_buffer(v, b, desc, why);
 	n = venet_rx_read(v->tap.fd, &rb, &vh);
 	if (n == -EAGAIN)
 		return -1;	/* tap drained: EPOLLIN wakes us */
@@ -120,10 +171,9 @@ static int rx_one(struct venet *v, struct ioq_iterator *iter, __u64 *bytes)
 	}
 	if (rx_finish(v, &rb, &vh, (__u32)n))
 		return 0;
-	/* len before the pop: the pop's [R2] publishes it (docs/ring.md) */
-	VBUS_WRITE(iter->desc->len, (__u64)n);
-	if (ioq_iter_pop(iter, 0) < 0)
-		return -1;
+	/* len before the publication: its [R2] publishes it (docs/ring.md) */
+	VBUS_WRITE(desc->len, (__u64)n);
+	b->used++;
 	v->st.rx_packets++;
 	v->st.rx_bytes += (__u64)n;
 	*bytes += (__u64)n;
@@ -132,30 +182,27 @@ static int rx_one(struct venet *v, struct ioq_iterator *iter, __u64 *bytes)
 
 void venet_rx_run(struct venet *v)
 {
-	struct ioq_iterator iter;
-	unsigned int done = 0, popped = 0;
+	struct rx_batch b = { 0 };
+	unsigned int done = 0;
 	__u64 bytes = 0;
 
 	v->rx_starved = false;
-	if (!venet_rx_possible(v) ||
-	    ioq_iter_init(&v->rxq.ioq, &iter, ioq_idx_consume, 0) ||
-	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
+	if (!venet_rx_possible(v))
 		goto out;
 	while (done < VENET_RX_BUDGET && v->tap.fd >= 0) {
-		enum rx_head h = rx_head(v, &iter);
-		int r;
+		enum rx_head h = rx_head(v, &b);
 
 		if (h == RX_AGAIN)
 			continue;
 		if (h == RX_STOP)
 			break;
-		r = rx_one(v, &iter, &bytes);
-		if (r < 0)
+		if (rx_one(v, &b, &bytes) < 0)
 			break;
-		popped += (unsigned int)r;
 		done++;
 	}
-	venet_q_complete(v, &v->rxq, popped, bytes, &v->st.rx_notify_out);
+	/* one publication and one signal for the batch */
+	rx_publish(v, &b);
+	venet_q_complete(v, &v->rxq, b.popped, bytes, &v->st.rx_notify_out);
 out:
 	/* budget hit with data left: level-triggered EPOLLIN brings us back */
 	venet_tap_update(v);
@@ -173,23 +220,22 @@ void venet_rx_notify(struct ioq_notifier *n)
 int venet_rx_flush(struct venet *v)
 {
 	struct ioq *ioq = &v->rxq.ioq;
-	struct ioq_iterator iter;
-	unsigned int n = 0, max;
+	unsigned int i;
+	__u32 pos;
+	int n;
 
 	if (!venet_q_live(v, &v->rxq))
 		return 0;	/* nothing held */
-	if (ioq_iter_init(ioq, &iter, ioq_idx_consume, 0) ||
-	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
-		return -EIO;
 	/* bounded by the ring even if the guest keeps posting meanwhile */
-	max = (unsigned int)ioq_size(ioq);
-	while (n < max && ioq_iter_owned(&iter)) {
-		VBUS_WRITE(iter.desc->len, 0);
-		if (ioq_iter_pop(&iter, 0) < 0)
-			return -EIO;
-		n++;
-	}
-	v->st.rx_flushed += n;
+	n = ioq_consume_begin(ioq, (unsigned int)ioq_size(ioq), &pos);
+	if (n < 0)
+		return -EIO;
+	for (i = 0; i < (unsigned int)n; i++)
+		VBUS_WRITE(ioq_desc(ioq, pos + i)->len, 0);
+	/* [R2] inside: the lens before valid's head */
+	if (n && ioq_consume_end(ioq, (unsigned int)n, 0) < 0)
+		return -EIO;
+	v->st.rx_flushed += (unsigned int)n;
 	if (n) {
 		ioq_signal(ioq, 0);
 		v->st.rx_notify_out++;

@@ -7,8 +7,9 @@
  * EAGAIN). While draining, tx notifications are masked, so a guest
  * posting at full speed costs no doorbells: each descriptor is copied
  * once, turned into a virtio_net_hdr + iovecs into guest RAM and written
- * to the tap with one writev (no copy by us), then popped (the tx
- * completion). At the budget we kick ourselves and yield to the loop
+ * to the tap with one writev (no copy by us); the pass hands back what
+ * it sent with one ioq_consume_end() (one valid-head store: the tx
+ * completions). At the budget we kick ourselves and yield to the loop
  * (other devices, rx) with notifications still masked: under load we
  * poll. A drained ring is polled on (kicks, still masked) until the poll
  * window has passed since the last frame: a guest that posts again within
@@ -58,25 +59,28 @@ static bool tx_polling(struct venet *v)
 /* What became of a frame: sent, or popped unsent, or kept for later. */
 enum tx_verdict { TX_SENT, TX_POP, TX_KEEP };
 
-/* The descriptor's frame: 0, or -1 when it is invalid (counted). */
-static int tx_frame(struct venet *v, struct ioq_iterator *iter,
-		    struct venet_txframe *f)
+/*
+ * The descriptor's frame: 0, or -1 when it is invalid (*@why says how;
+ * the caller counts and reports it).
+ */
+static int tx_frame(struct venet *v, const struct ioq_ring_desc *desc,
+		    struct venet_txframe *f, const char **why)
 {
 	/* each field of the descriptor read once */
-	__u64 ptr = VBUS_READ(iter->desc->ptr);
-	__u64 len = VBUS_READ(iter->desc->len);
-	const char *why = NULL;
-	int ret;
+	__u64 ptr = VBUS_READ(desc->ptr);
+	__u64 len = VBUS_READ(desc->len);
 
+	*why = NULL;
 	if (v->caps & VENET_CAP_SG)
-		ret = venet_tx_sg(&v->mem, v->caps, ptr, len, f, &why);
-	else
-		ret = venet_tx_flat(&v->mem, ptr, len, f, &why);
-	if (!ret)
-		return 0;
+		return venet_tx_sg(&v->mem, v->caps, ptr, len, f, why);
+	return venet_tx_flat(&v->mem, ptr, len, f, why);
+}
+
+/* A bad tx descriptor: counted, logged, and with strict the device faults. */
+static void tx_bad(struct venet *v, const char *why)
+{
 	v->st.tx_bad++;
 	venet_bad_desc(v, "tx", why);
-	return -1;
 }
 
 static void tx_sent(struct venet *v, const struct venet_txframe *f)
@@ -125,64 +129,78 @@ static enum tx_verdict tx_write(struct venet *v, const struct venet_txframe *f)
 }
 
 /*
- * One bounded pass over the tx ring. Returns 1 when it stopped at the
- * budget (more may be there), 0 when the ring is drained, -1 when it
- * must not go on (tap blocked, device or ring faulted).
+ * One bounded pass over the tx ring: claim up to the budget, send each
+ * frame, hand the sent (and dropped) ones back with one ioq_consume_end().
+ * A frame the tap cannot take yet (TX_KEEP) ends the pass unpublished (the
+ * guest may not reuse its memory before the completion); a bad descriptor
+ * on a strict device ends it too, and faults the device only after the
+ * good ones before it went back. Returns 1 when it stopped at the budget
+ * (more may be there), 0 when the ring is drained, -1 when it must not go
+ * on (tap blocked, device or ring faulted).
  */
 static int tx_pass(struct venet *v)
 {
-	struct ioq_iterator iter;
+	struct ioq *ioq = &v->txq.ioq;
 	struct venet_txframe f;
-	__u64 bytes = 0;
+	const char *why, *bad = NULL;
+	bool is_bad = false, broken = false;
 	unsigned int n = 0;
-	bool broken = false;
+	__u64 bytes = 0;
+	__u32 pos;
+	int avail;
 
-	if (ioq_iter_init(&v->txq.ioq, &iter, ioq_idx_consume, 0) ||
-	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
+	/* [A1] inside: the tail before the bodies it covers */
+	avail = ioq_consume_begin(ioq, VENET_TX_BUDGET, &pos);
+	if (avail < 0)
 		return -1;
-	while (n < VENET_TX_BUDGET && ioq_iter_owned(&iter)) {
-		if (!tx_frame(v, &iter, &f)) {
+	while (n < (unsigned int)avail) {
+		if (!tx_frame(v, ioq_desc(ioq, pos + n), &f, &why)) {
 			enum tx_verdict r = tx_write(v, &f);
 
 			if (r == TX_KEEP)
 				break;
 			if (r == TX_SENT)
 				bytes += f.len;
-		}
-		/* a strict device faulted on a bad descriptor: stop here */
-		if (hostd_dev_faulted(v->dev))
+		} else if (v->strict) {
+			is_bad = true;
+			bad = why;
 			break;
-		/* tx completion: the guest may reuse the frame now */
-		if (ioq_iter_pop(&iter, 0) < 0) {
-			/* faulted, or the guest moved its indexes under us */
-			broken = true;
-			break;
+		} else {
+			tx_bad(v, why);	/* dropped: completed unsent */
 		}
 		n++;
 	}
+	/*
+	 * tx completion: the guest may reuse the frames now. [R2] inside:
+	 * our reads of the frames (the writev) before valid's head.
+	 */
+	if (n && ioq_consume_end(ioq, n, 0) < 0) {
+		broken = true;	/* faulted, or the guest wrote our head */
+		n = 0;
+	}
+	if (is_bad)
+		tx_bad(v, bad);	/* strict: faults the device */
 	if (n) {
 		hostd_dev_account(v->dev, n, bytes);
 		v->tx_last_ns = hostd_now_ns();
 		v->tx_unsignalled += n;
 		/* a quarter ring done: wake a guest that may be out of room */
-		if (v->tx_unsignalled >= (unsigned int)ioq_size(&v->txq.ioq) / 4)
+		if (v->tx_unsignalled >= (unsigned int)ioq_size(ioq) / 4)
 			tx_signal(v);
 	} else {
 		v->st.tx_polls++;
 	}
-	if (v->tx_blocked || broken || !venet_q_live(v, &v->txq))
+	if (v->tx_blocked || broken || is_bad || !venet_q_live(v, &v->txq))
 		return -1;
 	return n == VENET_TX_BUDGET ? 1 : 0;
 }
 
+/* The look again after the unmask: one claim of one, published nothing */
 static bool tx_pending(struct venet *v)
 {
-	struct ioq_iterator iter;
+	__u32 pos;
 
-	if (ioq_iter_init(&v->txq.ioq, &iter, ioq_idx_consume, 0) ||
-	    ioq_iter_seek(&iter, ioq_seek_head, 0, 0))
-		return false;
-	return ioq_iter_owned(&iter);
+	return ioq_consume_begin(&v->txq.ioq, 1, &pos) > 0;
 }
 
 void venet_tx_work(struct venet *v)
