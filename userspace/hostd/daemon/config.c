@@ -224,7 +224,7 @@ static int guest_qemu_id(struct guest_spec *s, const char *key, const char *v,
 
 static int guest_qemu_uid(struct guest_spec *s, const char *v)
 {
-	__u32 id;
+	__u32 id = 0;	/* gcc -O3 cannot see guest_qemu_id() set it */
 
 	if (guest_qemu_id(s, "qemu_uid", v, false, &id))
 		return -1;
@@ -235,7 +235,7 @@ static int guest_qemu_uid(struct guest_spec *s, const char *v)
 
 static int guest_qemu_gid(struct guest_spec *s, const char *v)
 {
-	__u32 id;
+	__u32 id = 0;
 
 	if (guest_qemu_id(s, "qemu_gid", v, true, &id))
 		return -1;
