@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <vbus/ioq.h>
 #include "fault.h"
+#include "log.h"
 
 struct hostd_fault {
 	struct hostd_bus_faults hooks;	/* first: the bus holds &hooks */
@@ -259,18 +260,6 @@ static void on_hc(struct hostd_bus *b, __u32 vector)
 
 /* ---- the verbs ----------------------------------------------------------- */
 
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 /* A decimal or 0x number up to @max into *@v; 0 or -EINVAL. */
 static int num(const char *s, __u64 max, __u32 *v)
@@ -300,7 +289,7 @@ struct verb_args {
 static int arg_num(struct verb_args *a, unsigned int i, __u64 max, __u32 *v)
 {
 	if (num(a->argv[i], max, v))
-		return fail(a->err, a->errlen, -EINVAL,
+		return hostd_errf(a->err, a->errlen, -EINVAL,
 			    "fault %s: bad number '%s' (0..%llu)", a->argv[0],
 			    a->argv[i], (unsigned long long)max);
 	return 0;
@@ -314,7 +303,7 @@ static struct hostd_shm_ent *find_shm(struct verb_args *a, __u32 id,
 	struct hostd_shm_ent *e;
 
 	if (!d || !d->open) {
-		fail(a->err, a->errlen, -ENOENT, "fault %s: device %u is %s",
+		hostd_errf(a->err, a->errlen, -ENOENT, "fault %s: device %u is %s",
 		     a->argv[0], id, d ? "not open" : "absent");
 		return NULL;
 	}
@@ -323,14 +312,14 @@ static struct hostd_shm_ent *find_shm(struct verb_args *a, __u32 id,
 		if (e->closed || e->pub.id != shm)
 			continue;
 		if ((__u64)off + w > e->pub.len || off % w) {
-			fail(a->err, a->errlen, -EINVAL,
+			hostd_errf(a->err, a->errlen, -EINVAL,
 			     "fault %s: byte %u (%u wide) is outside device %u's region %u (%u bytes) or unaligned",
 			     a->argv[0], off, w, id, shm, e->pub.len);
 			return NULL;
 		}
 		return e;
 	}
-	fail(a->err, a->errlen, -ENOENT, "fault %s: device %u has no region %u",
+	hostd_errf(a->err, a->errlen, -ENOENT, "fault %s: device %u has no region %u",
 	     a->argv[0], id, shm);
 	return NULL;
 }
@@ -363,7 +352,7 @@ static int verb_busreg_quiet(struct verb_args *a)
 	bool on = !strcmp(a->argv[1], "on");
 
 	if (!on && strcmp(a->argv[1], "off"))
-		return fail(a->err, a->errlen, -EINVAL,
+		return hostd_errf(a->err, a->errlen, -EINVAL,
 			    "fault busreg-quiet: '%s' (want on or off)",
 			    a->argv[1]);
 	a->f->busreg_quiet = on;
@@ -381,10 +370,10 @@ static int verb_on_devshm(struct verb_args *a)
 	    arg_num(a, 3, 0xffffffffull, &val))
 		return -EINVAL;
 	if (off % 4)
-		return fail(a->err, a->errlen, -EINVAL,
+		return hostd_errf(a->err, a->errlen, -EINVAL,
 			    "fault on-devshm: byte %u is not 4-aligned", off);
 	if (a->argc == 5 && strcmp(a->argv[4], "storm"))
-		return fail(a->err, a->errlen, -EINVAL,
+		return hostd_errf(a->err, a->errlen, -EINVAL,
 			    "fault on-devshm: '%s' (want: on-devshm ID OFF VALUE [storm])",
 			    a->argv[4]);
 	f->shm_storm = a->argc == 5;
@@ -409,7 +398,7 @@ static int verb_poke(struct verb_args *a)
 	    (a->argc == 6 && arg_num(a, 5, 4, &w)))
 		return -EINVAL;
 	if (w != 1 && w != 2 && w != 4)
-		return fail(a->err, a->errlen, -EINVAL,
+		return hostd_errf(a->err, a->errlen, -EINVAL,
 			    "fault poke: width %u (1, 2 or 4)", w);
 	e = find_shm(a, id, shm, off, w);
 	if (!e)
@@ -461,7 +450,7 @@ static int verb_complete(struct verb_args *a)
 	h = e->pub.ptr;
 	if (VBUS_READ(h->magic) != IOQ_RING_MAGIC ||
 	    VBUS_READ(h->ver) != IOQ_RING_VER_V6)
-		return fail(a->err, a->errlen, -EINVAL,
+		return hostd_errf(a->err, a->errlen, -EINVAL,
 			    "fault complete: device %u's region %u is not a ring v6",
 			    id, shm);
 	tail = VBUS_READ(h->tail);
@@ -492,7 +481,7 @@ static int verb_shmclose(struct verb_args *a)
 		return -EINVAL;
 	d = hostd_bus_find(a->b, id);
 	if (!d || !d->open)
-		return fail(a->err, a->errlen, -ENOENT,
+		return hostd_errf(a->err, a->errlen, -ENOENT,
 			    "fault shmclose: device %u is %s", id,
 			    d ? "not open" : "absent");
 	hostd_list_for_each_entry(e, pos, &d->shms, struct hostd_shm_ent,
@@ -526,12 +515,12 @@ static int verb_storm(struct verb_args *a)
 	if (arg_num(a, 1, 0xffffffffull, &id))
 		return -EINVAL;
 	if (a->argc == 3 && strcmp(a->argv[2], "enable"))
-		return fail(a->err, a->errlen, -EINVAL,
+		return hostd_errf(a->err, a->errlen, -EINVAL,
 			    "fault storm: '%s' (want: storm ID [enable] | storm off)",
 			    a->argv[2]);
 	d = hostd_bus_find(a->b, id);
 	if (!d || !d->open)
-		return fail(a->err, a->errlen, -ENOENT,
+		return hostd_errf(a->err, a->errlen, -ENOENT,
 			    "fault storm: device %u is %s", id,
 			    d ? "not open" : "absent");
 	f->storm = true;
@@ -604,13 +593,13 @@ int hostd_fault_exec(struct hostd_guest *g, char **argv, unsigned int argc,
 	unsigned int i;
 
 	if (!a.f)
-		return fail(err, errlen, -EPERM,
+		return hostd_errf(err, errlen, -EPERM,
 			    "fault injection is off: vbus-hostd was not started with --test-faults (test-only)");
 	for (i = 0; argc && i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		if (!strcmp(argv[0], verbs[i].name) &&
 		    argc >= verbs[i].min && argc <= verbs[i].max)
 			return verbs[i].run(&a);
-	return fail(err, errlen, -EINVAL, "usage: %s", FAULT_USAGE);
+	return hostd_errf(err, errlen, -EINVAL, "usage: %s", FAULT_USAGE);
 }
 
 /* ---- on and off ---------------------------------------------------------- */

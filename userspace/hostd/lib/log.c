@@ -41,6 +41,16 @@ static void vlog(const char *prefix, const char *sub, const char *fmt,
 	pthread_mutex_unlock(&log_lock);
 }
 
+int hostd_errf(char *err, size_t errlen, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
 void hostd_log(const char *fmt, ...)
 {
 	va_list ap;

@@ -9,6 +9,7 @@
 #define VBUS_HOSTD_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 /* 0: quiet; 1 (-v): hostd_log_debug() lines too. */
 extern int hostd_log_verbose;
@@ -35,6 +36,13 @@ void hostd_log_limited(struct hostd_log_limit *l, const char *fmt, ...)
 /* prefix, then @sub (e.g. "device 3 (venet): "), then the message */
 void hostd_log_vlimited(struct hostd_log_limit *l, const char *sub,
 			const char *fmt, va_list ap);
+
+/*
+ * An error message for the caller: @fmt into @err (@errlen bytes), and
+ * @ret back, so a check fails in one statement.
+ */
+int hostd_errf(char *err, size_t errlen, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* CLOCK_MONOTONIC in ns: the limiter's clock, and devices' (device.h) */
 unsigned long long hostd_now_ns(void);

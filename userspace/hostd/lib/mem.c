@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "log.h"
 #include "mem.h"
 
 #define GIB (1ull << 30)
@@ -120,18 +121,6 @@ static void lock_holder(const struct stat *st, char *buf, size_t len)
 
 /* ---- open ------------------------------------------------------------------- */
 
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 /*
  * Guest RAM is the guest: whoever can open its file reads and writes the
@@ -149,17 +138,17 @@ static int mem_owned(const char *path, const struct stat *st, char *err,
 	gid_t group = getegid();
 
 	if (st->st_uid != me)
-		return fail(err, errlen, -EPERM,
+		return hostd_errf(err, errlen, -EPERM,
 			    "RAM file %s is owned by uid %u, not by this daemon's user (uid %u): whoever owns it can read and write the guest's memory; remove it (the daemon creates it) or chown it",
 			    path, (unsigned int)st->st_uid, (unsigned int)me);
 	if ((st->st_mode & S_IRWXO) ||
 	    ((st->st_mode & S_IRWXG) && st->st_gid != group))
-		return fail(err, errlen, -EPERM,
+		return hostd_errf(err, errlen, -EPERM,
 			    "RAM file %s has mode %04o, group %u: other users (or a group not this daemon's, gid %u) could reach the guest's memory; chmod 600 it or remove it (the daemon creates it 0660 for its own group)",
 			    path, (unsigned int)(st->st_mode & 07777),
 			    (unsigned int)st->st_gid, (unsigned int)group);
 	if (st->st_nlink != 1)
-		return fail(err, errlen, -EPERM,
+		return hostd_errf(err, errlen, -EPERM,
 			    "RAM file %s has %lu names (hard links): another name reaches the guest's memory; remove the others or the file",
 			    path, (unsigned long)st->st_nlink);
 	return 0;
@@ -191,11 +180,11 @@ static int mem_lock(int fd, const char *path, char *err, size_t errlen)
 	int ret = hostd_file_lock(fd, true, holder, sizeof(holder));
 
 	if (ret == -EBUSY)
-		return fail(err, errlen, ret,
+		return hostd_errf(err, errlen, ret,
 			    "RAM file %s is in use: locked by %s (one vbus-hostd per RAM file)",
 			    path, holder);
 	if (ret < 0)
-		return fail(err, errlen, ret, "RAM file %s: cannot lock it: %s",
+		return hostd_errf(err, errlen, ret, "RAM file %s: cannot lock it: %s",
 			    path, strerror(-ret));
 	return 0;
 }
@@ -205,12 +194,12 @@ static int mem_size(int fd, const char *path, const struct stat *st,
 		    __u64 size, char *err, size_t errlen)
 {
 	if ((__u64)st->st_size > size)
-		return fail(err, errlen, -EFBIG,
+		return hostd_errf(err, errlen, -EFBIG,
 			    "RAM file %s is %llu bytes, larger than size=%llu: refusing to shrink it (QEMU's -m and its memory-backend size must equal size=)",
 			    path, (unsigned long long)st->st_size,
 			    (unsigned long long)size);
 	if ((__u64)st->st_size < size && ftruncate(fd, (off_t)size) < 0)
-		return fail(err, errlen, -errno, "RAM file %s: cannot size it to %llu bytes: %s",
+		return hostd_errf(err, errlen, -errno, "RAM file %s: cannot size it to %llu bytes: %s",
 			    path, (unsigned long long)size, strerror(errno));
 	return 0;
 }
@@ -230,14 +219,14 @@ int hostd_mem_open(struct hostd_mem *m, const char *path, int fd, __u64 size,
 	if (by_path) {
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
 		if (fd < 0)
-			return fail(err, errlen, -errno, "RAM file %s: %s", path,
+			return hostd_errf(err, errlen, -errno, "RAM file %s: %s", path,
 				    strerror(errno));
 	}
 	ret = fstat(fd, &st) < 0 ? -errno : 0;
 	if (ret)
-		fail(err, errlen, ret, "RAM file %s: %s", path, strerror(-ret));
+		hostd_errf(err, errlen, ret, "RAM file %s: %s", path, strerror(-ret));
 	else if (!S_ISREG(st.st_mode))
-		ret = fail(err, errlen, -EINVAL, "RAM file %s is not a regular file", path);
+		ret = hostd_errf(err, errlen, -EINVAL, "RAM file %s is not a regular file", path);
 	else if (by_path)
 		ret = mem_owned(path, &st, err, errlen);
 	if (!ret)
@@ -249,7 +238,7 @@ int hostd_mem_open(struct hostd_mem *m, const char *path, int fd, __u64 size,
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
 		 fd, 0);
 	if (p == MAP_FAILED) {
-		ret = fail(err, errlen, -errno, "RAM file %s: mmap: %s", path,
+		ret = hostd_errf(err, errlen, -errno, "RAM file %s: mmap: %s", path,
 			   strerror(errno));
 		goto out_close;
 	}
