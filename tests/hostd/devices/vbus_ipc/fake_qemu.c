@@ -6,11 +6,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <endian.h>
+#include <grp.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "fakeguest.h"
 #include "fake_qemu.h"
 
 double now(void)
@@ -57,4 +61,45 @@ void kick(int fd)
 	__u64 one = 1;
 
 	assert_int_equal(write(fd, &one, sizeof(one)), sizeof(one));
+}
+
+void stranger_refused(struct fg *fg, const char *dir, const char *path)
+{
+	int sv[2], status;
+	pid_t pid, w = 0;
+	char b;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(chmod(dir, 0711), 0);
+	assert_int_equal(chmod(path, 0666), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int fd;
+
+		close(sv[0]);
+		/* no group of root's either: the daemon's group may connect */
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(2);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		strcpy(sa.sun_path, path);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			_exit(3);
+		if (write(sv[1], "c", 1) != 1)
+			_exit(4);
+		/* EOF, no handshake; the connection stays until then */
+		_exit(recv(fd, &b, 1, 0) == 0 ? 0 : 5);
+	}
+	close(sv[1]);
+	assert_int_equal(read(sv[0], &b, 1), 1);
+	for (int i = 0; i < 2000 && (w = waitpid(pid, &status, WNOHANG)) == 0;
+	     i++) {
+		fg_pump(fg);
+		usleep(10000);
+	}
+	close(sv[0]);
+	assert_int_equal(w, pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 }

@@ -16,4 +16,12 @@ int connect_to(const char *path);
 /* Ring an eventfd once (asserts). */
 void kick(int fd);
 
+struct fg;
+/*
+ * A process of uid and gid 65534 without supplementary groups connects
+ * to @path (in directory @dir) and must be closed on before any message;
+ * @fg's loop is pumped meanwhile. Asserts; needs root.
+ */
+void stranger_refused(struct fg *fg, const char *dir, const char *path);
+
 #endif

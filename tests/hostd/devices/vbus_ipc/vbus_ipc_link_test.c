@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <cmocka.h>
 #include <errno.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,8 +23,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vbus/ioq_channel.h>
 #include <vbus/vbus_ipc.h>
@@ -416,9 +413,6 @@ static void test_link_third_qemu_refused(void **state)
 static void test_link_stranger_refused(void **state)
 {
 	struct env *e = up();
-	int sv[2], status;
-	pid_t pid, w = 0;
-	char b;
 
 	(void)state;
 	if (geteuid() != 0) {
@@ -428,40 +422,9 @@ static void test_link_stranger_refused(void **state)
 	}
 	qside_close(&e->s[S]);
 	fg_pump(&e->fg);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	assert_int_equal(chmod(e->dir, 0711), 0);
-	assert_int_equal(chmod(e->qs[S], 0666), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-		int fd;
-
-		close(sv[0]);
-		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
-			_exit(2);
-		fd = socket(AF_UNIX, SOCK_STREAM, 0);
-		strcpy(sa.sun_path, e->qs[S]);
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-			_exit(3);
-		if (write(sv[1], "c", 1) != 1)
-			_exit(4);
-		/* refused: EOF before any handshake message */
-		_exit(recv(fd, &b, 1, 0) == 0 ? 0 : 5);
-	}
-	close(sv[1]);
-	assert_int_equal(read(sv[0], &b, 1), 1);
-	for (int i = 0; i < 2000 && (w = waitpid(pid, &status, WNOHANG)) == 0;
-	     i++) {
-		fg_pump(&e->fg);
-		usleep(10000);
-	}
-	assert_int_equal(w, pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	stranger_refused(&e->fg, e->dir, e->qs[S]);
 	stats_has(e, " refused=1");
 	qemu_connect(e, S);
-	close(sv[0]);
 	down(e);
 }
 

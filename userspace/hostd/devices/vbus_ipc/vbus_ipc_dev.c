@@ -237,21 +237,11 @@ static void on_qemu_listen(struct hostd_dev *dev, int lfd, __u32 events,
 			   void *arg)
 {
 	struct vbus_ipc *c = arg;
-	int fd = vbus_ipc_sock_accept(lfd);
-	struct ucred cr;
+	int fd = vbus_ipc_qemu_accept(dev, lfd, c->qsock_path, &c->refused);
 
 	(void)events;
 	if (fd < 0)
 		return;
-	/* the region and the vectors go to whoever this is: check who */
-	if (!hostd_dev_qemu_peer_ok(dev, fd, &cr)) {
-		hostd_dev_log(dev, "ipc: %s: refused a connection from uid %d gid %d (pid %d): QEMU must run as root, as the daemon's uid or as the guest's qemu_uid=/qemu_gid=",
-			      c->qsock_path, (int)cr.uid, (int)cr.gid,
-			      (int)cr.pid);
-		c->refused++;
-		close(fd);
-		return;
-	}
 	if (c->qemu_fd >= 0) {
 		hostd_dev_log(dev, "ipc: a second QEMU on %s refused",
 			      c->qsock_path);

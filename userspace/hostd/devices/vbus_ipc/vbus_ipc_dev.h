@@ -39,6 +39,8 @@ void vbus_ipc_region_destroy(struct vbus_ipc_region *r);
 int vbus_ipc_region_format(struct vbus_ipc_region *r);
 
 int vbus_ipc_sock_accept(int lfd);
+int vbus_ipc_qemu_accept(struct hostd_dev *dev, int lfd, const char *path,
+			 __u64 *refused);
 /*
  * May the process on @fd have the channel? Root, the daemon's user and
  * @allowed (peer_uid=) may; the peer's uid goes to @uid either way.

@@ -199,24 +199,12 @@ static int link_handshake(struct link_side *s, int fd)
 static void on_listen(struct hostd_dev *dev, int lfd, __u32 events, void *arg)
 {
 	struct link_side *s = arg;
-	int fd = vbus_ipc_sock_accept(lfd);
-	struct ucred cr;
+	/* both sockets take the QEMUs the device's guest allows */
+	int fd = vbus_ipc_qemu_accept(dev, lfd, s->qsock, &s->l->refused);
 
 	(void)events;
 	if (fd < 0)
 		return;
-	/*
-	 * The region and the other guest's interrupt go to whoever this is:
-	 * both sockets take the QEMUs the device's guest allows (qemu_uid=,
-	 * qemu_gid=; root, the daemon's uid or group by default).
-	 */
-	if (!hostd_dev_qemu_peer_ok(dev, fd, &cr)) {
-		hostd_dev_log(dev, "ipc: link: %s: refused a connection from uid %d gid %d (pid %d): QEMU must run as root, as the daemon's uid or as the guest's qemu_uid=/qemu_gid=",
-			      s->qsock, (int)cr.uid, (int)cr.gid, (int)cr.pid);
-		s->l->refused++;
-		close(fd);
-		return;
-	}
 	if (s->fd >= 0) {
 		/* the isolation rule: the side is its named guest's alone */
 		hostd_dev_log(dev, "ipc: link: a second QEMU on %s (the %s side) refused",

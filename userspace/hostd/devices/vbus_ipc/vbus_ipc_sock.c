@@ -16,6 +16,30 @@ int vbus_ipc_sock_accept(int lfd)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * A QEMU on one of the device's ivshmem sockets (qsock=, peer_qsock=):
+ * the region and the vectors go to whoever this is, so only what the
+ * guest's qemu_uid=/qemu_gid= allow is accepted; anyone else is logged,
+ * counted in *@refused and closed. The connection, or -1.
+ */
+int vbus_ipc_qemu_accept(struct hostd_dev *dev, int lfd, const char *path,
+			 __u64 *refused)
+{
+	int fd = vbus_ipc_sock_accept(lfd);
+	struct ucred cr;
+
+	if (fd < 0)
+		return -1;
+	if (!hostd_dev_qemu_peer_ok(dev, fd, &cr)) {
+		hostd_dev_log(dev, "ipc: %s: refused a connection from uid %d gid %d (pid %d): QEMU must run as root, as the daemon's uid or as the guest's qemu_uid=/qemu_gid=",
+			      path, (int)cr.uid, (int)cr.gid, (int)cr.pid);
+		(*refused)++;
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 bool vbus_ipc_sock_peer(int fd, uid_t allowed, uid_t *uid)
 {
 	struct ucred cr;
