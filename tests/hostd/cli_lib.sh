@@ -70,6 +70,38 @@ expect_ok() {
 	echo "ok: $what"
 }
 
+# wait_file FILE: up to 20 s (a busy CI vCPU) for FILE to exist
+wait_file() {
+	for _ in $(seq 400); do
+		[ -e "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# drip_client SOCK BYTE: in the background ($drip), a ctl client that sends
+# "l", then BYTE every 0.25 s for 30 s, never a whole request; 0 once it
+# is connected, 1 if it never was
+drip_client() {
+	rm -f "$T/dripping"
+	python3 - "$1" "$T/dripping" "$2" <<'EOF' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.send(b"l")
+open(sys.argv[2], "w").close()
+try:
+    for _ in range(120):
+        time.sleep(0.25)
+        s.send(sys.argv[3].encode())
+except OSError:
+    pass
+EOF
+	# shellcheck disable=SC2034 # the caller waits for or kills it
+	drip=$!
+	wait_file "$T/dripping"
+}
+
 # start_daemon ARGS...: 0 and $pid set, or 1 with the reason printed
 start_daemon() {
 	local ready rc

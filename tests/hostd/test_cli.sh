@@ -185,21 +185,7 @@ fi
 
 # a client that sends its request a byte at a time cannot hold the
 # thread that serves ctl: another client is answered while it drips
-python3 - "$T/ctl.sock" "$T/dripping" <<'EOF' &
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.send(b"l")
-open(sys.argv[2], "w").close()
-try:
-    for _ in range(120):
-        time.sleep(0.25)
-        s.send(b"l")
-except OSError:
-    pass
-EOF
-drip=$!
-for _ in $(seq 400); do [ -e "$T/dripping" ] && break; sleep 0.05; done
+drip_client "$T/ctl.sock" l || fail "the dripping client did not connect"
 t0=$(date +%s%N)
 expect_ok "list while a client drips" "g2 " list
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))

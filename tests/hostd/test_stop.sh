@@ -24,15 +24,6 @@ stop_cleanup() {
 }
 trap stop_cleanup EXIT
 
-# wait_file FILE: up to 20 s (a busy CI vCPU) for FILE to exist
-wait_file() {
-	for _ in $(seq 400); do
-		[ -e "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # gone PID: the process has exited (a zombie counts: it did exit)
 gone() {
 	[ ! -e "/proc/$1" ] || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ]
@@ -61,21 +52,7 @@ fi
 start_daemon "${C[@]}" --guest "g1:sock=$T/g1.sock,mem=$T/g1.ram,size=16M" \
 	--device "g1:type=vbus-blk,id=1,file=$T/mnt/disk,ro=1,direct=0" || finish
 
-python3 - "$T/ctl.sock" "$T/dripping" <<'EOF' &
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.send(b"l")
-open(sys.argv[2], "w").close()
-try:
-    for _ in range(120):
-        time.sleep(0.25)
-        s.send(b"i")
-except OSError:
-    pass
-EOF
-drip=$!
-wait_file "$T/dripping" || fail "the dripping client did not connect"
+drip_client "$T/ctl.sock" i || fail "the dripping client did not connect"
 # from now on the file system answers nothing: a disk added on it holds
 # the guest's thread in open(2); ctl says so and goes on serving
 kill -USR1 "$fs"
