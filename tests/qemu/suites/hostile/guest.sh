@@ -39,6 +39,8 @@
 . /test/lib.sh
 # shellcheck disable=SC1091
 . /test/config.sh
+# shellcheck source=tests/qemu/suites/venet/net.sh
+. /test/net.sh
 
 BUS=/sys/bus/vbus-proxy/devices
 PCIDRV=/sys/bus/pci/drivers/vbus-pcibridge
@@ -214,14 +216,6 @@ check_devadd_flood() {
 }
 
 # ---- 20.13: a warm reboot under traffic ----
-venet_if() {
-	local i d
-	for i in /sys/class/net/*; do
-		d=$(readlink "$i/device/driver" 2>/dev/null) || continue
-		[ "${d##*/}" = venet ] && { echo "${i##*/}"; return 0; }
-	done
-	return 1
-}
 blk_disk() {
 	local d
 	for d in /sys/block/vbd*; do

@@ -44,7 +44,7 @@ keeper="$(dirname "$hostd")/vbus-fdkeeper"
 lab_tools pgrep ping
 lab_netns 10.79.0.1 hr0
 
-lab_stage guest "$(dirname "$0")/guest.sh" "${kos[@]}" <<CONFIG
+lab_stage guest "$(dirname "$0")/guest.sh" --file "$(dirname "$0")/../venet/net.sh" "${kos[@]}" <<CONFIG
 VT_HOST_IP=$host_ip
 VT_GUEST_IP=$guest_ip
 VT_PREFIX=24
