@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <linux/if_tun.h>
 #include <vbus/venet.h>
-#include "device.h"
+#include "devq.h"
 #include "tap.h"
 #include "venet_frame.h"
 
@@ -44,14 +44,6 @@
 			  TUN_F_TSO_ECN)
 
 struct venet;
-
-struct venet_q {
-	struct ioq ioq;
-	struct ioq_notifier notifier;
-	struct venet *v;
-	bool attached;
-	bool notify_on;		/* our side's notifications unmasked */
-};
 
 struct venet_stats {
 	__u64 rx_packets, rx_bytes;
@@ -89,14 +81,12 @@ struct venet {
 	bool link;			/* LINKUP .. LINKDOWN */
 	__u32 caps;			/* negotiated, group SG */
 
-	struct venet_q rxq, txq;
+	struct hostd_devq rxq, txq;	/* owner: the venet */
 	struct hostd_kick kick;		/* "run tx again" */
 	bool tap_watched;
 	__u32 tap_events;		/* what the tap fd is watched for */
 	bool rx_starved;		/* no guest buffer: tap not polled */
 	bool tx_blocked;		/* tap said EAGAIN: wait for EPOLLOUT */
-	struct hostd_poll_window tx_window; /* cap_ns: tx_poll_us= */
-	__u64 tx_last_ns;		/* when a pass last moved a frame */
 	unsigned int tx_unsignalled;	/* tx pops the guest was not told of */
 
 	struct venet_stats st;
@@ -107,7 +97,8 @@ struct venet {
  * whose channel faults takes its device with it, so this is the only
  * fault check venet needs).
  */
-static inline bool venet_q_live(const struct venet *v, const struct venet_q *q)
+static inline bool venet_q_live(const struct venet *v,
+				const struct hostd_devq *q)
 {
 	return q->attached && !hostd_dev_faulted(v->dev);
 }
@@ -123,17 +114,20 @@ void venet_tap_update(struct venet *v);
 void venet_tap_unwatch(struct venet *v);
 void venet_backend_lost(struct venet *v, int err);
 void venet_bad_desc(struct venet *v, const char *dir, const char *why);
-void venet_q_complete(struct venet *v, struct venet_q *q, unsigned int n,
+void venet_q_complete(struct venet *v, struct hostd_devq *q, unsigned int n,
 		      __u64 bytes, __u64 *notify_out);
-void venet_q_signal(struct venet_q *q, __u64 *notify_out);
+void venet_q_signal(struct hostd_devq *q, __u64 *notify_out);
 
-/* venet_tx.c: drain the tx ring into the tap (the tx notifier runs it) */
+/*
+ * venet_tx.c: drain the tx ring into the tap (the tx ring's signal runs
+ * it); its poll window is txq.window (cap_ns: tx_poll_us=)
+ */
 void venet_tx_work(struct venet *v);
-void venet_tx_notify(struct ioq_notifier *n);
+void venet_tx_signal(struct hostd_devq *q);
 
 /* venet_rx.c: fill the guest's rx buffers from the tap */
 void venet_rx_run(struct venet *v);
-void venet_rx_notify(struct ioq_notifier *n);
+void venet_rx_signal(struct hostd_devq *q);
 int venet_rx_flush(struct venet *v);	/* FLUSHRX */
 
 #endif /* VBUS_HOSTD_VENET_DEV_H */
