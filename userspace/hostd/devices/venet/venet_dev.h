@@ -49,7 +49,7 @@ struct venet_stats {
 	__u64 rx_packets, rx_bytes;
 	__u64 tx_packets, tx_bytes;
 	__u64 rx_notify_in, tx_notify_in;	/* guest signals that ran us */
-	__u64 rx_notify_out, tx_notify_out;	/* ioq_signal() towards it */
+	__u64 rx_notify_out, tx_notify_out;	/* hostd_devq_signal()s towards it */
 	__u64 tx_gso, tx_csum;		/* frames with GSO / partial csum */
 	__u64 tx_bad;			/* invalid descriptors, dropped */
 	__u64 tx_errors;		/* the tap refused the frame */
