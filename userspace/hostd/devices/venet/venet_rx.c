@@ -77,8 +77,9 @@ static enum rx_head rx_head(struct venet *v, struct rx_batch *b)
 		v->st.rx_starved++;
 		return RX_STOP;
 	}
+	/* we have buffers: re-posts need no doorbell */
 	if (v->rxq.unmasked)
-		hostd_devq_mask(&v->rxq); /* we have buffers: re-posts need no doorbell */
+		hostd_devq_mask(&v->rxq);
 	return RX_BUF;
 }
 

@@ -18,9 +18,10 @@
  * if it is still empty (hostd_devq_unmask).
  *
  * The window (txq.window) adapts between 0 and tx_poll_us (device.h,
- * struct hostd_poll_window; the drain after a sleep teaches it): a streaming guest keeps it open; a request/response
- * guest, whose next frame comes a round trip later, closes it and gets no
- * host spinning on the core it needs to produce that frame.
+ * struct hostd_poll_window; the drain after a sleep teaches it): a
+ * streaming guest keeps it open; a request/response guest, whose next
+ * frame comes a round trip later, closes it and gets no host spinning on
+ * the core it needs to produce that frame.
  *
  * Completions are signalled when we stop polling (and every quarter ring
  * while we poll, so a guest whose ring is full is woken early): while we
