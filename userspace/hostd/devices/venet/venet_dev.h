@@ -92,21 +92,10 @@ struct venet {
 	struct venet_stats st;
 };
 
-/*
- * The queue can be used: attached, and the device not faulted (a ring
- * whose channel faults takes its device with it, so this is the only
- * fault check venet needs).
- */
-static inline bool venet_q_live(const struct venet *v,
-				const struct hostd_devq *q)
-{
-	return q->attached && !hostd_dev_faulted(v->dev);
-}
-
 /* rx can run: the guest is up, the rx ring is there, a tap is there */
 static inline bool venet_rx_possible(const struct venet *v)
 {
-	return v->open && v->link && v->tap.fd >= 0 && venet_q_live(v, &v->rxq);
+	return v->open && v->link && v->tap.fd >= 0 && hostd_devq_live(&v->rxq);
 }
 
 /* venet_state.c */

@@ -69,7 +69,7 @@ static bool rx_claim(struct venet *v, struct rx_batch *b)
 static enum rx_head rx_head(struct venet *v, struct rx_batch *b)
 {
 	if (!rx_claim(v, b)) {
-		if (!venet_q_live(v, &v->rxq))
+		if (!hostd_devq_live(&v->rxq))
 			return RX_STOP;
 		if (!v->rxq.unmasked && hostd_devq_unmask(&v->rxq, b->used))
 			return RX_AGAIN;
@@ -226,7 +226,7 @@ int venet_rx_flush(struct venet *v)
 {
 	int n;
 
-	if (!venet_q_live(v, &v->rxq))
+	if (!hostd_devq_live(&v->rxq))
 		return 0;	/* nothing held */
 	/* bounded by the ring even if the guest keeps posting meanwhile */
 	n = hostd_devq_drain(&v->rxq, v->rxq.size, rx_flush_one, NULL,

@@ -14,7 +14,7 @@ void venet_tap_update(struct venet *v)
 		return;
 	if (venet_rx_possible(v) && !v->rx_starved)
 		ev |= EPOLLIN;
-	if (v->tx_blocked && venet_q_live(v, &v->txq))
+	if (v->tx_blocked && hostd_devq_live(&v->txq))
 		ev |= EPOLLOUT;
 	if (ev != v->tap_events && hostd_fd_mod(v->dev, v->tap.fd, ev) == 0)
 		v->tap_events = ev;

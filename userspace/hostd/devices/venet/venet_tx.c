@@ -47,7 +47,7 @@ static void tx_signal(struct venet *v)
 
 	v->tx_unsignalled = 0;
 	/* a ring that went away takes its completions' news with it */
-	if (n && venet_q_live(v, &v->txq))
+	if (n && hostd_devq_live(&v->txq))
 		venet_q_signal(&v->txq, &v->st.tx_notify_out);
 }
 
@@ -190,7 +190,7 @@ static int tx_pass(struct venet *v)
 	} else {
 		v->st.tx_polls++;
 	}
-	if (v->tx_blocked || broken || tb.bad || !venet_q_live(v, &v->txq))
+	if (v->tx_blocked || broken || tb.bad || !hostd_devq_live(&v->txq))
 		return -1;
 	return n == VENET_TX_BUDGET ? 1 : 0;
 }
@@ -199,7 +199,7 @@ void venet_tx_work(struct venet *v)
 {
 	int round;
 
-	if (!venet_q_live(v, &v->txq) || v->tx_blocked)
+	if (!hostd_devq_live(&v->txq) || v->tx_blocked)
 		goto out_signal;
 
 	/* masked while we drain: the guest's posts need no doorbell */
