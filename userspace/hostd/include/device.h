@@ -306,9 +306,10 @@ void hostd_kick_fini(struct hostd_kick *k);
 /*
  * Guest -> device notifications need no registration: the guest's doorbell
  * for a shm's handle runs _shm_signal_wakeup() of its signal on the loop
- * thread, which (if the device enabled it: ioq_notify_enable) calls the
- * ioq notifier -> ioq->notifier->signal(). Device -> guest: ioq_signal()
- * or shm_signal_inject() (auto-update pushes/pops do it for you). The
+ * thread, which (if the device unmasked it) calls the ioq notifier. A
+ * device's rings are device queues (devq.h, struct hostd_devq): it hears
+ * them through hostd_devq_attach()'s callback and signals the guest with
+ * hostd_devq_signal(); it makes no ioq_* or shm_signal_* call itself. The
  * signals' deferred notify (vbus_defer) is run by the loop as well.
  */
 
