@@ -70,9 +70,8 @@ stage south2 south "${s2[*]}"
 lab_hostd -- --guest "$(lab_guest g1)" --guest "$(lab_guest g2)" \
 	--device "g1:type=vbus-ipc,id=5,service=chat,qsock=$run/north.sock,peer=g2,peer_qsock=$run/south.sock"
 
-ivshmem() { printf '%s\n' -chardev "socket,id=ipc0,path=$run/$1.sock" -device "ivshmem-doorbell,chardev=ipc0,vectors=2"; }
-mapfile -t q_north < <(ivshmem north)
-mapfile -t q_south < <(ivshmem south)
+mapfile -t q_north < <(lab_ivshmem north)
+mapfile -t q_south < <(lab_ivshmem south)
 
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 req_kill_peer() {
