@@ -130,7 +130,7 @@ static void dir_notify(struct ioq_notifier *n)
  */
 #define IPC_POLL_DEFAULT_US 200
 #define IPC_POLL_MAX_US 10000
-static __u64 poll_cap_ns(void)
+static __u64 poll_cap_from_env(void)
 {
 	const char *v = getenv("IOQ_IPC_POLL_US");
 	unsigned long us = IPC_POLL_DEFAULT_US;
@@ -145,7 +145,7 @@ static __u64 poll_cap_ns(void)
 	return (__u64)us * 1000;
 }
 
-/* the narrowest window: START, or the cap if that is less (0: no polling) */
+/* the narrowest window: a quarter of the bound (0 with it: no polling) */
 static __u64 poll_floor(const struct ioq_ipc *ipc)
 {
 	return ipc->poll_cap_ns / 4;
@@ -158,7 +158,7 @@ static struct ioq_ipc *ipc_alloc(enum ioq_ipc_role role)
 	if (!ipc)
 		return NULL;
 	ipc->role = role;
-	ipc->poll_cap_ns = poll_cap_ns();
+	ipc->poll_cap_ns = poll_cap_from_env();
 	ipc->poll_ns = poll_floor(ipc);
 	ipc->wait_fd = ipc->doorbell_fd = ipc->ctl_fd = ipc->shm_fd = -1;
 	ipc->poll_fd = -1;
@@ -763,16 +763,19 @@ static void cpu_relax(void)
 
 /*
  * Look at the rings, masked (the peer rings no doorbell), until the poll
- * window from @t0 (the start of the wait) is over: 1 ready, 0 not, or the
- * session's end. A peer that answers within the window costs neither end
- * a doorbell nor this one a sleep (ioq_ipc(3), "Waiting").
+ * window from @t0 (the start of the wait) is over, or @limit_ns (the
+ * caller's timeout): 1 ready, 0 not, or the session's end. A peer that
+ * answers within the window costs neither end a doorbell nor this one a
+ * sleep (ioq_ipc(3), "Waiting").
  */
-static int poll_rings(struct ioq_ipc *ipc, int events, __u64 t0)
+static int poll_rings(struct ioq_ipc *ipc, int events, __u64 t0,
+		      __u64 limit_ns)
 {
+	__u64 w = ipc->poll_ns < limit_ns ? ipc->poll_ns : limit_ns;
 	unsigned int i;
 	int err;
 
-	while (ipc->poll_ns && now_ns() - t0 < ipc->poll_ns) {
+	while (w && now_ns() - t0 < w) {
 		err = ipc_state(ipc);
 		if (err)
 			return err;
@@ -829,7 +832,9 @@ int ioq_ipc_wait(struct ioq_ipc *ipc, int events, int timeout_ms)
 			return 1;
 		/* a zero timeout is a caller's own loop asking: never spin */
 		if (timeout_ms != 0) {
-			n = poll_rings(ipc, events, start);
+			n = poll_rings(ipc, events, start,
+				       timeout_ms < 0 ? UINT64_MAX :
+				       (__u64)timeout_ms * 1000000);
 			if (n)
 				return n;
 		}
