@@ -797,19 +797,25 @@ static int poll_rings(struct ioq_ipc *ipc, int events, __u64 t0,
 }
 
 /*
- * After a sleep that ended with work the window learns from the gap
- * (vbus_poll_window_adapt, as vbus-hostd's devices) but never closes below
- * the floor: the gap after a sleep includes this end's own wakeup, which
- * under TCG (an interrupt into a halted vCPU, an IPI to the one the
- * process slept on) can exceed any sane cap; a window closed by it would
- * stay closed while the peer answers in microseconds (the bimodal round
- * trip: docs/devices/vbus_ipc.md, "Waiting").
+ * After a sleep that ended with work the window learns from the gap by
+ * vbus-hostd's rule (vbus_poll_window_adapt), with two changes, because the
+ * gap after a sleep includes this end's own wakeup, which under TCG (an
+ * interrupt into a halted vCPU, an IPI to the one the process slept on)
+ * exceeds the bound while the peer answers in microseconds once awake:
+ * it learns from gaps up to IPC_POLL_LEARN bounds (two ends that both fell
+ * asleep open their windows again instead of waking each other for good),
+ * and never closes below the floor. The window itself stays within the
+ * bound (the bimodal round trip: docs/devices/vbus_ipc.md, "Waiting").
  */
+#define IPC_POLL_LEARN 8
 static void poll_adapt(struct ioq_ipc *ipc, __u64 t0)
 {
-	__u64 ns = vbus_poll_window_adapt(ipc->poll_ns, ipc->poll_cap_ns,
+	__u64 ns = vbus_poll_window_adapt(ipc->poll_ns,
+					  IPC_POLL_LEARN * ipc->poll_cap_ns,
 					  now_ns() - t0);
 
+	if (ns > ipc->poll_cap_ns)
+		ns = ipc->poll_cap_ns;
 	ipc->poll_ns = ns > poll_floor(ipc) ? ns : poll_floor(ipc);
 }
 
