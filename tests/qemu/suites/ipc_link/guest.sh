@@ -107,9 +107,9 @@ check_third_guest() {
 	vt_check link-unharmed-by-third peer send 1000
 }
 
-# peer_ends NAME REQUEST: stream into the south's echo, then the host's
-# REQUEST ends the south guest mid-stream (its QEMU killed, or the guest
-# rebooted inside it): -EPIPE (a clear error) within a bound
+# peer_ends NAME REQUEST SECS: stream into the south's echo, then the
+# host's REQUEST ends the south guest mid-stream (its QEMU killed, or the
+# guest rebooted inside it): -EPIPE (a clear error) within SECS
 peer_ends() {
 	local bg rc t0 t1
 	/test/ipc-peer guest "$dev" send 100000000 --timeout 600000 >/tmp/bg.out 2>&1 &
@@ -127,17 +127,17 @@ peer_ends() {
 		vt_fail "$1-gives-epipe" "exit=$rc"
 	fi
 	log "$(echo "$1" | tr a-z- A-Z_) seen after $(((t1 - t0) / 100)).$(((t1 - t0) % 100 / 10)) s"
-	if [ $((t1 - t0)) -le 3000 ]; then
-		vt_pass "$1-seen-within-30s"
+	if [ $((t1 - t0)) -le $(($3 * 100)) ]; then
+		vt_pass "$1-seen-within-${3}s"
 	else
-		vt_fail "$1-seen-within-30s" "$(((t1 - t0) / 100)) s"
+		vt_fail "$1-seen-within-${3}s" "$(((t1 - t0) / 100)) s"
 	fi
 }
 
 # 3. the south guest's QEMU is killed mid-stream; then the channel
 #    reconnects once a new one is up
 check_peer_killed() {
-	peer_ends peer-killed kill_peer
+	peer_ends peer-killed kill_peer 30
 	vt_check boot-new-peer vt_host boot_peer
 	vt_check reconnect-after-peer-back peer send 1000
 }
@@ -174,10 +174,12 @@ check_cycles() {
 		vt_slab_check "slab-stable-after-$LINK_CYCLES-cycles" /tmp/slab0 /tmp/slab1 16
 }
 
-# 6. the south guest reboots inside its running QEMU mid-stream; the
+# 6. the south guest reboots inside its running QEMU mid-stream: its
+#    kernel's shutdown ends the session at once (5 s: without it the end
+#    comes only with the rebooted driver, 17 s in one TCG run); the
 #    channel reconnects once its driver is back (same QEMU, same region)
 check_reboot() {
-	peer_ends peer-reboot reboot_peer
+	peer_ends peer-reboot reboot_peer 5
 	vt_check reconnect-after-peer-reboot peer send 1000
 }
 
