@@ -126,7 +126,7 @@ peer_ends() {
 	else
 		vt_fail "$1-gives-epipe" "exit=$rc"
 	fi
-	log "$(echo "$1" | tr a-z A-Z) seen after $(((t1 - t0) / 100)).$(((t1 - t0) % 100 / 10)) s"
+	log "$(echo "$1" | tr '[:lower:]' '[:upper:]') seen after $(((t1 - t0) / 100)).$(((t1 - t0) % 100 / 10)) s"
 	if [ $((t1 - t0)) -le $(($3 * 100)) ]; then
 		vt_pass "$1-seen-within-${3}s"
 	else
