@@ -157,37 +157,26 @@ int fgd_ring_attach(struct hostd_dev *dev, __u32 id, __u32 count,
 
 /* ---- the guest's side of a ring --------------------------------------------- */
 
+/* One descriptor with the guest drivers' role calls (fakeguest.h). */
 int fgd_post(struct fg_ring *r, __u64 ptr, __u64 len, __u64 cookie)
 {
-	struct ioq_iterator iter;
+	struct ioq_ring_desc d = { .cookie = cookie, .ptr = ptr, .len = len };
+	int ret = fg_ring_post_bulk(r, &d, 1, true);
 
-	ioq_iter_init(&r->ioq, &iter, ioq_idx_push, IOQ_ITER_AUTOUPDATE);
-	ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
-	if (VBUS_READ(iter.desc->sown) != ioq_locality_north ||
-	    ioq_full(&r->ioq, ioq_idx_reap))
-		return -ENOSPC;
-	iter.desc->cookie = cookie;
-	iter.desc->ptr = ptr;
-	iter.desc->len = len;
-	iter.desc->valid = 1;
-	return ioq_iter_push(&iter, 0);
+	return ret == 1 ? 0 : ret ? ret : -ENOSPC;
 }
 
 int fgd_reap(struct fg_ring *r, __u64 *len, __u64 *cookie)
 {
-	struct ioq_iterator iter;
+	struct ioq_ring_desc d;
+	int ret = fg_ring_reap_bulk(r, &d, 1);
 
-	ioq_iter_init(&r->ioq, &iter, ioq_idx_reap, IOQ_ITER_REAP);
-	ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
-	if (!ioq_iter_owned(&iter))
-		return 0;
+	if (ret != 1)
+		return ret;
 	if (len)
-		*len = VBUS_READ(iter.desc->len);
+		*len = d.len;
 	if (cookie)
-		*cookie = iter.desc->cookie;
-	iter.desc->valid = 0;
-	if (ioq_iter_pop(&iter, 0))
-		return -EIO;
+		*cookie = d.cookie;
 	return 1;
 }
 
