@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* One device through the real library (see fg_dev.h). */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,28 @@ int fgd_init(void)
 void fgd_stopping(void)
 {
 	hostd_guest_stop(&fg->g);
+}
+
+int fgd_host_start(void)
+{
+	return hostd_guest_start(&fg->g);
+}
+
+int fgd_wait_irq(int timeout_ms)
+{
+	struct pollfd p = {
+		.fd = fg->g.iv.msix_fd[VBUS_PCI_MSIX_EVENTQ], .events = POLLIN,
+	};
+
+	if (poll(&p, 1, timeout_ms) <= 0 || !fg_msix(fg, VBUS_PCI_MSIX_EVENTQ))
+		return 0;
+	/*
+	 * The bridge's handler: take the eventq's signal (pending cleared,
+	 * so the host's next event raises the vector again), then the
+	 * caller reaps the events (fgd_irqs()).
+	 */
+	_shm_signal_wakeup(&fg->evq_sig);
+	return 1;
 }
 
 void fgd_fini(void)
