@@ -222,7 +222,7 @@ static unsigned int guest_post(struct guest *g, const struct opts *o)
 static void guest_wait(struct guest *g)
 {
 	ioq_notify_enable(&g->tx.ioq, 0);
-	if (!guest_reap(g) && !fgd_wait_irq(1000) && !guest_reap(g))
+	if (!guest_reap(g) && !fgd_wait_irq(1000))
 		g->timeouts++;
 	fgd_irqs(&g->tx);
 	ioq_notify_disable(&g->tx.ioq, 0);
