@@ -15,6 +15,7 @@ pkgs=(
 	fio e2fsprogs udev			# guest disk tests (vbus-blk; udev: its udevadm names the disks)
 	python3 gnuplot-nox			# bench: report and plot
 	libdpdk-dev				# ioq-bench --poll: the rte_ring baseline
+	dpdk-dev librte-net-memif23 librte-net-vhost23 librte-net-virtio23	# bench/venet-host-vs-dpdk.sh: dpdk-testpmd, memif, vhost, virtio-user
 	mandoc					# man pages: mandoc -T lint
 	shellcheck				# the shellcheck stage (scripts/shellcheck.sh)
 	systemd strace util-linux procps	# ops: systemd-analyze, strace, unshare/setpriv; pgrep (qemu restart suite)

@@ -191,12 +191,29 @@ static int evq_inject(struct shm_signal *s)
 
 static const struct shm_signal_ops evq_ops = { .inject = evq_inject };
 
+int fg_evq_post(struct fg *f, __u32 n)
+{
+	unsigned int i;
+	__u32 pos;
+
+	if (ioq_post_begin(&f->evq, n, &pos) != (int)n)
+		return -ENOSPC;
+	for (i = 0; i < n; i++) {
+		struct ioq_ring_desc *d = ioq_desc(&f->evq, pos + i);
+		__u32 slot = i % f->evq_count;
+
+		d->cookie = slot;
+		d->ptr = f->evq_data + (__u64)slot * sizeof(struct vbus_pci_event);
+		d->len = sizeof(struct vbus_pci_event);
+	}
+	/* [R1] inside: the descriptors before the tail */
+	return n ? ioq_post_end(&f->evq, n, 0) : 0;
+}
+
 int fg_busreg(struct fg *f, __u32 count, __u32 posted)
 {
 	struct vbus_pci_busreg br;
 	struct ioq_ring_head *head;
-	struct ioq_iterator it;
-	__u32 i;
 
 	if (f->evq_live) {
 		f->evq_live = false;
@@ -212,17 +229,8 @@ int fg_busreg(struct fg *f, __u32 count, __u32 posted)
 	if (ioq_init(&f->evq, NULL, ioq_locality_north, head, &f->evq_sig, count))
 		die("ioq_init");
 	f->evq_live = true;
-	if (ioq_iter_init(&f->evq, &it, ioq_idx_push, 0) ||
-	    ioq_iter_seek(&it, ioq_seek_tail, 0, 0))
-		die("iter");
-	for (i = 0; i < posted; i++) {
-		it.desc->cookie = i;
-		it.desc->ptr = f->evq_data + i * sizeof(struct vbus_pci_event);
-		it.desc->len = sizeof(struct vbus_pci_event);
-		it.desc->valid = 1;
-		if (ioq_iter_push(&it, 0))
-			die("push");
-	}
+	if (fg_evq_post(f, posted))
+		die("eventq post");
 	ioq_notify_enable(&f->evq, 0);
 
 	memset(&br, 0, sizeof(br));
@@ -233,38 +241,50 @@ int fg_busreg(struct fg *f, __u32 count, __u32 posted)
 	return fg_hc(f, VBUS_PCI_HC_BUSREG, &br, sizeof(br));
 }
 
+/*
+ * Reap up to @max events with one inuse-head publication (the bridge's
+ * way); with @repost their buffers go back as they were posted (cookie,
+ * ptr) with one tail publication and one signal.
+ */
 unsigned int fg_events(struct fg *f, struct vbus_pci_event *out,
 		       unsigned int max, bool repost)
 {
-	struct ioq_iterator it, post;
-	unsigned int n = 0;
+	struct ioq_ring_desc d[64];
+	unsigned int n, i;
+	__u32 pos;
+	int avail;
 
 	if (!f->evq_live)
 		return 0;
-	if (ioq_iter_init(&f->evq, &it, ioq_idx_reap, IOQ_ITER_REAP) ||
-	    ioq_iter_seek(&it, ioq_seek_head, 0, 0) ||
-	    ioq_iter_init(&f->evq, &post, ioq_idx_push, 0))
-		die("iter");
-	while (n < max && ioq_iter_owned(&it)) {
-		__u64 ptr = it.desc->ptr, cookie = it.desc->cookie;
-
-		memcpy(&out[n++], fg_ptr(f, ptr, sizeof(*out)), sizeof(*out));
-		if (ioq_iter_pop(&it, 0))
-			die("reap pop");
-		if (repost) {
-			if (ioq_iter_seek(&post, ioq_seek_tail, 0, 0))
-				die("seek");
-			post.desc->cookie = cookie;
-			post.desc->ptr = ptr;
-			post.desc->len = sizeof(struct vbus_pci_event);
-			post.desc->valid = 1;
-			if (ioq_iter_push(&post, 0))
-				die("repost");
-		}
+	if (max > 64)
+		max = 64;
+	/* [A2] inside: valid's head before the events it covers */
+	avail = ioq_reap_begin(&f->evq, max, &pos);
+	if (avail <= 0)
+		return 0;
+	n = (unsigned int)avail;
+	for (i = 0; i < n; i++) {
+		d[i].cookie = VBUS_READ(ioq_desc(&f->evq, pos + i)->cookie);
+		d[i].ptr = VBUS_READ(ioq_desc(&f->evq, pos + i)->ptr);
+		memcpy(&out[i], fg_ptr(f, d[i].ptr, sizeof(*out)), sizeof(*out));
 	}
+	if (ioq_reap_end(&f->evq, n, 0))
+		die("eventq reap");
 	f->events_seen += n;
-	if (repost && n)
-		ioq_signal(&f->evq, 0);
+	if (!repost)
+		return n;
+	if (ioq_post_begin(&f->evq, n, &pos) != (int)n)
+		die("eventq repost");
+	for (i = 0; i < n; i++) {
+		struct ioq_ring_desc *slot = ioq_desc(&f->evq, pos + i);
+
+		slot->cookie = d[i].cookie;
+		slot->ptr = d[i].ptr;
+		slot->len = sizeof(struct vbus_pci_event);
+	}
+	if (ioq_post_end(&f->evq, n, 0))
+		die("eventq repost publish");
+	ioq_signal(&f->evq, 0);
 	return n;
 }
 
@@ -345,32 +365,64 @@ void fg_ring_close(struct fg_ring *r)
 	}
 }
 
+int fg_ring_post_bulk(struct fg_ring *r, const struct ioq_ring_desc *d,
+		      unsigned int n, bool sig)
+{
+	unsigned int i;
+	__u32 pos;
+	int room;
+
+	room = ioq_post_begin(&r->ioq, n, &pos);
+	if (room <= 0)
+		return room;
+	for (i = 0; i < (unsigned int)room; i++) {
+		struct ioq_ring_desc *slot = ioq_desc(&r->ioq, pos + i);
+
+		slot->cookie = d[i].cookie;
+		slot->ptr = d[i].ptr;
+		slot->len = d[i].len;
+	}
+	/* [R1] inside: the bodies (and the buffers) before the tail */
+	if (ioq_post_end(&r->ioq, (unsigned int)room,
+			 sig ? IOQ_ITER_AUTOUPDATE : 0))
+		return -EIO;
+	return room;
+}
+
 int fg_ring_post(struct fg_ring *r, __u64 gpa, __u64 len, bool sig)
 {
-	struct ioq_iterator it;
+	struct ioq_ring_desc d = { .ptr = gpa, .len = len };
+	int ret = fg_ring_post_bulk(r, &d, 1, sig);
 
-	if (ioq_iter_init(&r->ioq, &it, ioq_idx_push,
-			  sig ? IOQ_ITER_AUTOUPDATE : 0) ||
-	    ioq_iter_seek(&it, ioq_seek_tail, 0, 0))
-		return -EINVAL;
-	it.desc->ptr = gpa;
-	it.desc->len = len;
-	it.desc->valid = 1;
-	return ioq_iter_push(&it, 0);
+	return ret == 1 ? 0 : ret ? ret : -ENOSPC;
+}
+
+int fg_ring_reap_bulk(struct fg_ring *r, struct ioq_ring_desc *out,
+		      unsigned int max)
+{
+	unsigned int i;
+	__u32 pos;
+	int avail;
+
+	/* [A2] inside: valid's head before the completions */
+	avail = ioq_reap_begin(&r->ioq, max, &pos);
+	if (avail <= 0)
+		return avail;
+	for (i = 0; out && i < (unsigned int)avail; i++) {
+		const struct ioq_ring_desc *slot = ioq_desc(&r->ioq, pos + i);
+
+		out[i].cookie = VBUS_READ(slot->cookie);
+		out[i].ptr = VBUS_READ(slot->ptr);
+		out[i].len = VBUS_READ(slot->len);
+	}
+	if (ioq_reap_end(&r->ioq, (unsigned int)avail, 0))
+		return -EIO;
+	return avail;
 }
 
 unsigned int fg_ring_reap(struct fg_ring *r)
 {
-	struct ioq_iterator it;
-	unsigned int n = 0;
+	int n = fg_ring_reap_bulk(r, NULL, r->count);
 
-	if (ioq_iter_init(&r->ioq, &it, ioq_idx_reap, IOQ_ITER_REAP) ||
-	    ioq_iter_seek(&it, ioq_seek_head, 0, 0))
-		return 0;
-	while (ioq_iter_owned(&it)) {
-		if (ioq_iter_pop(&it, 0))
-			break;
-		n++;
-	}
-	return n;
+	return n > 0 ? (unsigned int)n : 0;
 }

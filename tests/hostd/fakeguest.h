@@ -80,6 +80,8 @@ int fg_hc_raw(struct fg *f, __u32 vector, __u32 len, __u64 datap);
 void fg_signal(struct fg *f, __u32 h);
 
 int fg_negotiate(struct fg *f);
+/* Post event buffers 0 .. @n-1 with one tail publication (no signal). */
+int fg_evq_post(struct fg *f, __u32 n);
 /* Format and post an eventq of @count events, BUSREG it. */
 int fg_busreg(struct fg *f, __u32 count, __u32 posted);
 /* Reap events (north, like the bridge), re-post their descriptors. */
@@ -92,9 +94,23 @@ int fg_devcall(struct fg *f, __u64 h, __u32 func, void *buf, __u32 len);
 int fg_ring_open(struct fg *f, struct fg_ring *r, __u64 h, __u32 id,
 		 __u32 count, __u64 cookie);
 void fg_ring_close(struct fg_ring *r);
-/* North posts a buffer of @len at @gpa. */
+/*
+ * The guest drivers' role calls (docs/ring.md, "Bulk calls"):
+ * fg_ring_post_bulk() posts up to @n of @d (cookie, ptr, len) with one
+ * ioq_post_begin/end, one tail publication and, with @sig, one signal
+ * (which crosses only when the host has not masked it); returns how many
+ * fit (0 .. n) or -errno. fg_ring_reap_bulk() reaps up to @max
+ * completions with one ioq_reap_begin/end, one inuse-head publication,
+ * copying each (cookie, ptr, len) to @out unless NULL; returns how many
+ * or -errno.
+ */
+int fg_ring_post_bulk(struct fg_ring *r, const struct ioq_ring_desc *d,
+		      unsigned int n, bool sig);
+int fg_ring_reap_bulk(struct fg_ring *r, struct ioq_ring_desc *out,
+		      unsigned int max);
+/* North posts a buffer of @len at @gpa: 0, -ENOSPC or -errno. */
 int fg_ring_post(struct fg_ring *r, __u64 gpa, __u64 len, bool sig);
-/* North reaps completions; returns how many. */
+/* North reaps every completion; returns how many. */
 unsigned int fg_ring_reap(struct fg_ring *r);
 
 /* eventfd value (0 when nothing) */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* One device through the real library (see fg_dev.h). */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,28 @@ int fgd_init(void)
 void fgd_stopping(void)
 {
 	hostd_guest_stop(&fg->g);
+}
+
+int fgd_host_start(void)
+{
+	return hostd_guest_start(&fg->g);
+}
+
+int fgd_wait_irq(int timeout_ms)
+{
+	struct pollfd p = {
+		.fd = fg->g.iv.msix_fd[VBUS_PCI_MSIX_EVENTQ], .events = POLLIN,
+	};
+
+	if (poll(&p, 1, timeout_ms) <= 0 || !fg_msix(fg, VBUS_PCI_MSIX_EVENTQ))
+		return 0;
+	/*
+	 * The bridge's handler: take the eventq's signal (pending cleared,
+	 * so the host's next event raises the vector again), then the
+	 * caller reaps the events (fgd_irqs()).
+	 */
+	_shm_signal_wakeup(&fg->evq_sig);
+	return 1;
 }
 
 void fgd_fini(void)
@@ -157,37 +180,26 @@ int fgd_ring_attach(struct hostd_dev *dev, __u32 id, __u32 count,
 
 /* ---- the guest's side of a ring --------------------------------------------- */
 
+/* One descriptor with the guest drivers' role calls (fakeguest.h). */
 int fgd_post(struct fg_ring *r, __u64 ptr, __u64 len, __u64 cookie)
 {
-	struct ioq_iterator iter;
+	struct ioq_ring_desc d = { .cookie = cookie, .ptr = ptr, .len = len };
+	int ret = fg_ring_post_bulk(r, &d, 1, true);
 
-	ioq_iter_init(&r->ioq, &iter, ioq_idx_push, IOQ_ITER_AUTOUPDATE);
-	ioq_iter_seek(&iter, ioq_seek_tail, 0, 0);
-	if (VBUS_READ(iter.desc->sown) != ioq_locality_north ||
-	    ioq_full(&r->ioq, ioq_idx_reap))
-		return -ENOSPC;
-	iter.desc->cookie = cookie;
-	iter.desc->ptr = ptr;
-	iter.desc->len = len;
-	iter.desc->valid = 1;
-	return ioq_iter_push(&iter, 0);
+	return ret == 1 ? 0 : ret ? ret : -ENOSPC;
 }
 
 int fgd_reap(struct fg_ring *r, __u64 *len, __u64 *cookie)
 {
-	struct ioq_iterator iter;
+	struct ioq_ring_desc d;
+	int ret = fg_ring_reap_bulk(r, &d, 1);
 
-	ioq_iter_init(&r->ioq, &iter, ioq_idx_reap, IOQ_ITER_REAP);
-	ioq_iter_seek(&iter, ioq_seek_head, 0, 0);
-	if (!ioq_iter_owned(&iter))
-		return 0;
+	if (ret != 1)
+		return ret;
 	if (len)
-		*len = VBUS_READ(iter.desc->len);
+		*len = d.len;
 	if (cookie)
-		*cookie = iter.desc->cookie;
-	iter.desc->valid = 0;
-	if (ioq_iter_pop(&iter, 0))
-		return -EIO;
+		*cookie = d.cookie;
 	return 1;
 }
 

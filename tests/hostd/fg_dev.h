@@ -56,6 +56,19 @@ void fgd_run_for(int ms);
 
 /* The daemon is going down: its guest's loop is told to stop. */
 void fgd_stopping(void);
+/*
+ * The host's loop on a thread of its own, as vbus-hostd runs a guest
+ * (hostd_guest_start(): "g:fgd"), for benchmarks whose guest is another
+ * thread; fgd_stopping() stops and joins it. No hypercall meanwhile
+ * (fg_hc() runs the loop on the caller's thread).
+ */
+int fgd_host_start(void);
+/*
+ * The guest sleeps until the host's next interrupt (the eventq's MSI-X
+ * eventfd) or @timeout_ms: 1 when one came, 0 when not. fgd_irqs() then
+ * takes the events.
+ */
+int fgd_wait_irq(int timeout_ms);
 
 /* The device's state as `ctl stats` shows it. */
 bool fgd_dev_faulted(struct hostd_dev *dev);

@@ -742,19 +742,8 @@ static void test_eventq_not_serviced(void **state)
 	assert_true(f->g.bus.evq.posted == 0);
 
 	/* the guest wakes up: post the descriptors, signal handle 0 */
-	{
-		struct ioq_iterator it;
-
-		assert_int_equal(ioq_iter_init(&f->evq, &it, ioq_idx_push, 0), 0);
-		assert_int_equal(ioq_iter_seek(&it, ioq_seek_tail, 0, 0), 0);
-		for (i = 0; i < 64; i++) {
-			it.desc->ptr = f->evq_data + i * sizeof(struct vbus_pci_event);
-			it.desc->len = sizeof(struct vbus_pci_event);
-			it.desc->valid = 1;
-			assert_int_equal(ioq_iter_push(&it, 0), 0);
-		}
-		ioq_signal(&f->evq, 0);
-	}
+	assert_int_equal(fg_evq_post(f, 64), 0);
+	ioq_signal(&f->evq, 0);
 	/* and drain, in order: ADD 1000, DROP 1000, ADD 1001, ... */
 	while ((n = fg_events(f, ev, 64, true)) > 0) {
 		for (i = 0; i < n; i++, total++) {
@@ -849,19 +838,8 @@ static void test_eventq_shmsignal_coalesces(void **state)
 	assert_true(f->g.bus.evq.dropped == 0);
 	assert_true(hostd_bus_find(&f->g.bus, 1)->cnt.notify_out == 5000);
 	/* the guest posts: both arrive */
-	{
-		struct ioq_iterator it;
-
-		ioq_iter_init(&f->evq, &it, ioq_idx_push, 0);
-		ioq_iter_seek(&it, ioq_seek_tail, 0, 0);
-		for (i = 0; i < 64; i++) {
-			it.desc->ptr = f->evq_data + i * sizeof(struct vbus_pci_event);
-			it.desc->len = sizeof(struct vbus_pci_event);
-			it.desc->valid = 1;
-			assert_int_equal(ioq_iter_push(&it, 0), 0);
-		}
-		ioq_signal(&f->evq, 0);
-	}
+	assert_int_equal(fg_evq_post(f, 64), 0);
+	ioq_signal(&f->evq, 0);
 	n = fg_events(f, ev, 64, true);
 	assert_int_equal(n, 2);
 	assert_int_equal(ev[0].eventid, VBUS_PCI_EVENT_DEVADD);
@@ -889,13 +867,12 @@ static void test_eventq_bad_descriptor_faults_bus(void **state)
 		assert_int_equal(fg_busreg(f, 4, 0), 0);
 		head = fg_ptr(f, f->evq_gpa, IOQ_HEAD_DESC_SIZE(4));
 		{
-			struct ioq_iterator it;
+			struct ioq_ring_desc bad = {
+				.ptr = k == 0 ? FG_LOW - 8 : k == 1 ? f->evq_data : 1ull << 45,
+				.len = k == 1 ? 100 : 144,	/* k==1: too short */
+			};
 
-			ioq_iter_init(&f->evq, &it, ioq_idx_push, 0);
-			ioq_iter_seek(&it, ioq_seek_tail, 0, 0);
-			it.desc->ptr = k == 0 ? FG_LOW - 8 : k == 1 ? f->evq_data : 1ull << 45;
-			it.desc->len = k == 1 ? 100 : 144;	/* k==1: too short */
-			assert_int_equal(ioq_iter_push(&it, 0), 0);
+			assert_int_equal(ioq_push_bulk(&f->evq, &bad, 1, 0), 1);
 		}
 		ioq_signal(&f->evq, 0);
 		assert_true(hostd_bus_faulted(&f->g.bus));

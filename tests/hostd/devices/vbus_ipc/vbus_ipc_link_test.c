@@ -437,19 +437,16 @@ static void test_link_garbage_faults_channel(void **state)
 {
 	struct env *e = up();
 	struct ioq_ipc *ipc[2];
-	struct ioq_iterator it;
+	struct ioq_ring_desc bad = { 0 };
 	struct ioq *q;
 	char b[8];
 
 	(void)state;
 	both_attach(e, ipc);
 	q = ioq_ipc_ioq(ipc[S], 1);
-	assert_int_equal(ioq_iter_init(q, &it, ioq_idx_push, 0), 0);
-	assert_int_equal(ioq_iter_seek(&it, ioq_seek_tail, 0, 0), 0);
-	it.desc->ptr = e->s[S].shm->layout.area_len - 8;
-	it.desc->len = 64;	/* runs past the end of the area */
-	it.desc->valid = 1;
-	assert_int_equal(ioq_iter_push(&it, 0), 0);
+	bad.ptr = e->s[S].shm->layout.area_len - 8;
+	bad.len = 64;	/* runs past the end of the area */
+	assert_int_equal(ioq_push_bulk(q, &bad, 1, 0), 1);
 	assert_int_equal(ioq_ipc_recv(ipc[N], b, sizeof(b)), -EIO);
 	assert_int_equal(ioq_ipc_send(ipc[N], "x", 1, 0), -EIO);
 	ioq_ipc_close(ipc[N]);

@@ -371,7 +371,7 @@ static void test_ipc_guest_garbage_faults_host(void **state)
 {
 	struct env *e = up();
 	struct ioq_ipc *ipc;
-	struct ioq_iterator it;
+	struct ioq_ring_desc bad = { 0 };
 	struct ioq *q;
 	char buf[8];
 
@@ -380,12 +380,9 @@ static void test_ipc_guest_garbage_faults_host(void **state)
 	guest_open(e);
 	ipc = guest_attach(e);
 	q = ioq_ipc_ioq(ipc, 1);
-	assert_int_equal(ioq_iter_init(q, &it, ioq_idx_push, 0), 0);
-	assert_int_equal(ioq_iter_seek(&it, ioq_seek_tail, 0, 0), 0);
-	it.desc->ptr = e->shm->layout.area_len - 8;
-	it.desc->len = 64;	/* runs past the end of the area */
-	it.desc->valid = 1;
-	assert_int_equal(ioq_iter_push(&it, 0), 0);
+	bad.ptr = e->shm->layout.area_len - 8;
+	bad.len = 64;	/* runs past the end of the area */
+	assert_int_equal(ioq_push_bulk(q, &bad, 1, 0), 1);
 	assert_int_equal(ioq_signal(q, 0), 0);
 	/* the host process faults (exit 4) and leaves: the session ends */
 	assert_int_equal(host_exit(e, 10), 4);

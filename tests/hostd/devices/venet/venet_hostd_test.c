@@ -78,14 +78,14 @@ static void mk_frame(__u8 *b, size_t len, const __u8 *dst, __u32 seq)
 /* north reaps one completion with its length */
 static int reap_len(struct fg_ring *r, __u64 *len, __u64 *ptr)
 {
-	struct ioq_iterator it;
+	struct ioq_ring_desc d;
+	int n = fg_ring_reap_bulk(r, &d, 1);
 
-	if (ioq_iter_init(&r->ioq, &it, ioq_idx_reap, IOQ_ITER_REAP) ||
-	    ioq_iter_seek(&it, ioq_seek_head, 0, 0) || !ioq_iter_owned(&it))
-		return 0;
-	*len = VBUS_READ(it.desc->len);
-	*ptr = it.desc->ptr;
-	return ioq_iter_pop(&it, 0) ? -EIO : 1;
+	if (n == 1) {
+		*len = d.len;
+		*ptr = d.ptr;
+	}
+	return n;
 }
 
 /* pump the host for up to TIMEOUT_MS until @r has a completion */

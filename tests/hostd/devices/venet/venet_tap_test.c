@@ -1193,6 +1193,47 @@ static void no_backend(void **state)
 	assert_false(fgd_dev_faulted(d));
 }
 
+/* backend=null (benchmarks): tx frames are taken and sent nowhere. */
+static void null_backend_sinks_tx(void **state)
+{
+	struct fx *f = *state;
+	struct hostd_dev *d;
+	__u64 gpa;
+	int err;
+
+	d = fgd_dev_create(VENET_TYPE, "backend=null", &err);
+	assert_non_null(d);
+	assert_string_equal(fgd_stat_str(d, "backend"), "null");
+	assert_int_equal(fgd_dev_open(d, VENET_VERSION), 0);
+	f->dev = d;
+	f->ps = -1;
+	assert_int_equal(fgd_ring_attach(d, VENET_QUEUE_RX, 16, &f->rx), 0);
+	assert_int_equal(fgd_ring_attach(d, VENET_QUEUE_TX, 16, &f->tx), 0);
+	assert_int_equal(fgd_call(d, VENET_FUNC_LINKUP, NULL, 0), 0);
+	gpa = fgd_alloc(100, 64);
+	memset(fgd_ram(gpa), 0x5a, 100);
+	assert_int_equal(fgd_post(&f->tx, gpa, 100, 1), 0);
+	assert_true(run_reap(f, &f->tx, 1));
+	assert_int_equal(fgd_stat(d, "tx_packets"), 1);
+	assert_int_equal(fgd_stat(d, "tx_bytes"), 100);
+	assert_int_equal(fgd_stat(d, "tx_dropped"), 0);
+	assert_false(fgd_dev_faulted(d));
+}
+
+/* backend= refusals say why, as `ctl add` prints them. */
+static void null_backend_refusals(void **state)
+{
+	int err;
+
+	(void)state;
+	assert_null(fgd_dev_create(VENET_TYPE, "backend=null,tap=vtn0", &err));
+	assert_int_equal(err, -EINVAL);
+	assert_non_null(strstr(fgd_last_error(), "backend=null takes no tap="));
+	assert_null(fgd_dev_create(VENET_TYPE, "backend=pcap", &err));
+	assert_int_equal(err, -EINVAL);
+	assert_non_null(strstr(fgd_last_error(), "backend=pcap: want tap or null"));
+}
+
 /* The tap deleted under a running device: survive, then recover. */
 static void backend_lost(void **state)
 {
@@ -1249,6 +1290,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(ring_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_backend, setup, teardown),
+		cmocka_unit_test_setup_teardown(null_backend_sinks_tx, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(null_backend_refusals, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(backend_lost, setup, teardown),
 	};
 

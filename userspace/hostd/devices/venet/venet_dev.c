@@ -10,7 +10,9 @@
  * administered), strict=0|1 (1: an invalid descriptor faults the device
  * instead of being dropped and counted), tx_poll_us=N (0..10000, default
  * 0: how long the drained tx ring is polled before the guest is asked
- * for doorbells again; venet_tx.c).
+ * for doorbells again; venet_tx.c), backend=tap|null (default tap; null,
+ * for benchmarks and tests, takes no tap: tx frames are copied once into
+ * a host buffer and dropped, rx never delivers; docs/devices/venet.md).
  *
  * Everything runs on the guest's loop thread (device.h), so there are no
  * locks. The data path is venet_tx.c and venet_rx.c (each says how its
@@ -72,7 +74,7 @@ static void backend_try(struct venet *v)
 	char err[160];
 	int ret;
 
-	if (v->tap.fd >= 0)
+	if (v->tap.fd >= 0 || v->sink)
 		return;
 	ret = tap_open(&v->tap, v->tapreq, err, sizeof(err));
 	if (ret < 0) {
@@ -185,16 +187,36 @@ static int venet_param_poll(struct venet *v, const char *s)
 	return 0;
 }
 
-/* tap=, mac=, strict=, tx_poll_us= into @v; every refusal says why. */
+/* backend=tap|null; null takes no tap= and gets its sink buffer. */
+static int venet_param_backend(struct venet *v, const struct hostd_params *p)
+{
+	const char *s = hostd_param_get(p, "backend");
+
+	if (!s || !strcmp(s, "tap"))
+		return 0;
+	if (strcmp(s, "null"))
+		return hostd_dev_fail(v->dev, -EINVAL,
+				      "backend=%s: want tap or null", s);
+	if (hostd_param_get(p, "tap"))
+		return hostd_dev_fail(v->dev, -EINVAL,
+				      "backend=null takes no tap=");
+	v->sink = malloc(VENET_SINK_LEN);
+	return v->sink ? 0 : -ENOMEM;
+}
+
+/* tap=, mac=, strict=, tx_poll_us=, backend= into @v; every refusal says why. */
 static int venet_params(struct venet *v, const struct hostd_params *p)
 {
 	static const char *const known[] = { "tap", "mac", "strict",
-					     "tx_poll_us", NULL };
+					     "tx_poll_us", "backend", NULL };
 	struct hostd_dev *dev = v->dev;
 	const char *s;
 	int ret;
 
 	ret = hostd_params_check(dev, p, known);
+	if (ret < 0)
+		return ret;
+	ret = venet_param_backend(v, p);
 	if (ret < 0)
 		return ret;
 	s = hostd_param_get(p, "tap");
@@ -240,6 +262,7 @@ static int venet_create(struct hostd_dev *dev, const struct hostd_params *p)
 	if (!ret)
 		ret = hostd_kick_init(dev, &v->kick, kick_cb, v);
 	if (ret < 0) {
+		free(v->sink);
 		free(v);
 		return ret;
 	}
@@ -256,6 +279,7 @@ static void venet_destroy(struct hostd_dev *dev)
 	venet_tap_unwatch(v);
 	tap_close(&v->tap);
 	hostd_kick_fini(&v->kick);
+	free(v->sink);
 	free(v);
 	hostd_dev_set_priv(dev, NULL);
 }
@@ -416,7 +440,9 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	const struct venet_stats *s = &v->st;
 	char buf[64];
 
-	if (v->tap.fd >= 0) {
+	if (v->sink) {
+		hostd_stat_str(out, "backend", "null");
+	} else if (v->tap.fd >= 0) {
 		hostd_stat_str(out, "backend", v->tap.name);
 	} else {
 		hostd_stat_str(out, "backend", "none");

@@ -36,6 +36,9 @@
 #define VENET_TX_POLL_US 0
 #define VENET_TX_POLL_US_MAX 10000
 
+/* backend=null's buffer: a virtio_net_hdr and the longest frame */
+#define VENET_SINK_LEN (TAP_VNET_HDR_LEN + VENET_FRAME_MAX)
+
 #define VENET_CAPS_SUPPORTED (VENET_CAP_SG | VENET_CAP_TSO4 | \
 			      VENET_CAP_TSO6 | VENET_CAP_ECN | VENET_CAP_RXSG)
 
@@ -73,6 +76,12 @@ struct venet {
 	struct venet_mem mem;
 	struct tap tap;
 	char tapreq[IFNAMSIZ];		/* tap= as given ("" = kernel's) */
+	/*
+	 * backend=null (benchmarks, tests): no tap; every tx frame is copied
+	 * once into this host buffer and dropped (sent, for the counters);
+	 * rx never delivers. NULL with a tap.
+	 */
+	unsigned char *sink;
 	char backend_err[192];		/* why there is no tap */
 	__u8 mac[6];
 	bool strict;
