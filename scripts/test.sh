@@ -184,10 +184,12 @@ if want buildtypes; then
 fi
 
 if want asan; then
-	# model/abi/valgrind do not depend on the sanitizer: run once, above
+	# model/abi/valgrind do not depend on the sanitizer: run once, above;
+	# nor do the bench smokes (timed runs of library code the hostd tests
+	# cover under ASan already)
 	cmake_build asan "$build/asan" -DVBUS_SANITIZE=ON &&
 		ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		run_ctest asan "$build/asan" -LE 'valgrind|model|abi'
+		run_ctest asan "$build/asan" -LE 'valgrind|model|abi|bench'
 fi
 
 if want tsan; then
