@@ -524,23 +524,22 @@ int hostd_dev_ctl(struct hostd_dev *dev, const char *verb, const char *arg,
 		  char *msg, size_t len)
 {
 	char err[512];
-	int ret;
+	int ret = -EOPNOTSUPP;
 
 	msg[0] = 0;
-	if (!dev->type->ctl) {
-		snprintf(msg, len, "%s has no %s", dev->name, verb);
-		return -EOPNOTSUPP;
-	}
 	err[0] = 0;
 	dev->err = err;
 	dev->errlen = sizeof(err);
-	ret = dev->type->ctl(dev, verb, arg, msg, len);
+	if (dev->type->ctl)
+		ret = dev->type->ctl(dev, verb, arg, msg, len);
 	dev->err = NULL;
 	dev->errlen = 0;
 	if (ret == -EOPNOTSUPP && !err[0])
-		snprintf(err, sizeof(err), "%s has no %s", dev->name, verb);
+		snprintf(err, sizeof(err), "no verb '%s'", verb);
+	/* as create's refusals read: guest, device, why */
 	if (ret < 0)
-		snprintf(msg, len, "%s", err[0] ? err : strerror(-ret));
+		snprintf(msg, len, "guest %s: %s: %s", dev->env.guest,
+			 dev->name, err[0] ? err : strerror(-ret));
 	return ret;
 }
 
