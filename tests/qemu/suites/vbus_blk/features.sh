@@ -14,7 +14,7 @@ topo_matches() {
 	# shellcheck disable=SC2086 # four numbers
 	set -- $t
 	pbs=$1 iomin=$2 ioopt=$3 nonrot=$4
-	log "topology from the host: physical $pbs, io_min $iomin, io_opt $ioopt, nonrot $nonrot"
+	log "topology from the host: physical $pbs, io_min $iomin, io_opt $ioopt, nonrot $nonrot" >/tmp/topo.log
 	attr "$RW" queue/physical_block_size "$pbs" &&
 		attr "$RW" queue/minimum_io_size "$iomin" &&
 		attr "$RW" queue/optimal_io_size "$ioopt" &&
@@ -45,8 +45,12 @@ cache_type_rw() {
 # 32 MiB (ctl resize); the disk's size follows without a reopen, and
 # resize2fs grows the mounted file system online; fsck clean afterwards
 grow_mounted() {
-	local d=$1 old want before after
+	local d=$1 old want before after m
 	mkdir -p /mnt/rs
+	# metadata_csum wants crc32c (as ext4_cycle; either group may run alone)
+	for m in crc32c_generic ext4; do
+		[ -d "/sys/module/$m" ] || vt_kmod_load "$m" || return 1
+	done
 	/usr/sbin/mkfs.ext4 -q -F "/dev/$d" || return 1
 	mount -t ext4 "/dev/$d" /mnt/rs || return 1
 	head -c 1048576 /dev/urandom >/mnt/rs/keep
@@ -62,14 +66,14 @@ grow_mounted() {
 		umount /mnt/rs
 		return 1
 	fi
-	log "RESIZE $d: $old -> $want sectors, seen without a reopen"
+	log "RESIZE $d: $old -> $want sectors, seen without a reopen" >/tmp/resize.log
 	if ! /usr/sbin/resize2fs "/dev/$d" >/tmp/resize2fs.out 2>&1; then
 		cat /tmp/resize2fs.out
 		umount /mnt/rs
 		return 1
 	fi
 	after=$(df -k /mnt/rs | awk 'NR == 2 { print $2 }')
-	log "RESIZE ext4 on $d: $before -> $after KiB, online"
+	log "RESIZE ext4 on $d: $before -> $after KiB, online" >>/tmp/resize.log
 	md5sum -c -s /tmp/keep.md5 || { echo "file changed"; umount /mnt/rs; return 1; }
 	umount /mnt/rs || return 1
 	[ "$after" -gt "$before" ] || { echo "ext4 did not grow: $before -> $after KiB"; return 1; }
@@ -104,9 +108,13 @@ check_topology() {
 	*) vt_fail features-negotiated "probe line: $line" ;;
 	esac
 	vt_check topology-queue-limits topo_matches
+	cat /tmp/topo.log 2>/dev/null
 }
 check_cache() { vt_check cache-type cache_type_rw "$RW"; }
-check_resize() { vt_check resize-mounted-ext4-online grow_mounted "$RW"; }
+check_resize() {
+	vt_check resize-mounted-ext4-online grow_mounted "$RW"
+	cat /tmp/resize.log 2>/dev/null
+}
 check_compat() {
 	vt_check old-host-add vt_host addold || return
 	vt_check old-host-new-guest old_host_disk
