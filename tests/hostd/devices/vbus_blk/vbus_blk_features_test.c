@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include <vbus/vbus_blk.h>
@@ -233,6 +234,91 @@ static void resize_refused(void **state)
 	assert_int_equal(fgd_stat(f->dev, "capacity"), DISK_SIZE / SEC);
 }
 
+/* run @argv to its end; its exit status */
+static int run(const char *const *argv)
+{
+	pid_t pid = fork();
+	int st;
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static struct hostd_dev *cap_dev;
+static __u64 cap_want;
+
+static bool capacity_is(void *arg)
+{
+	(void)arg;
+	return fgd_stat(cap_dev, "capacity") == cap_want;
+}
+
+/*
+ * image=: ctl resize goes through the storage daemon (QMP: the export
+ * off, block_resize, the export back); the NBD connection comes back
+ * with the bigger export, which is the resize the guest is told of; the
+ * qcow2 image has the new virtual size
+ */
+static void resize_image(void **state)
+{
+	struct fx *f = *state;
+	char dir[] = "/tmp/vbus-feat-XXXXXX", img[64], params[128], msg[512];
+	char out[4096] = "";
+	__u64 buf = buf_new(4096, 0x6b), back = buf_new(4096, 0);
+	__u32 len = 4096;
+	struct fg_ring ev;
+	FILE *p;
+	size_t n;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(img, sizeof(img), "%s/img.qcow2", dir);
+	{
+		const char *create[] = { "qemu-img", "create", "-q", "-f",
+					 "qcow2", img, "8M", NULL };
+
+		assert_int_equal(run(create), 0);
+	}
+	setenv("RUNTIME_DIRECTORY", dir, 1);
+	snprintf(params, sizeof(params), "image=%s,image_format=qcow2", img);
+	blk_create_params(f, params);
+	blk_negotiate(f, f->cfg.features, 1, 16);
+	assert_int_equal(fgd_ring_attach(f->dev, VBUS_BLK_SHM_EVENTS,
+					 VBUS_BLK_EVENTS_COUNT, &ev), 0);
+	fgd_irqs(&ev);
+	assert_int_equal(rw(f, VBUS_BLK_OP_WRITE, 0, (8u << 20) / SEC, 1, &buf,
+			    &len), VBUS_BLK_S_BADREQ);
+	assert_int_equal(fgd_dev_ctl(f->dev, "resize", "16M", msg,
+				     sizeof(msg)), 0);
+	assert_non_null(strstr(msg, "16777216 bytes; the disk grows when vbus-hostd reconnects"));
+	cap_dev = f->dev;
+	cap_want = (16u << 20) / SEC;
+	assert_true(fgd_run_until(capacity_is, NULL, TIMEOUT_MS));
+	assert_true(fgd_irqs(&ev) >= 1);
+	assert_int_equal(fgd_stat(f->dev, "nbd_reconnects"), 1);
+	assert_int_equal(rw(f, VBUS_BLK_OP_WRITE, 0, (8u << 20) / SEC, 1, &buf,
+			    &len), VBUS_BLK_S_OK);
+	assert_int_equal(rw(f, VBUS_BLK_OP_READ, 0, (8u << 20) / SEC, 1, &back,
+			    &len), VBUS_BLK_S_OK);
+	assert_memory_equal(fgd_ram(back), fgd_ram(buf), len);
+	snprintf(params, sizeof(params),
+		 "qemu-img info -U --output=json %s", img);
+	p = popen(params, "r");
+	assert_non_null(p);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	assert_non_null(strstr(out, "\"virtual-size\": 16777216"));
+	fgd_dev_destroy(f->dev);
+	f->dev = NULL;
+	unlink(img);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +333,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(resize_refused, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(resize_image, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

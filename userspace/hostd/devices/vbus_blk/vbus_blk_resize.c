@@ -3,8 +3,10 @@
  * vbus-blk online resize (docs/devices/vbus_blk.md, "Resize"):
  *
  *   `ctl resize NAME ID SIZE`  the backend grows its store (the file
- *                              backend ftruncate()s, image= asks its
- *                              storage daemon), then the capacity moves;
+ *                              backend ftruncate()s, then the capacity
+ *                              moves; image= asks its storage daemon,
+ *                              vbus_blk_image_qmp.c, and the capacity
+ *                              moves at the reconnect, as below);
  *   a server's bigger export   the nbd backend reconnected to a larger
  *                              export: the capacity moves too;
  *   the events ring            a guest that negotiated F_RESIZE
@@ -19,7 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "vbus_blk_dev.h"
+#include "vbus_blk_image.h"
 
 int vbus_blk_events_attach(struct vbus_blk *b, struct hostd_shm *shm)
 {
@@ -116,19 +118,29 @@ static int resize(struct vbus_blk *b, const char *arg, char *msg, size_t len)
 	if (b->ro)
 		return hostd_dev_fail(b->dev, -EROFS,
 				      "resize: the disk is read-only (ro=1)");
-	if (bytes > now) {
-		if (!b->be->resize)
-			return hostd_dev_fail(b->dev, -EOPNOTSUPP,
-					      "resize: nbd=%s: an NBD export is resized on its server; vbus-hostd takes a larger export's size when it reconnects",
-					      b->path);
-		ret = b->be->resize(b, bytes);
-		if (ret < 0)
-			return ret;
-		vbus_blk_capacity_set(b, bytes / 512);
+	if (bytes == now) {
+		snprintf(msg, len, "%s: %llu bytes already", b->path,
+			 (unsigned long long)bytes);
+		return 0;
 	}
+	if (b->image) {
+		/* the capacity follows when the NBD connection comes back */
+		ret = vbus_blk_image_resize(b, bytes);
+		if (!ret)
+			snprintf(msg, len, "image=%s: %llu bytes; the disk grows when vbus-hostd reconnects to the export",
+				 b->image->image, (unsigned long long)bytes);
+		return ret;
+	}
+	if (!b->be->resize)
+		return hostd_dev_fail(b->dev, -EOPNOTSUPP,
+				      "resize: nbd=%s: an NBD export is resized on its server; vbus-hostd takes a larger export's size when it reconnects",
+				      b->path);
+	ret = b->be->resize(b, bytes);
+	if (ret < 0)
+		return ret;
+	vbus_blk_capacity_set(b, bytes / 512);
 	snprintf(msg, len, "%s: %llu bytes%s", b->path,
 		 (unsigned long long)bytes,
-		 bytes == now ? " already" :
 		 b->evq_attached ? "; the guest was told" :
 		 "; the guest sees it when it opens the device again (it did not ask for resize events)");
 	return 0;
