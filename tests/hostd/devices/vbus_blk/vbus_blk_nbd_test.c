@@ -739,8 +739,11 @@ static void image_daemon_inherits_nothing(void **state)
 	struct dirent *e;
 	int keep;
 
-	/* a descriptor that is not close-on-exec, as the daemon may have */
-	keep = dup(0);
+	/*
+	 * a descriptor that is not close-on-exec, as the daemon may have;
+	 * numbered high, above any of the storage daemon's own
+	 */
+	keep = fcntl(0, F_DUPFD, 900);
 	assert_true(keep >= 0);
 	image_up(x);
 	snprintf(dir, sizeof(dir), "/proc/%d/fd",
