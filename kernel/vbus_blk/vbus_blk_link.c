@@ -18,8 +18,9 @@
  * reconnect: DEVOPEN, GETCONFIG, NEGOTIATE and DEVSHM as at probe; the
  * new host must offer the same disk (block sizes, serial, features) with
  * at least the limits the gendisk and tag set were made for (another
- * capacity is a resize: the disk takes it), else the device faults (parked requests fail, logged) and the bus
- * removes it and probes it anew. Then the parked requests go back to
+ * capacity is a resize: the disk takes it), else the device faults
+ * (parked requests fail, logged) and the bus removes it and probes it
+ * anew. Then the parked requests go back to
  * blk-mq and the queue runs again.
  */
 #include <linux/blk-mq.h>

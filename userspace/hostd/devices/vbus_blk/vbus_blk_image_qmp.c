@@ -119,10 +119,15 @@ static int qmp_open(struct qmp *q, const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 
+	size_t n = strlen(path);
+
+	/* vbus_blk_image_open sized the directory for its sockets */
+	if (n >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a.sun_path, path, n + 1);
 	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (q->fd < 0)
 		return -errno;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
 	if (connect(q->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		int err = errno;
 
