@@ -1,7 +1,7 @@
 # shellcheck shell=dash
 # The vbus_blk suite's checks of the later disk features (issue 23),
-# sourced by guest.sh (busybox sh): topology in the queue limits, the
-# cache_type attribute, online resize of a mounted ext4 and a disk from
+# sourced by guest.sh (busybox sh): topology in the queue limits and the
+# geometry (HDIO_GETGEO), the cache_type attribute, online resize of a mounted ext4 and a disk from
 # a host that offers only the first features (compat=v1). Uses guest.sh's
 # disk, gone, attr, log and the host requests topo, resize, addold,
 # dropold, sha (host.sh).
@@ -19,6 +19,18 @@ topo_matches() {
 		attr "$RW" queue/minimum_io_size "$iomin" &&
 		attr "$RW" queue/optimal_io_size "$ioopt" &&
 		attr "$RW" queue/rotational $((1 - nonrot))
+}
+
+# geometry DISK: HDIO_GETGEO (busybox fdisk asks it; without the op it
+# makes up 255 heads, 63 sectors) is virtio-blk's default: 64 heads,
+# 32 sectors, size / 2048 cylinders
+geometry() {
+	local want
+	want="$(($(cat "/sys/block/$1/size") / 2048)) cylinders, 64 heads, 32 sectors/track"
+	fdisk -l "/dev/$1" 2>&1 | grep -F "$want" && return 0
+	fdisk -l "/dev/$1" 2>&1 | head -n 3
+	echo "fdisk does not say: $want"
+	return 1
 }
 
 # cache_type: write back (FLUSH + FUA granted); write through turns the
@@ -108,6 +120,7 @@ check_topology() {
 	*) vt_fail features-negotiated "probe line: $line" ;;
 	esac
 	vt_check topology-queue-limits topo_matches
+	vt_check getgeo-virtio-default geometry "$RW"
 	cat /tmp/topo.log 2>/dev/null
 }
 check_cache() { vt_check cache-type cache_type_rw "$RW"; }
