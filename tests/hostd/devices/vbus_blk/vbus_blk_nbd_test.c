@@ -592,7 +592,7 @@ static void nbd_export_grows(void **state)
 	struct nfx *x = *state;
 	__u32 len = 4096;
 	__u64 w = buf_new(len, 0x3c);
-	struct fg_ring ev;
+	static struct fg_ring ev;	/* attached: it outlives the function */
 	char msg[512];
 
 	server_file(x, NULL, NULL);
