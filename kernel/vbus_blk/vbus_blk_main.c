@@ -75,10 +75,14 @@ static ssize_t cache_type_store(struct device *dev,
 				const char *buf, size_t count)
 {
 	struct vbus_blk *vblk = dev_to_disk(dev)->private_data;
+	u32 both = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA;
 	int i = sysfs_match_string(vbus_blk_cache_types, buf);
 
 	if (i < 0)
 		return i;
+	/* read-only (0444) then; kernfs refuses the write before this */
+	if ((vblk->features & both) != both)
+		return -EINVAL;
 	vbus_blk_cache_mode(vblk, i);
 	return count;
 }
