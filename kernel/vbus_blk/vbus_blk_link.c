@@ -17,7 +17,7 @@
  *
  * reconnect: DEVOPEN, GETCONFIG, NEGOTIATE and DEVSHM as at probe; the
  * new host must offer the same disk (block sizes, serial, features) with
- * at least the limits the gendisk and tag set were made for (another
+ * at least the limits the gendisk and tag set were made for (a larger
  * capacity is a resize: the disk takes it), else the device faults
  * (parked requests fail, logged) and the bus removes it and probes it
  * anew. Then the parked requests go back to
@@ -96,7 +96,12 @@ static const char *vbus_blk_shape_differs(const struct vbus_blk *vblk,
 {
 	const struct vbus_blk_config *c = &vblk->config, *o = &s->config;
 
-	/* a new capacity is a resize (vbus_blk_resize.c), not another disk */
+	/*
+	 * a larger capacity is a resize (vbus_blk_resize.c); a smaller one
+	 * lost the data past its end under whatever is mounted: another disk
+	 */
+	if (c->capacity < o->capacity)
+		return "capacity";
 	if (c->logical_block_size != o->logical_block_size ||
 	    c->physical_block_size != o->physical_block_size)
 		return "block size";

@@ -4,8 +4,9 @@
  * signals the events ring (F_RESIZE) when the disk's capacity changed;
  * config_work reads GETCONFIG again and hands the new capacity to the
  * block layer (set_capacity_and_notify: a uevent, and the file system
- * can be grown, e.g. resize2fs). A reconnect whose host offers another
- * capacity is the same: a resize, not another disk (vbus_blk_link.c).
+ * can be grown, e.g. resize2fs). A reconnect whose host offers a larger
+ * capacity is the same: a resize, not another disk (vbus_blk_link.c; a
+ * smaller one is another disk there).
  *
  * Only the capacity is taken from the new config: everything else the
  * gendisk was made for stays (a host that changes it is ignored here and
