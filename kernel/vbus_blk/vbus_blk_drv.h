@@ -93,7 +93,23 @@ struct vbus_blk {
 	int index;		/* the N of vbdN */
 
 	struct vbus_blk_config config;	/* checked copy of the host's */
+	/* checked copy of GETTOPOLOGY's (F_TOPOLOGY offered), else zeroes */
+	struct vbus_blk_topology topo;
 	u32 features;		/* VBUS_BLK_F_* granted */
+	/*
+	 * cache_type "write through" chosen in sysfs while the host has a
+	 * volatile cache (F_FLUSH): every write goes with FUA instead.
+	 */
+	bool write_through;
+
+	/*
+	 * F_RESIZE: the events ring (DEVSHM VBUS_BLK_SHM_EVENTS), only its
+	 * signal is used; its notifier schedules @config_work, which reads
+	 * the capacity again (vbus_blk_resize.c).
+	 */
+	struct ioq *evq;
+	struct ioq_notifier evq_notifier;
+	struct work_struct config_work;
 	char serial[VBUS_BLK_SERIAL_LEN + 1];	/* printable, terminated */
 
 	unsigned long faulted;	/* bit 0: the device is unusable */
@@ -154,15 +170,22 @@ void vbus_blk_unquiesce(struct vbus_blk *vblk);
 
 /*
  * setup: bring-up steps a reconnect repeats, the module parameters. The
- * files call down only: main -> link -> setup -> io (main also calls
- * setup and io, link io).
+ * files call down only: main -> link -> resize -> setup -> io (main also
+ * calls resize, setup and io, link setup and io).
  */
 bool vbus_blk_params_ok(void);
 u32 vbus_blk_want_queues(const struct vbus_blk_config *c);
 int vbus_blk_get_config(struct vbus_blk *vblk);
+int vbus_blk_read_config(struct vbus_blk *vblk, struct vbus_blk_config *c);
+int vbus_blk_get_topology(struct vbus_blk *vblk);
 int vbus_blk_negotiate(struct vbus_blk *vblk, u32 want_queues);
 int vbus_blk_rings_open(struct vbus_blk *vblk);
 void vbus_blk_rings_release(struct vbus_blk *vblk);
+
+/* resize: capacity changes (close_lock held for _apply) */
+void vbus_blk_resize_init(struct vbus_blk *vblk);
+void vbus_blk_resize_stop(struct vbus_blk *vblk);
+void vbus_blk_capacity_apply(struct vbus_blk *vblk, u64 old);
 
 /* link: host restarts (struct vbus_driver_ops) */
 void vbus_blk_link_init(struct vbus_blk *vblk);

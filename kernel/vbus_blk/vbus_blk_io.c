@@ -330,7 +330,8 @@ static blk_status_t vbus_blk_setup_cmd(struct vbus_blk *vblk,
 		break;
 	case REQ_OP_WRITE:
 		req->op = VBUS_BLK_OP_WRITE;
-		if ((rq->cmd_flags & REQ_FUA) &&
+		/* cache_type "write through": every write durable */
+		if (((rq->cmd_flags & REQ_FUA) || READ_ONCE(vblk->write_through)) &&
 		    (vblk->features & VBUS_BLK_F_FUA))
 			req->flags = VBUS_BLK_REQ_FUA;
 		count = vbus_blk_map_segs(vblk, rq, cmd);

@@ -16,10 +16,11 @@
  * which fails them all.
  *
  * reconnect: DEVOPEN, GETCONFIG, NEGOTIATE and DEVSHM as at probe; the
- * new host must offer the same disk (capacity, block sizes, serial,
- * features) with at least the limits the gendisk and tag set were made
- * for, else the device faults (parked requests fail, logged) and the bus
- * removes it and probes it anew. Then the parked requests go back to
+ * new host must offer the same disk (block sizes, serial, features) with
+ * at least the limits the gendisk and tag set were made for (a larger
+ * capacity is a resize: the disk takes it), else the device faults
+ * (parked requests fail, logged) and the bus removes it and probes it
+ * anew. Then the parked requests go back to
  * blk-mq and the queue runs again.
  */
 #include <linux/blk-mq.h>
@@ -95,7 +96,11 @@ static const char *vbus_blk_shape_differs(const struct vbus_blk *vblk,
 {
 	const struct vbus_blk_config *c = &vblk->config, *o = &s->config;
 
-	if (c->capacity != o->capacity)
+	/*
+	 * a larger capacity is a resize (vbus_blk_resize.c); a smaller one
+	 * lost the data past its end under whatever is mounted: another disk
+	 */
+	if (c->capacity < o->capacity)
 		return "capacity";
 	if (c->logical_block_size != o->logical_block_size ||
 	    c->physical_block_size != o->physical_block_size)
@@ -140,6 +145,8 @@ static int vbus_blk_check_same_disk(struct vbus_blk *vblk)
 	}
 	if (ret)	/* the gendisk still describes the old one */
 		vbus_blk_shape_restore(vblk, &old);
+	else
+		vbus_blk_capacity_apply(vblk, old.config.capacity);
 	return ret;
 }
 

@@ -19,6 +19,7 @@
 #include <linux/module.h>
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
+#include <linux/hdreg.h>
 #include <linux/idr.h>
 #include <linux/slab.h>
 
@@ -29,8 +30,18 @@
 static int vbus_blk_major;
 static DEFINE_IDA(vbus_blk_ida);
 
+/* No geometry from the host: virtio-blk's default (64 heads, 32 sectors). */
+static int vbus_blk_getgeo(struct block_device *bd, struct hd_geometry *geo)
+{
+	geo->heads = 1 << 6;
+	geo->sectors = 1 << 5;
+	geo->cylinders = get_capacity(bd->bd_disk) >> 11;
+	return 0;
+}
+
 static const struct block_device_operations vbus_blk_fops = {
 	.owner	= THIS_MODULE,
+	.getgeo	= vbus_blk_getgeo,
 };
 
 static ssize_t serial_show(struct device *dev, struct device_attribute *attr,
@@ -42,11 +53,78 @@ static ssize_t serial_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(serial);
 
+/* as virtio-blk's cache_type: index = write back */
+static const char *const vbus_blk_cache_types[] = {
+	"write through", "write back"
+};
+
+/*
+ * The host has a volatile cache (F_FLUSH): "write back" sends flushes,
+ * "write through" makes every write FUA instead (so it needs F_FUA; the
+ * attribute is read-only without). Without F_FLUSH it is write through.
+ */
+static void vbus_blk_cache_mode(struct vbus_blk *vblk, bool writeback)
+{
+	WRITE_ONCE(vblk->write_through, !writeback);
+	blk_queue_write_cache(vblk->disk->queue, writeback,
+			      writeback && (vblk->features & VBUS_BLK_F_FUA));
+}
+
+static ssize_t cache_type_store(struct device *dev,
+				struct device_attribute *attr,
+				const char *buf, size_t count)
+{
+	struct vbus_blk *vblk = dev_to_disk(dev)->private_data;
+	u32 both = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA;
+	int i = sysfs_match_string(vbus_blk_cache_types, buf);
+
+	if (i < 0)
+		return i;
+	/* read-only (0444) then; kernfs refuses the write before this */
+	if ((vblk->features & both) != both)
+		return -EINVAL;
+	vbus_blk_cache_mode(vblk, i);
+	return count;
+}
+
+static ssize_t cache_type_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	struct gendisk *disk = dev_to_disk(dev);
+	bool writeback = test_bit(QUEUE_FLAG_WC, &disk->queue->queue_flags);
+
+	return sysfs_emit(buf, "%s\n", vbus_blk_cache_types[writeback]);
+}
+static DEVICE_ATTR_RW(cache_type);
+
 static struct attribute *vbus_blk_attrs[] = {
 	&dev_attr_serial.attr,
+	&dev_attr_cache_type.attr,
 	NULL,
 };
-ATTRIBUTE_GROUPS(vbus_blk);
+
+static umode_t vbus_blk_attrs_are_visible(struct kobject *kobj,
+					  struct attribute *a, int n)
+{
+	struct gendisk *disk = dev_to_disk(kobj_to_dev(kobj));
+	struct vbus_blk *vblk = disk->private_data;
+	u32 both = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA;
+
+	if (a == &dev_attr_cache_type.attr &&
+	    (vblk->features & both) != both)
+		return 0444;
+	return a->mode;
+}
+
+static const struct attribute_group vbus_blk_attr_group = {
+	.attrs = vbus_blk_attrs,
+	.is_visible = vbus_blk_attrs_are_visible,
+};
+
+static const struct attribute_group *vbus_blk_groups[] = {
+	&vbus_blk_attr_group,
+	NULL,
+};
 
 /*
  * The request-slot maps and the request headers, one of each per queue:
@@ -110,6 +188,22 @@ static void vbus_blk_rings_free(struct vbus_blk *vblk)
 	vblk->queues = NULL;
 }
 
+/* GETTOPOLOGY's hints (all 0 from a host without F_TOPOLOGY) */
+static void vbus_blk_set_topology(struct vbus_blk *vblk,
+				  struct request_queue *q)
+{
+	const struct vbus_blk_topology *t = &vblk->topo;
+
+	if (t->alignment_offset)
+		blk_queue_alignment_offset(q, t->alignment_offset);
+	if (t->io_min)
+		blk_queue_io_min(q, t->io_min);
+	if (t->io_opt)
+		blk_queue_io_opt(q, t->io_opt);
+	if (t->flags & VBUS_BLK_TOPO_NONROT)
+		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+}
+
 static void vbus_blk_set_limits(struct vbus_blk *vblk, struct gendisk *disk)
 {
 	const struct vbus_blk_config *c = &vblk->config;
@@ -134,6 +228,7 @@ static void vbus_blk_set_limits(struct vbus_blk *vblk, struct gendisk *disk)
 	if (f & VBUS_BLK_F_WRITE_ZEROES)
 		blk_queue_max_write_zeroes_sectors(q,
 						   c->max_write_zeroes_sectors);
+	vbus_blk_set_topology(vblk, q);
 	set_capacity(disk, c->capacity);
 	set_disk_ro(disk, f & VBUS_BLK_F_RO);
 }
@@ -199,6 +294,7 @@ static int vbus_blk_probe(struct vbus_device_proxy *vdev)
 	vblk->vdev = vdev;
 	vbus_blk_io_init(vblk);
 	vbus_blk_link_init(vblk);
+	vbus_blk_resize_init(vblk);
 
 	vblk->index = ida_alloc_max(&vbus_blk_ida,
 				    (1 << MINORBITS) / VBUS_BLK_MINORS - 1,
@@ -216,6 +312,8 @@ static int vbus_blk_probe(struct vbus_device_proxy *vdev)
 
 	ret = vbus_blk_get_config(vblk);
 	if (!ret)
+		ret = vbus_blk_get_topology(vblk);
+	if (!ret)
 		ret = vbus_blk_negotiate(vblk,
 					 vbus_blk_want_queues(&vblk->config));
 	if (!ret)
@@ -229,7 +327,7 @@ static int vbus_blk_probe(struct vbus_device_proxy *vdev)
 
 	vdev->priv = vblk;
 	dev_info(&vdev->dev,
-		 "%s: %llu sectors (%u-byte blocks), %u queue(s) of %u (%u polled), %u segs,%s%s%s%s%s serial %s\n",
+		 "%s: %llu sectors (%u-byte blocks), %u queue(s) of %u (%u polled), %u segs,%s%s%s%s%s%s%s serial %s\n",
 		 vblk->disk->disk_name, vblk->config.capacity,
 		 vblk->config.logical_block_size, vblk->nr_queues,
 		 vblk->queue_depth, vblk->nr_poll_queues, vblk->max_segs,
@@ -238,6 +336,8 @@ static int vbus_blk_probe(struct vbus_device_proxy *vdev)
 		 vblk->features & VBUS_BLK_F_FUA ? " fua" : "",
 		 vblk->features & VBUS_BLK_F_DISCARD ? " discard" : "",
 		 vblk->features & VBUS_BLK_F_WRITE_ZEROES ? " write-zeroes" : "",
+		 vblk->config.features & VBUS_BLK_F_TOPOLOGY ? " topology" : "",
+		 vblk->evq ? " resize" : "",
 		 vblk->serial[0] ? vblk->serial : "(none)");
 	return 0;
 
@@ -245,6 +345,7 @@ out_close:
 	vbus_blk_stop(vblk);
 	cancel_work_sync(&vblk->fail_work);
 	vbus_blk_rings_free(vblk);
+	vbus_blk_resize_stop(vblk);
 	if (vblk->close_state != VBUS_BLK_CLOSED)
 		return ret;	/* vblk stays: the host may still use it */
 out_ida:
@@ -267,6 +368,7 @@ static int vbus_blk_remove(struct vbus_device_proxy *vdev)
 	del_gendisk(vblk->disk);
 	cancel_work_sync(&vblk->fail_work);
 	vbus_blk_rings_free(vblk);
+	vbus_blk_resize_stop(vblk);
 	vdev->priv = NULL;
 	if (vblk->close_state != VBUS_BLK_CLOSED)
 		return 0;	/* pdus and rings stay: the host may use them */

@@ -13,6 +13,7 @@
 #include <linux/ctype.h>
 #include <linux/log2.h>
 #include <linux/rcupdate.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 
 #include "vbus_blk_drv.h"
@@ -61,11 +62,12 @@ static int vbus_blk_bad_config(struct vbus_blk *vblk, const char *what,
  * is one it takes without a warning; fix up what has a safe reading
  * (features we do not know, limits of a feature that is off).
  */
-static int vbus_blk_check_config(struct vbus_blk *vblk)
+static int vbus_blk_check_config(struct vbus_blk *vblk,
+				 struct vbus_blk_config *c)
 {
-	struct vbus_blk_config *c = &vblk->config;
 	const u32 known = VBUS_BLK_F_RO | VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA |
-			  VBUS_BLK_F_DISCARD | VBUS_BLK_F_WRITE_ZEROES;
+			  VBUS_BLK_F_DISCARD | VBUS_BLK_F_WRITE_ZEROES |
+			  VBUS_BLK_F_TOPOLOGY | VBUS_BLK_F_RESIZE;
 
 	if (!is_power_of_2(c->logical_block_size) ||
 	    c->logical_block_size < 512 || c->logical_block_size > PAGE_SIZE)
@@ -101,11 +103,11 @@ static int vbus_blk_check_config(struct vbus_blk *vblk)
 	/* whole logical blocks only */
 	c->capacity &= ~(u64)((c->logical_block_size >>
 			       VBUS_BLK_SECTOR_SHIFT) - 1);
-	vbus_blk_set_serial(vblk);
 	return 0;
 }
 
-int vbus_blk_get_config(struct vbus_blk *vblk)
+/* GETCONFIG into @out, checked (vblk->config untouched) */
+int vbus_blk_read_config(struct vbus_blk *vblk, struct vbus_blk_config *out)
 {
 	struct vbus_device_proxy *vdev = vblk->vdev;
 	struct vbus_blk_config *c;
@@ -119,9 +121,60 @@ int vbus_blk_get_config(struct vbus_blk *vblk)
 	if (ret < 0)
 		dev_err(&vdev->dev, "GETCONFIG failed: %d\n", ret);
 	else
-		memcpy(&vblk->config, c, sizeof(*c));	/* read once */
+		memcpy(out, c, sizeof(*c));	/* read once */
 	kfree(c);
-	return ret < 0 ? ret : vbus_blk_check_config(vblk);
+	return ret < 0 ? ret : vbus_blk_check_config(vblk, out);
+}
+
+int vbus_blk_get_config(struct vbus_blk *vblk)
+{
+	int ret = vbus_blk_read_config(vblk, &vblk->config);
+
+	if (!ret)
+		vbus_blk_set_serial(vblk);
+	return ret;
+}
+
+/* A size in bytes the block layer takes as io_min: 0 when it is not one. */
+static u32 vbus_blk_topo_size(const struct vbus_blk *vblk, u32 v, bool pow2)
+{
+	if (v % vblk->config.logical_block_size || v > SZ_1G ||
+	    (pow2 && !is_power_of_2(v)))
+		return 0;
+	return v;
+}
+
+/*
+ * GETTOPOLOGY (only a host that offers F_TOPOLOGY has it; an older one
+ * answers -EINVAL): hints, so a value that makes no sense is dropped,
+ * and a failed call leaves them all 0 (the block layer's defaults).
+ */
+int vbus_blk_get_topology(struct vbus_blk *vblk)
+{
+	struct vbus_device_proxy *vdev = vblk->vdev;
+	struct vbus_blk_topology *t, *o = &vblk->topo;
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	if (!(vblk->config.features & VBUS_BLK_F_TOPOLOGY))
+		return 0;
+	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	if (!t)
+		return -ENOMEM;
+	ret = vdev->ops->call(vdev, VBUS_BLK_FUNC_GETTOPOLOGY, t, sizeof(*t),
+			      0);
+	if (ret < 0)
+		dev_warn(&vdev->dev, "GETTOPOLOGY failed: %d\n", ret);
+	else
+		memcpy(o, t, sizeof(*t));	/* read once */
+	kfree(t);
+	o->io_min = vbus_blk_topo_size(vblk, o->io_min, true);
+	o->io_opt = vbus_blk_topo_size(vblk, o->io_opt, false);
+	if (o->alignment_offset >= vblk->config.physical_block_size ||
+	    o->alignment_offset % vblk->config.logical_block_size)
+		o->alignment_offset = 0;
+	o->flags &= VBUS_BLK_TOPO_NONROT;
+	return 0;
 }
 
 /*
@@ -181,9 +234,45 @@ out:
 	return ret;
 }
 
+/* The events ring's signal: the host changed the capacity. */
+static void vbus_blk_events_notify(struct ioq_notifier *n)
+{
+	struct vbus_blk *vblk = container_of(n, struct vbus_blk,
+					     evq_notifier);
+
+	/* process context reads it (a hypercall); a storm coalesces */
+	schedule_work(&vblk->config_work);
+}
+
+/*
+ * F_RESIZE granted: the events ring. Without it (a failure here) the
+ * disk works on and sees a new size only at a reconnect: not fatal.
+ */
+static void vbus_blk_events_open(struct vbus_blk *vblk)
+{
+	struct ioq *ioq;
+	int ret;
+
+	if (!(vblk->features & VBUS_BLK_F_RESIZE))
+		return;
+	ret = vbus_driver_ioq_alloc(vblk->vdev, VBUS_BLK_SHM_EVENTS, 0,
+				    VBUS_BLK_EVENTS_COUNT, &ioq);
+	if (ret < 0) {
+		dev_warn(&vblk->vdev->dev,
+			 "events ring: DEVSHM failed: %d; resizes are seen at the next reconnect\n",
+			 ret);
+		return;
+	}
+	vblk->evq_notifier.signal = vbus_blk_events_notify;
+	ioq->notifier = &vblk->evq_notifier;
+	vblk->evq = ioq;
+	ioq_notify_enable(ioq, 0);
+}
+
 /*
  * One request ring per queue, registered as DEVSHM id = queue index
- * (probe, and again for each new host). The device must be open.
+ * (probe, and again for each new host), and the events ring. The device
+ * must be open.
  */
 int vbus_blk_rings_open(struct vbus_blk *vblk)
 {
@@ -192,6 +281,7 @@ int vbus_blk_rings_open(struct vbus_blk *vblk)
 	unsigned long flags;
 	int ret;
 
+	vbus_blk_events_open(vblk);
 	for (q = 0; q < vblk->nr_queues; q++) {
 		struct vbus_blk_queue *vq = &vblk->queues[q];
 
@@ -228,13 +318,20 @@ void vbus_blk_rings_release(struct vbus_blk *vblk)
 	unsigned long flags;
 	unsigned int q;
 
-	if (!vblk->queues)
-		return;
-	for (q = 0; q < vblk->nr_queues; q++)
-		if (vblk->queues[q].ioq)
-			WRITE_ONCE(vblk->queues[q].ioq->notifier, NULL);
+	if (vblk->evq)
+		WRITE_ONCE(vblk->evq->notifier, NULL);
+	if (vblk->queues)
+		for (q = 0; q < vblk->nr_queues; q++)
+			if (vblk->queues[q].ioq)
+				WRITE_ONCE(vblk->queues[q].ioq->notifier, NULL);
 	/* a notifier already running (eventq tasklet) finishes first */
 	synchronize_rcu();
+	ioq = vblk->evq;
+	vblk->evq = NULL;
+	if (ioq && vblk->close_state == VBUS_BLK_CLOSED)
+		ioq_put(ioq);
+	if (!vblk->queues)
+		return;
 
 	for (q = 0; q < vblk->nr_queues; q++) {
 		struct vbus_blk_queue *vq = &vblk->queues[q];

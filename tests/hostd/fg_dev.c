@@ -135,6 +135,12 @@ void fgd_dev_destroy(struct hostd_dev *dev)
 		die(why);
 }
 
+int fgd_dev_ctl(struct hostd_dev *dev, const char *verb, const char *arg,
+		char *msg, size_t len)
+{
+	return hostd_bus_ctl(&fg->g.bus, dev->id, verb, arg, msg, len);
+}
+
 int fgd_dev_open(struct hostd_dev *dev, __u32 version)
 {
 	int ret;

@@ -32,6 +32,9 @@ struct hostd_dev *fgd_dev_create(const char *type, const char *params,
 /* why the last fgd_dev_create() failed, as `ctl add` prints it */
 const char *fgd_last_error(void);
 void fgd_dev_destroy(struct hostd_dev *dev);	/* ctl drop */
+/* ctl VERB GUEST ID ARG (e.g. resize): 0 or -errno, the answer in @msg */
+int fgd_dev_ctl(struct hostd_dev *dev, const char *verb, const char *arg,
+		char *msg, size_t len);
 int fgd_dev_open(struct hostd_dev *dev, __u32 version);	/* DEVOPEN */
 void fgd_dev_close(struct hostd_dev *dev);	/* DEVCLOSE, rings let go */
 /* DEVCALL (the hypercall copies the buffer in and out). */

@@ -135,10 +135,42 @@ same g2 "type=vbus-blk,id=5,file=$T/../${T##*/}/disk.img" \
 # again once its device is dropped
 expect_fail "g1 got no device 5" "guest g1 has no device 5" ctl "${C[@]}" stats g1 5
 expect_fail "g2 got no device 5" "guest g2 has no device 5" ctl "${C[@]}" stats g2 5
+# ctl resize: a device's own verb; each mistake says what is wrong and
+# changes nothing (the disk is 1 MiB: capacity=2048 below)
+R="^vbus-hostd ctl: guest g1: device 2 \\(vbus-blk\\): "
+expect_fail "resize: a device without the verb" \
+	"^vbus-hostd ctl: guest g1: device 1 \\(venet\\): no verb 'resize'\$" \
+	ctl "${C[@]}" resize g1 1 2M
+expect_fail "resize: no such device" "^vbus-hostd ctl: guest g1 has no device 9\$" \
+	ctl "${C[@]}" resize g1 9 2M
+expect_fail "resize: SIZE not a size" \
+	"${R}resize: SIZE '2X': want bytes, or a number with K, M, G or T \\(1024-based\\), 1 .. 1 EiB\$" \
+	ctl "${C[@]}" resize g1 2 2X
+expect_fail "resize: SIZE 0" "${R}resize: SIZE '0': want bytes" \
+	ctl "${C[@]}" resize g1 2 0
+expect_fail "resize: SIZE past 1 EiB" "${R}resize: SIZE '99999999T': want bytes" \
+	ctl "${C[@]}" resize g1 2 99999999T
+expect_fail "resize: not whole blocks" \
+	"${R}resize: 1049089 bytes is not a multiple of the disk's logical block \\([0-9]+ bytes\\)\$" \
+	ctl "${C[@]}" resize g1 2 1049089
+expect_fail "resize: a shrink" \
+	"${R}resize: 524288 bytes is smaller than the disk \\(1048576 bytes\\): vbus-hostd only grows a disk" \
+	ctl "${C[@]}" resize g1 2 512K
+expect_fail "resize: missing SIZE" "^vbus-hostd ctl: usage: .*resize NAME ID SIZE" \
+	ctl "${C[@]}" resize g1 2
+expect_ok "resize: none of them changed the disk" "capacity=2048 .*resizes=0 " stats g1 2
+expect_ok "resize: the same size" "disk.img: 1048576 bytes already\$" resize g1 2 1M
+expect_ok "resize: grow to 2 MiB" "disk.img: 2097152 bytes; the guest sees it when it opens the device again" resize g1 2 2M
+expect_ok "resize: the disk's new capacity" "capacity=4096 .*resizes=1 " stats g1 2
+if [ "$(stat -c %s "$T/disk.img")" = 2097152 ]; then
+	echo "ok: resize: the file is 2 MiB"
+else
+	fail "resize: the file is $(stat -c %s "$T/disk.img") bytes, not 2097152"
+fi
 expect_ok "drop the tap's device" "dropped device 1 from g1" drop g1 1
 expect_ok "its tap is free again" "added venet device 6 to g2" add g2 "type=venet,id=6,tap=$TAP"
-expect_ok "the disk's stats" "direct=[01] .*capacity=2048 " stats g1 2
-expect_ok "the disk's stats, json" '"capacity": ?2048' stats --json g1 2
+expect_ok "the disk's stats" "direct=[01] .*capacity=4096 " stats g1 2
+expect_ok "the disk's stats, json" '"capacity": ?4096' stats --json g1 2
 expect_ok "drop the disk's device" "dropped device 2 from g1" drop g1 2
 expect_ok "its file is free again" "added virtual-block device 7 to g2" add g2 "type=virtual-block,id=7,file=$T/disk.img"
 stop_daemon

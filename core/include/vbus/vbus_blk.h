@@ -9,9 +9,13 @@
  * Bring-up (guest):
  *   DEVOPEN(VBUS_BLK_TYPE, VBUS_BLK_VERSION)
  *   DEVCALL GETCONFIG          -> struct vbus_blk_config
+ *   DEVCALL GETTOPOLOGY        -> struct vbus_blk_topology (F_TOPOLOGY)
  *   DEVCALL NEGOTIATE          <-> struct vbus_blk_negotiate (once per open)
  *   DEVSHM id q, 0 <= q < nr_queues: the request ring of queue q, an IOQ
  *          ring of queue_depth descriptors with its embedded signal
+ *   DEVSHM id VBUS_BLK_SHM_EVENTS (F_RESIZE granted): a one-descriptor
+ *          IOQ ring used for its signal only: the host signals it when
+ *          the capacity changed, the guest then GETCONFIGs again
  *
  * One request = one descriptor, posted north on ioq_idx_push:
  *   desc.ptr    guest-physical address of a struct vbus_blk_req (8-aligned)
@@ -38,6 +42,8 @@
 /* DEVCALL funcs */
 #define VBUS_BLK_FUNC_GETCONFIG	0	/* out: struct vbus_blk_config */
 #define VBUS_BLK_FUNC_NEGOTIATE	1	/* in/out: struct vbus_blk_negotiate */
+/* out: struct vbus_blk_topology; only while F_TOPOLOGY is offered */
+#define VBUS_BLK_FUNC_GETTOPOLOGY	2
 
 /* Feature bits (config.features offered, negotiate.features accepted) */
 #define VBUS_BLK_F_RO		(1u << 0)	/* read-only: writes fail */
@@ -45,6 +51,16 @@
 #define VBUS_BLK_F_FUA		(1u << 2)	/* VBUS_BLK_REQ_FUA honoured */
 #define VBUS_BLK_F_DISCARD	(1u << 3)
 #define VBUS_BLK_F_WRITE_ZEROES	(1u << 4)
+/*
+ * Later features: a host or guest that predates one neither offers nor
+ * asks for it, and everything below works without them.
+ */
+#define VBUS_BLK_F_TOPOLOGY	(1u << 5)	/* GETTOPOLOGY answers */
+#define VBUS_BLK_F_RESIZE	(1u << 6)	/* capacity changes: events shm */
+
+/* DEVSHM id of the events ring (F_RESIZE); queue rings are 0 .. 15 */
+#define VBUS_BLK_SHM_EVENTS	256
+#define VBUS_BLK_EVENTS_COUNT	1	/* its descriptors: never posted */
 
 /* Host limits; a peer that asks for more is refused (-EINVAL). */
 #define VBUS_BLK_MAX_QUEUES	16
@@ -76,6 +92,21 @@ struct vbus_blk_negotiate {
 	__u32 nr_queues;	/* in: wanted (>= 1); out: granted (<= wanted) */
 	__u32 queue_depth;	/* in: ring size per queue; must be accepted */
 	__u32 reserved;		/* 0 */
+};
+
+/* topology.flags */
+#define VBUS_BLK_TOPO_NONROT	(1u << 0)	/* no seek penalty (SSD, RAM) */
+
+/*
+ * Hints about the backing store's layout (none changes what a request
+ * may be): a guest that gets nonsense ignores the field.
+ */
+struct vbus_blk_topology {
+	__u32 alignment_offset;	/* bytes: first aligned physical block */
+	__u32 io_min;		/* bytes: smallest I/O without read-modify-write */
+	__u32 io_opt;		/* bytes: optimal I/O size, 0 = none */
+	__u32 flags;		/* VBUS_BLK_TOPO_* */
+	__u32 reserved[4];	/* 0 */
 };
 
 /* req.op */
@@ -125,6 +156,8 @@ VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_config, features) == 36,
 		   "config.features");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_config, serial) == 56,
 		   "config.serial");
+VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_topology) == 32,
+		   "vbus_blk_topology");
 VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_negotiate) == 16,
 		   "vbus_blk_negotiate");
 VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_seg) == 16, "vbus_blk_seg");

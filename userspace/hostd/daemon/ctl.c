@@ -3,7 +3,8 @@
  * vbus-hostd: the control socket.
  *
  * One request per connection: a line "list", "add NAME SPEC", "drop NAME
- * ID" or "stats NAME [ID]", optionally with "--json"; and, only in a
+ * ID", "stats NAME [ID]" or "resize NAME ID SIZE" (a device's own verb:
+ * the type's ctl op), optionally with "--json"; and, only in a
  * daemon started with --test-faults, "fault NAME VERB ARGS" (the library's
  * test-only fault injection, fault.h; refused otherwise). The reply's first
  * line is "OK" or "ERR <message>", the body follows; then the server
@@ -26,7 +27,7 @@
 
 #define CTL_LINE_MAX 4096
 #define CTL_MAX_TOKENS 8
-#define CTL_USAGE "usage: list | add NAME SPEC | drop NAME ID | stats NAME [ID] [--json] | fault NAME VERB ... (--test-faults only)"
+#define CTL_USAGE "usage: list | add NAME SPEC | drop NAME ID | stats NAME [ID] [--json] | resize NAME ID SIZE | fault NAME VERB ... (--test-faults only)"
 
 struct ctl_req {
 	char *tok[CTL_MAX_TOKENS];
@@ -101,6 +102,20 @@ static int on_drop(struct hostd_guest *g, void *arg)
 	struct ctl_req *r = arg;
 
 	return hostd_bus_drop(&g->bus, r->id, r->err, sizeof(r->err));
+}
+
+/* a device's own verb: tok[0] with the argument tok[3] */
+static int on_dev_verb(struct hostd_guest *g, void *arg)
+{
+	struct ctl_req *r = arg;
+	char msg[512];
+	int ret = hostd_bus_ctl(&g->bus, r->id, r->tok[0], r->tok[3], msg,
+				sizeof(msg));
+
+	if (ret < 0)
+		return ctl_fail(r, ret, "%s", msg);
+	hostd_buf_printf(&r->body, "%s\n", msg);
+	return 0;
 }
 
 static int on_fault(struct hostd_guest *g, void *arg)
@@ -241,6 +256,14 @@ static int cmd_stats(struct ctl_req *r)
 	return ret ? ret : on_guest(r, r->g, on_stats);
 }
 
+/* resize NAME ID SIZE: the device's ctl op (vbus-blk grows its disk) */
+static int cmd_dev_verb(struct ctl_req *r)
+{
+	int ret = parse_id(r, r->tok[2]);
+
+	return ret ? ret : on_guest(r, r->g, on_dev_verb);
+}
+
 /* Test-only (fault.h): refused by the library unless --test-faults. */
 static int cmd_fault(struct ctl_req *r)
 {
@@ -256,6 +279,7 @@ static const struct {
 	{ "add", 3, 3, cmd_add },
 	{ "drop", 3, 3, cmd_drop },
 	{ "stats", 2, 3, cmd_stats },
+	{ "resize", 4, 4, cmd_dev_verb },
 	{ "fault", 3, CTL_MAX_TOKENS, cmd_fault },
 };
 
@@ -275,7 +299,7 @@ static int ctl_tokens(struct ctl_req *r, char *buf)
 		r->tok[r->nt++] = t;
 	}
 	if (!r->nt)
-		return ctl_fail(r, -1, "empty request (list, add, drop, stats)");
+		return ctl_fail(r, -1, "empty request (list, add, drop, stats, resize)");
 	return 0;
 }
 

@@ -7,7 +7,7 @@
  *              [--foreground] [-v]
  *              [--test-faults [--test-fault "NAME VERB ARGS"]...]
  *   vbus-hostd ctl --ctl CTL.sock list | add NAME SPEC | drop NAME ID |
- *              stats NAME [ID] [--json]
+ *              stats NAME [ID] [--json] | resize NAME ID SIZE
  *
  * Start-up order (scripts and QEMU depend on it): every guest's RAM file is
  * created and sized, its BAR2 filled, its socket listening and its devices
@@ -41,7 +41,8 @@ static void usage(FILE *f)
 "                  [--foreground] [-v]\n"
 "                  [--test-faults [--test-fault 'NAME VERB ARGS']...]   (tests only)\n"
 "       vbus-hostd ctl --ctl CTL.sock list | add NAME type=TYPE,id=N[,...] |\n"
-"                  drop NAME ID | stats NAME [ID]   [--json]\n"
+"                  drop NAME ID | stats NAME [ID] [--json] |\n"
+"                  resize NAME ID SIZE\n"
 "config file: one '--guest SPEC' or '--device SPEC' per line, '#' comments\n"
 "a vbus-ipc channel between two guests (a link): --device G1:type=vbus-ipc,id=N,\n"
 "                  service=S,qsock=G1Q.sock,peer=G2,peer_qsock=G2Q.sock\n"

@@ -182,7 +182,8 @@ void hostd_dev_set_priv(struct hostd_dev *dev, void *priv);
 /*
  * Refuse create: records "why" (the command line and `ctl add` print it,
  * prefixed with the guest and device) and returns @err (a negative errno)
- * for `return hostd_dev_fail(dev, -EINVAL, "...")`. Only in create.
+ * for `return hostd_dev_fail(dev, -EINVAL, "...")`. Only in create and
+ * the ctl op (there `ctl` prints it).
  */
 int hostd_dev_fail(struct hostd_dev *dev, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -397,6 +398,15 @@ struct hostd_dev_type {
 	int (*shm)(struct hostd_dev *dev, struct hostd_shm *shm);
 	/* device-specific counters for `ctl stats` [none] */
 	void (*stats)(struct hostd_dev *dev, struct hostd_stats_out *out);
+	/*
+	 * A control verb for this device (`ctl resize NAME ID SIZE` calls it
+	 * with "resize", "SIZE"). On the guest's thread. Write what was done
+	 * into @msg (up to @len bytes) and return 0, or return
+	 * hostd_dev_fail(dev, -E..., why): the caller prints the why.
+	 * [-EOPNOTSUPP: "device N (TYPE) has no VERB"]
+	 */
+	int (*ctl)(struct hostd_dev *dev, const char *verb, const char *arg,
+		   char *msg, size_t len);
 };
 
 /*

@@ -217,6 +217,19 @@ int hostd_bus_drop(struct hostd_bus *b, __u32 id, char *err, size_t errlen)
 	return 0;
 }
 
+int hostd_bus_ctl(struct hostd_bus *b, __u32 id, const char *verb,
+		  const char *arg, char *msg, size_t len)
+{
+	struct hostd_dev *d = hostd_bus_find(b, id);
+
+	if (!d) {
+		snprintf(msg, len, "guest %s has no device %u", b->env.guest,
+			 id);
+		return -ENOENT;
+	}
+	return hostd_dev_ctl(d, verb, arg, msg, len);
+}
+
 /* ---- bus state ------------------------------------------------------------------------------ */
 
 void hostd_bus_reset(struct hostd_bus *b)

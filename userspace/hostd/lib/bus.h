@@ -91,6 +91,9 @@ struct hostd_shm_ent *hostd_bus_signal(struct hostd_bus *b, __u32 h);
 int hostd_bus_add(struct hostd_bus *b, const char *type, __u32 id,
 		  const struct hostd_params *p, char *err, size_t errlen);
 int hostd_bus_drop(struct hostd_bus *b, __u32 id, char *err, size_t errlen);
+/* Device @id's control verb (hostd_dev_ctl); @msg as there. */
+int hostd_bus_ctl(struct hostd_bus *b, __u32 id, const char *verb,
+		  const char *arg, char *msg, size_t len);
 struct hostd_dev *hostd_bus_find(struct hostd_bus *b, __u32 id);
 
 /*

@@ -520,6 +520,29 @@ int hostd_dev_create(struct hostd_dev *dev, char *err, size_t errlen)
 	return 0;
 }
 
+int hostd_dev_ctl(struct hostd_dev *dev, const char *verb, const char *arg,
+		  char *msg, size_t len)
+{
+	char err[512];
+	int ret = -EOPNOTSUPP;
+
+	msg[0] = 0;
+	err[0] = 0;
+	dev->err = err;
+	dev->errlen = sizeof(err);
+	if (dev->type->ctl)
+		ret = dev->type->ctl(dev, verb, arg, msg, len);
+	dev->err = NULL;
+	dev->errlen = 0;
+	if (ret == -EOPNOTSUPP && !err[0])
+		snprintf(err, sizeof(err), "no verb '%s'", verb);
+	/* as create's refusals read: guest, device, why */
+	if (ret < 0)
+		snprintf(msg, len, "guest %s: %s: %s", dev->env.guest,
+			 dev->name, err[0] ? err : strerror(-ret));
+	return ret;
+}
+
 void hostd_dev_destroy(struct hostd_dev *dev)
 {
 	/* fds the device forgot: out of our epoll before it closes them */

@@ -68,7 +68,7 @@ struct hostd_dev {
 	struct hostd_params params;
 	struct hostd_param *pv;
 	char *strbuf;
-	/* create's "why" (hostd_dev_fail) */
+	/* create's or the ctl op's "why" (hostd_dev_fail) */
 	char *err;
 	size_t errlen;
 };
@@ -87,6 +87,12 @@ int hostd_dev_open(struct hostd_dev *dev, __u32 version);
 /* The close op (the bus releases the shms afterwards). */
 void hostd_dev_close(struct hostd_dev *dev);
 int hostd_dev_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len);
+/*
+ * A control verb (the type's ctl op): 0 with what was done in @msg, or
+ * -errno with why in @msg.
+ */
+int hostd_dev_ctl(struct hostd_dev *dev, const char *verb, const char *arg,
+		  char *msg, size_t len);
 
 /* A DEVSHM entry for @dev over [ptr, ptr+len) at @gpa, not yet added. */
 struct hostd_shm_ent *hostd_shm_ent_new(struct hostd_dev *dev,

@@ -582,6 +582,41 @@ static void nbd_export_shrinks(void **state)
 	assert_int_equal(fgd_stat(x->f.dev, "nbd_size"), DISK_SIZE / 2);
 }
 
+/*
+ * a server back with a larger export grew the disk: the capacity follows
+ * and the guest's events ring is signalled; `ctl resize` of an nbd= disk
+ * is refused, saying where an export is resized
+ */
+static void nbd_export_grows(void **state)
+{
+	struct nfx *x = *state;
+	__u32 len = 4096;
+	__u64 w = buf_new(len, 0x3c);
+	static struct fg_ring ev;	/* attached: it outlives the function */
+	char msg[512];
+
+	server_file(x, NULL, NULL);
+	nbd_up(x, NULL);
+	assert_int_equal(fgd_ring_attach(x->f.dev, VBUS_BLK_SHM_EVENTS,
+					 VBUS_BLK_EVENTS_COUNT, &ev), 0);
+	fgd_irqs(&ev);
+	assert_int_equal(fgd_dev_ctl(x->f.dev, "resize", "16M", msg,
+				     sizeof(msg)), -EOPNOTSUPP);
+	assert_non_null(strstr(msg, "(vbus-blk): resize: nbd=nbd+unix:///?socket="));
+	assert_non_null(strstr(msg, ": an NBD export is resized on its server; vbus-hostd takes a larger export's size when it reconnects"));
+	server_kill(x);
+	wait_state(x, "down");
+	assert_int_equal(truncate(x->f.path, DISK_SIZE * 2), 0);
+	server_file(x, NULL, NULL);
+	wait_state(x, "up");
+	assert_int_equal(fgd_stat(x->f.dev, "capacity"), 2 * DISK_SIZE / SEC);
+	fgd_run_for(10);
+	assert_true(fgd_irqs(&ev) >= 1);
+	assert_int_equal(rw(&x->f, VBUS_BLK_OP_WRITE, 0, DISK_SIZE / SEC, 1,
+			    &w, &len), VBUS_BLK_S_OK);
+	assert_int_equal(fgd_stat(x->f.dev, "resizes"), 1);
+}
+
 /* a read-only export is a read-only disk */
 static void nbd_read_only(void **state)
 {
@@ -739,8 +774,11 @@ static void image_daemon_inherits_nothing(void **state)
 	struct dirent *e;
 	int keep;
 
-	/* a descriptor that is not close-on-exec, as the daemon may have */
-	keep = dup(0);
+	/*
+	 * a descriptor that is not close-on-exec, as the daemon may have;
+	 * numbered high, above any of the storage daemon's own
+	 */
+	keep = fcntl(0, F_DUPFD, 900);
 	assert_true(keep >= 0);
 	image_up(x);
 	snprintf(dir, sizeof(dir), "/proc/%d/fd",
@@ -778,7 +816,7 @@ int main(void)
 		T(nbd_server_gone), T(nbd_server_stalls), T(nbd_refused),
 		T(nbd_param_errors), T(nbd_odd_block_sizes),
 		T(nbd_block_size_refused), T(nbd_malformed),
-		T(nbd_export_shrinks), T(nbd_read_only),
+		T(nbd_export_shrinks), T(nbd_export_grows), T(nbd_read_only),
 		T(nbd_close_inflight), T(nbd_qemu_nbd_qcow2),
 		T(image_qcow2_overlay), T(image_second_user),
 		T(image_daemon_restarted), T(image_daemon_inherits_nothing),

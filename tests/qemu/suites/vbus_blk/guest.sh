@@ -21,6 +21,9 @@
 #   blocks rw|ro          bytes the backing file has allocated (st_blocks*512)
 #   drop rw | add rw      `vbus-hostd ctl drop/add` of the rw disk
 #   killcheck rw OFF LEN SHA   SIGKILL vbus-hostd at once, then compare
+#   topo rw               "PBS IO_MIN IO_OPT NONROT" of the rw disk (ctl stats)
+#   resize rw BYTES       `vbus-hostd ctl resize` of the rw disk
+#   addold | dropold      a compat=v1 disk (serial vbt-old) added / dropped
 #
 # Knobs from /test/config.sh (written by the host script):
 #   VT_RW_SERIAL VT_RO_SERIAL VT_RW_BYTES VT_RO_BYTES
@@ -516,9 +519,14 @@ check_swiotlb_verdict() {
 	log "swiotlb: vbus-hostd counted $(vt_host dmacheck)"
 }
 
+# topology cache resize compat: issue 23's disk features
+# shellcheck source=tests/qemu/suites/vbus_blk/features.sh
+. /test/features.sh
+
 if [ "${VT_SWIOTLB:-0}" = 1 ]; then
 	vt_run_checks swiotlb_window data fio ext4 swiotlb_verdict
 else
-	vt_run_checks sysfs data fio discard ext4 ro udev hotdrop cycles poll flush
+	vt_run_checks sysfs topology cache data fio discard ext4 resize compat \
+		ro udev hotdrop cycles poll flush
 fi
 vt_done

@@ -23,8 +23,11 @@
 #                 and verifies all of it, sequential QD32 3 times
 #                 (default 80: 0.9 GiB of I/O)
 #   --timeout SEC kill the guest after SEC seconds (default 1200)
-# Check groups (REGEX): sysfs data fio discard ext4 ro udev hotdrop cycles
-# poll flush; with --swiotlb: swiotlb_window data fio ext4 swiotlb_verdict.
+# Check groups (REGEX): sysfs topology cache data fio discard ext4 resize
+# compat ro udev hotdrop cycles poll flush; with --swiotlb: swiotlb_window
+# data fio ext4 swiotlb_verdict. resize grows rw.img by 32 MiB (ctl
+# resize) under a mounted ext4; compat adds and drops a third disk
+# (old.img, compat=v1: the features of the first vbus-blk host).
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
@@ -37,20 +40,24 @@ ro_mb=16
 
 lab_build --modules "$LAB_BUS_SUBDIRS kernel/vbus_blk" --cmake vbus-hostd
 lab_kos --bus kernel/vbus_blk/vbus_blk.ko
-lab_tools fio mkfs.ext4 fsck.ext4 blkdiscard fstrim udevadm
+lab_tools fio mkfs.ext4 fsck.ext4 resize2fs blkdiscard fstrim udevadm
 
-rw_img="$run/rw.img" ro_img="$run/ro.img"
+rw_img="$run/rw.img" ro_img="$run/ro.img" old_img="$run/old.img"
 truncate -s "${disk_mb}M" "$rw_img"
+truncate -s 16M "$old_img"
 head -c "$((ro_mb * 1024 * 1024))" /dev/urandom >"$ro_img"
 # queues=4: room for the guest's poll queue next to one per vCPU (polled_io)
 rw_spec="type=vbus-blk,id=1,file=$rw_img,serial=vbt-rw,strict=1,queues=4"
 ro_spec="type=vbus-blk,id=2,file=$ro_img,serial=vbt-ro,ro=1,strict=1"
+old_spec="type=vbus-blk,id=3,file=$old_img,serial=vbt-old,strict=1,compat=v1"
 
 # shellcheck disable=SC2154 # lab_tools
 lab_stage guest "$(dirname "$0")/guest.sh" "${kos[@]}" crc32c_generic ext4 \
 	--bin "$tool_fio" --bin "$tool_mkfs_ext4" --bin "$tool_fsck_ext4" \
+	--bin "$tool_resize2fs" \
 	--bin "$tool_blkdiscard" --bin "$tool_fstrim" --bin "$tool_udevadm" \
-	--file "$top/dist/udev/60-vbus-blk.rules" <<CONFIG
+	--file "$top/dist/udev/60-vbus-blk.rules" \
+	--file "$(dirname "$0")/features.sh" <<CONFIG
 VT_RW_SERIAL=vbt-rw
 VT_RO_SERIAL=vbt-ro
 VT_RW_BYTES=$((disk_mb * 1024 * 1024))
@@ -66,6 +73,7 @@ img() {
 	case "$1" in
 	rw) echo "$rw_img" ;;
 	ro) echo "$ro_img" ;;
+	old) echo "$old_img" ;;
 	*) return 1 ;;
 	esac
 }
@@ -93,6 +101,19 @@ req_add() {
 	[[ "$1" == rw ]] || { lab_reply="only rw can be added"; return 1; }
 	ctl add g1 "$rw_spec" >>"$out/ctl.log" 2>&1 || { lab_reply="ctl add (see $out/ctl.log)"; return 1; }
 }
+# stat KEY: the rw disk's `ctl stats` value of KEY
+stat_rw() { ctl stats g1 1 | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+req_topo() {
+	[[ "$1" == rw ]] || { lab_reply="only rw"; return 1; }
+	lab_reply="$(stat_rw physical_block_size) $(stat_rw io_min) $(stat_rw io_opt) $(stat_rw nonrot)"
+}
+req_resize() {
+	[[ "$1" == rw ]] || { lab_reply="only rw can be resized"; return 1; }
+	args "$@" || return 1
+	ctl resize g1 1 "$2" >>"$out/ctl.log" 2>&1 || { lab_reply="ctl resize (see $out/ctl.log)"; return 1; }
+}
+req_addold() { ctl add g1 "$old_spec" >>"$out/ctl.log" 2>&1 || { lab_reply="ctl add (see $out/ctl.log)"; return 1; }; }
+req_dropold() { ctl drop g1 3 >>"$out/ctl.log" 2>&1 || { lab_reply="ctl drop (see $out/ctl.log)"; return 1; }; }
 # --swiotlb: the rw disk back with the guest's swiotlb range as dma_window
 req_window() { lab_dma_add "$rw_spec" "$@"; }
 req_dmacheck() { lab_dma_check 1; }
@@ -123,5 +144,5 @@ else
 	h_fail hostd-alive-at-end "(log $out/hostd.log)"
 fi
 lab_no_fault "a vbus-blk device"
-lab_figures guest 'blk-tests: (FIO|DISCARD|CYCLES|POLL|TIMEOUT) .*'
+lab_figures guest 'blk-tests: (FIO|DISCARD|CYCLES|POLL|TIMEOUT|RESIZE) .*'
 lab_summary guest

@@ -18,7 +18,8 @@
  * (O_DIRECT, see vbus_blk_file.c), strict=0|1 (1: a malformed request
  * faults the device instead of being answered S_BADREQ),
  * doorbell_mask_us=N (0..1000000, default 1000; 0: never mask the guest's
- * doorbells while I/O is in flight, see vbus_blk_mask.c).
+ * doorbells while I/O is in flight, see vbus_blk_mask.c), compat=v1
+ * (offer only the first host's features: an old host, for tests).
  *
  * Everything runs on the guest's loop thread (device.h): no locks.
  */
@@ -32,17 +33,22 @@
 #include "vbus_blk_dev.h"
 #include "vbus_blk_image.h"
 
-/* The offered feature set (config.features). */
+/*
+ * The offered feature set (config.features). compat=v1 offers what the
+ * first vbus-blk host did (no TOPOLOGY, no RESIZE), as an old host would.
+ */
 static __u32 vbus_blk_features_offered(const struct vbus_blk *b)
 {
 	__u32 f = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA;
+	__u32 later = b->compat_v1 ? 0 :
+		      VBUS_BLK_F_TOPOLOGY | VBUS_BLK_F_RESIZE;
 
 	if (b->ro)
-		return (f & b->be_features) | VBUS_BLK_F_RO;
+		return (f & b->be_features) | VBUS_BLK_F_RO | later;
 	if (b->discard)
 		f |= VBUS_BLK_F_DISCARD | VBUS_BLK_F_WRITE_ZEROES;
 	/* what the backend can do (an NBD server's flags) */
-	return f & b->be_features;
+	return (f & b->be_features) | later;
 }
 
 /* ---- params ---------------------------------------------------------------- */
@@ -215,6 +221,12 @@ static int params_misc(struct vbus_blk *b, const struct hostd_params *p)
 	if (!ret)
 		ret = param_bool(b, p, "discard", true, &flag);
 	b->discard = flag;
+	s = hostd_param_get(p, "compat");
+	if (!ret && s && strcmp(s, "v1"))
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "compat=%s: want v1 (offer only the first "
+				      "vbus-blk host's features)", s);
+	b->compat_v1 = s != NULL;
 	return ret;
 }
 
@@ -224,7 +236,7 @@ static int vbus_blk_params(struct vbus_blk *b, const struct hostd_params *p)
 		"file", "ro", "serial", "queues", "depth", "segs",
 		"max_sectors", "discard", "direct", "strict",
 		"doorbell_mask_us", "poll_us", "iowq_workers", "nbd",
-		"nbd_timeout", "image", "image_format", NULL
+		"nbd_timeout", "image", "image_format", "compat", NULL
 	};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	__u32 defq = ncpu > 0 && ncpu < 4 ? (__u32)ncpu : 4;
@@ -297,6 +309,9 @@ static int vbus_blk_create(struct hostd_dev *dev, const struct hostd_params *p)
 					  hostd_param_get(p, "image_format"));
 	if (!ret)
 		ret = b->be->open(b);
+	/* a backend that knows nothing better: the physical block */
+	if (!ret && !b->topo.io_min)
+		b->topo.io_min = b->pbs;
 	if (!ret)
 		ret = hostd_kick_init(dev, &b->kick, on_kick, b);
 	/* the file backend's completions; nbd watches its own socket */
@@ -353,6 +368,7 @@ static void vbus_blk_close(struct hostd_dev *dev)
 	vbus_blk_mask_reset(b);
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
 		vbus_blk_queue_detach(&b->q[i]);
+	vbus_blk_events_detach(b);
 	b->open = false;
 	b->negotiated = false;
 	b->nr_queues = b->depth = 0;
@@ -379,6 +395,15 @@ static int call_getconfig(struct vbus_blk *b, void *buf)
 	c.discard_granularity = b->pbs;
 	memcpy(c.serial, b->serial, sizeof(c.serial));
 	memcpy(buf, &c, sizeof(c));
+	return 0;
+}
+
+/* only while offered: an old host answers -EINVAL to a func it lacks */
+static int call_gettopology(struct vbus_blk *b, void *buf)
+{
+	if (!(vbus_blk_features_offered(b) & VBUS_BLK_F_TOPOLOGY))
+		return -EINVAL;
+	memcpy(buf, &b->topo, sizeof(b->topo));
 	return 0;
 }
 
@@ -418,6 +443,10 @@ static int vbus_blk_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len
 		if (len != sizeof(struct vbus_blk_negotiate))
 			return -EINVAL;
 		return call_negotiate(b, buf);
+	case VBUS_BLK_FUNC_GETTOPOLOGY:
+		if (len != sizeof(struct vbus_blk_topology))
+			return -EINVAL;
+		return call_gettopology(b, buf);
 	default:
 		return -EINVAL;
 	}
@@ -425,6 +454,8 @@ static int vbus_blk_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len
 
 static int vbus_blk_shm(struct hostd_dev *dev, struct hostd_shm *shm)
 {
+	if (shm->id == VBUS_BLK_SHM_EVENTS)
+		return vbus_blk_events_attach(hostd_dev_priv(dev), shm);
 	return vbus_blk_queue_attach(hostd_dev_priv(dev), shm);
 }
 
@@ -459,6 +490,12 @@ static void vbus_blk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	hostd_stat_u64(out, "ro", b->ro);
 	hostd_stat_u64(out, "capacity", b->capacity);
 	hostd_stat_u64(out, "logical_block_size", b->lbs);
+	hostd_stat_u64(out, "physical_block_size", b->pbs);
+	hostd_stat_u64(out, "io_min", b->topo.io_min);
+	hostd_stat_u64(out, "io_opt", b->topo.io_opt);
+	hostd_stat_u64(out, "alignment_offset", b->topo.alignment_offset);
+	hostd_stat_u64(out, "nonrot", !!(b->topo.flags & VBUS_BLK_TOPO_NONROT));
+	hostd_stat_u64(out, "offered", vbus_blk_features_offered(b));
 	hostd_stat_u64(out, "features", b->features);
 	hostd_stat_u64(out, "queues", b->nr_queues);
 	hostd_stat_u64(out, "queue_depth", b->depth);
@@ -469,7 +506,7 @@ static void vbus_blk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(buffered_ios); S(io_errors); S(bad_requests); S(unsupported);
 	S(batches); S(zero_fallbacks); S(submit_retries); S(drain_timeouts);
 	S(masks); S(mask_polls); S(mask_timeouts);
-	S(polls); S(poll_hits); S(poll_ns);
+	S(polls); S(poll_hits); S(poll_ns); S(resizes); S(resize_events);
 #undef S
 	stats_latency(b, out);
 }
@@ -484,6 +521,7 @@ static const struct hostd_dev_type vbus_blk_type = {
 	.call = vbus_blk_call,
 	.shm = vbus_blk_shm,
 	.stats = vbus_blk_stats,
+	.ctl = vbus_blk_ctl,
 };
 
 HOSTD_DEV_TYPE(vbus_blk_type);

@@ -11,7 +11,9 @@
  *                       check it, build its iovecs (no io_uring in it)
  *   vbus_blk_file.c     the file backend: the backing file and the
  *                       io_uring: open, probe O_DIRECT, queue an op,
- *                       submit, cancel (the fast path)
+ *                       submit, cancel (the fast path); grow (resize)
+ *   vbus_blk_file_topo.c  its topology (io_min, io_opt, alignment,
+ *                       rotational) from the block layer below
  *   vbus_blk_nbd.c      the NBD backend's requests (nbd=URI): issue
  *                       through libnbd's async API, park, resend, answer
  *   vbus_blk_nbd_conn.c the NBD backend's connection: connect, the
@@ -19,6 +21,8 @@
  *                       the timeout tick
  *   vbus_blk_image.c    image=: the qemu-storage-daemon serving the
  *                       image to the NBD backend, started and watched
+ *   vbus_blk_resize.c   online resize: `ctl resize`, the new capacity,
+ *                       the events ring that tells the guest
  *   vbus_blk_mask.c     the guest's doorbells masked while a queue has
  *                       I/O in flight, and the timer that bounds it
  *   vbus_blk_poll.c     poll_us: look at the CQ and the rings for a
@@ -78,6 +82,12 @@ struct vbus_blk_backend_ops {
 	/* close: let go of every request of the session (may be NULL) */
 	void (*session_end)(struct vbus_blk *b);
 	void (*stats)(struct vbus_blk *b, struct hostd_stats_out *out);
+	/*
+	 * ctl resize: make the backing store @bytes long (bigger than now,
+	 * a multiple of the logical block); 0, or hostd_dev_fail's -errno.
+	 * NULL: this backend cannot (the op says why).
+	 */
+	int (*resize)(struct vbus_blk *b, __u64 bytes);
 };
 extern const struct vbus_blk_backend_ops vbus_blk_file_ops;
 extern const struct vbus_blk_backend_ops vbus_blk_nbd_ops;
@@ -143,6 +153,8 @@ struct vbus_blk_stats {
 	__u64 poll_hits;	/* looks of a poll that found work */
 	__u64 poll_ns;		/* time spent polling */
 	__u64 lat[VBLK_LAT_BUCKETS];	/* completions by 2^n us */
+	__u64 resizes;		/* capacity changes (ctl resize, a server's) */
+	__u64 resize_events;	/* of them, told the guest (events ring) */
 };
 
 struct vbus_blk {
@@ -152,6 +164,7 @@ struct vbus_blk {
 	void *be_priv;			/* the nbd backend's state */
 	struct vbus_blk_image *image;	/* image=: its storage daemon */
 	__u32 be_features;		/* VBUS_BLK_F_* the backend can do */
+	struct vbus_blk_topology topo;	/* the backend's, GETTOPOLOGY */
 
 	/* params */
 	char path[4096];		/* canonical (realpath), or the nbd URI */
@@ -165,6 +178,7 @@ struct vbus_blk {
 	__u32 mask_us;			/* doorbell_mask_us; 0: never mask */
 	__u32 poll_us;			/* poll_us; 0: never poll */
 	__u32 iowq_workers;		/* iowq_workers: the ring's io-wq cap */
+	bool compat_v1;			/* compat=v1: offer only version 1's features */
 
 	/* the file backend (vbus_blk_file.c) */
 	int fd;				/* O_DIRECT when direct, else buffered */
@@ -202,6 +216,8 @@ struct vbus_blk {
 	__u32 features;			/* granted */
 	__u32 nr_queues, depth;		/* granted */
 	struct vbus_blk_queue q[VBUS_BLK_MAX_QUEUES];
+	struct ioq evq;			/* the events ring (F_RESIZE) */
+	bool evq_attached;
 
 	struct vbus_blk_stats st;
 };
@@ -218,6 +234,10 @@ static inline void vbus_blk_backend_submit(struct vbus_blk *b)
 {
 	b->be->submit(b);
 }
+
+/* vbus_blk_file_topo.c: b->topo of the file or block device on @fd */
+struct stat;
+void vbus_blk_file_topology(struct vbus_blk *b, int fd, const struct stat *st);
 
 /* vbus_blk_file.c: ask io_uring to cancel everything of ours (close) */
 void vbus_blk_backend_cancel_all(struct vbus_blk *b);
@@ -240,6 +260,16 @@ __u8 vbus_blk_req_parse(struct vbus_blk *b, __u64 req_gpa, __u64 desc_len,
 /* GET_ID: copy the serial into the request's segment */
 void vbus_blk_req_get_id(struct vbus_blk *b, const struct vbus_blk_io *io,
 		     struct iovec *iov);
+
+/* vbus_blk_resize.c: online resize */
+int vbus_blk_events_attach(struct vbus_blk *b, struct hostd_shm *shm);
+void vbus_blk_events_detach(struct vbus_blk *b);
+/* the backing store is @sectors long now: GETCONFIG says so, the guest
+ * is told (when it attached the events ring) */
+void vbus_blk_capacity_set(struct vbus_blk *b, __u64 sectors);
+/* the device type's ctl op ("resize SIZE") */
+int vbus_blk_ctl(struct hostd_dev *dev, const char *verb, const char *arg,
+		 char *msg, size_t len);
 
 /* vbus_blk_mask.c: the guest's doorbells off while a queue is busy */
 int vbus_blk_mask_init(struct vbus_blk *b);	/* hostd_dev_fail on error */

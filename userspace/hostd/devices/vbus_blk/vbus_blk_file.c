@@ -303,6 +303,7 @@ static int file_open(struct vbus_blk *b)
 				      "(%llu < %u bytes)", b->path,
 				      (unsigned long long)size, b->lbs);
 	b->capacity = size / b->lbs * (b->lbs / 512);
+	vbus_blk_file_topology(b, b->fd_buffered, &st);
 	b->zero_range_ok = true;
 	b->be_features = VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA |
 			 VBUS_BLK_F_DISCARD | VBUS_BLK_F_WRITE_ZEROES;
@@ -437,6 +438,23 @@ void vbus_blk_backend_cancel_all(struct vbus_blk *b)
 	file_submit(b);
 }
 
+/*
+ * ctl resize: a regular file grows sparse (ftruncate: no data written,
+ * as qemu-img resize without preallocation); a block device's size is
+ * its own (lvextend, ...).
+ */
+static int file_resize(struct vbus_blk *b, __u64 bytes)
+{
+	if (b->blkdev)
+		return hostd_dev_fail(b->dev, -EOPNOTSUPP,
+				      "resize: " WHAT " %s is a block device: grow it with its own tools",
+				      b->path);
+	if (ftruncate(b->fd_buffered, (off_t)bytes) < 0)
+		return hostd_dev_fail(b->dev, -errno, "resize: " WHAT " %s: %s",
+				      b->path, strerror(errno));
+	return 0;
+}
+
 static void file_stats(struct vbus_blk *b, struct hostd_stats_out *out)
 {
 	hostd_stat_str(out, "file", b->path);
@@ -450,4 +468,5 @@ const struct vbus_blk_backend_ops vbus_blk_file_ops = {
 	.queue = file_queue,
 	.submit = file_submit,
 	.stats = file_stats,
+	.resize = file_resize,
 };

@@ -21,7 +21,8 @@
  * that dies while starting is not restarted (`ctl stats`:
  * image_state=failed); the requests then fail at their nbd_timeout. At
  * create the start is waited for (bounded by nbd_timeout): the pid file
- * it writes once its export is up. On the loop nothing is waited for.
+ * it writes once its export is up. On the loop nothing is waited for
+ * (but `ctl resize`, bounded: vbus_blk_image_qmp.c, on its QMP socket).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -168,12 +169,13 @@ static void unwatch(struct vbus_blk_image *im, int *fd)
  */
 static int start(struct vbus_blk_image *im)
 {
-	char file[PATH_MAX + 80], fmt[96], nbd[160], exp[128];
+	char file[PATH_MAX + 80], fmt[96], nbd[160], exp[128], qmp[160];
 	const char *argv[] = {
 		"setpriv", "--pdeathsig", "TERM", "--",
 		"qemu-storage-daemon", "--pidfile", im->pidfile,
 		"--blockdev", file, "--blockdev", fmt, "--nbd-server", nbd,
-		"--export", exp, NULL
+		"--export", exp, "--chardev", qmp, "--monitor", "chardev=qmp",
+		NULL
 	};
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -192,10 +194,14 @@ static int start(struct vbus_blk_image *im)
 	snprintf(exp, sizeof(exp),
 		 "type=nbd,id=disk,node-name=disk,name=disk,writable=%s",
 		 im->b->ro ? "off" : "on");
+	/* QMP for ctl resize (vbus_blk_image_qmp.c), private like the rest */
+	snprintf(qmp, sizeof(qmp), "socket,id=qmp,path=%s,server=on,wait=off",
+		 im->qmp);
 	if (pipe2(e, O_CLOEXEC | O_NONBLOCK))
 		return -errno;
 	unlink(im->pidfile);
 	unlink(im->sock);
+	unlink(im->qmp);
 	sigemptyset(&none);
 	sigfillset(&all);
 	posix_spawnattr_init(&at);
@@ -426,6 +432,7 @@ int vbus_blk_image_open(struct vbus_blk *b, const char *path,
 	}
 	snprintf(im->sock, sizeof(im->sock), "%s/nbd.sock", im->dir);
 	snprintf(im->pidfile, sizeof(im->pidfile), "%s/qsd.pid", im->dir);
+	snprintf(im->qmp, sizeof(im->qmp), "%s/qmp.sock", im->dir);
 	if (format)
 		snprintf(im->format, sizeof(im->format), "%s", format);
 	ret = format ? 0 : probe_format(b, im);
@@ -472,6 +479,7 @@ void vbus_blk_image_close(struct vbus_blk *b)
 	}
 	if (im->dir[0]) {
 		unlink(im->sock);
+		unlink(im->qmp);
 		unlink(im->pidfile);
 		rmdir(im->dir);
 	}

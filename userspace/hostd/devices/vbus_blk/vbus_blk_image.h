@@ -20,6 +20,7 @@ struct vbus_blk_image {
 	char dir[96];			/* private (0700): the socket, the pid file */
 	char sock[112];			/* fits sun_path */
 	char pidfile[112];
+	char qmp[112];			/* its QMP monitor (ctl resize) */
 	int errfd;			/* its stderr, watched, -1 */
 	pid_t pid;			/* the storage daemon (our child), 0 */
 	int daemon_fd;			/* its pidfd, watched, -1 */
@@ -34,5 +35,11 @@ int vbus_blk_image_open(struct vbus_blk *b, const char *path,
 			const char *format);
 void vbus_blk_image_close(struct vbus_blk *b);
 void vbus_blk_image_stats(struct vbus_blk *b, struct hostd_stats_out *out);
+/*
+ * ctl resize (vbus_blk_image_qmp.c): the image made @bytes long by its
+ * storage daemon; the NBD connection drops and the reconnect sees the
+ * new size. 0, or hostd_dev_fail's -errno.
+ */
+int vbus_blk_image_resize(struct vbus_blk *b, __u64 bytes);
 
 #endif /* VBUS_HOSTD_VBUS_BLK_IMAGE_H */

@@ -219,6 +219,10 @@ static int conn_up(struct vbus_blk_nbd *n)
 	n->st.reconnects++;
 	hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: reconnected, %u requests "
 		      "sent again", n->b->path, n->parked.n);
+	/* a larger export is the same disk, grown (a resize); never shrunk */
+	if (n->size / n->b->lbs * (n->b->lbs / SECTOR) > n->b->capacity)
+		vbus_blk_capacity_set(n->b,
+				      n->size / n->b->lbs * (n->b->lbs / SECTOR));
 	/*
 	 * In the order they came: each goes to the tail of its list, and a
 	 * loss meanwhile parks it (and the rest) again, still in order.
