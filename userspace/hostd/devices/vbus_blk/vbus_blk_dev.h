@@ -216,8 +216,7 @@ struct vbus_blk {
 	__u32 features;			/* granted */
 	__u32 nr_queues, depth;		/* granted */
 	struct vbus_blk_queue q[VBUS_BLK_MAX_QUEUES];
-	struct ioq evq;			/* the events ring (F_RESIZE) */
-	bool evq_attached;
+	struct hostd_devq evq;		/* the events ring (F_RESIZE) */
 
 	struct vbus_blk_stats st;
 };

@@ -30,23 +30,15 @@ int vbus_blk_events_attach(struct vbus_blk *b, struct hostd_shm *shm)
 	if (!b->negotiated || !(b->features & VBUS_BLK_F_RESIZE) ||
 	    !shm->signal)
 		return -EINVAL;
-	if (b->evq_attached)
-		return -EBUSY;
-	ret = hostd_shm_ioq(shm, &b->evq, NULL, VBUS_BLK_EVENTS_COUNT);
-	if (ret < 0)
-		return ret;
-	/* the guest never signals it: nothing to hear */
-	b->evq_attached = true;
-	return 0;
+	/* the guest never signals it: nothing to hear (no callback) */
+	ret = hostd_devq_attach(&b->evq, shm, VBUS_BLK_EVENTS_COUNT, NULL);
+	return ret < 0 ? ret : 0;
 }
 
 /* close: the guest's ring goes with its shm */
 void vbus_blk_events_detach(struct vbus_blk *b)
 {
-	if (!b->evq_attached)
-		return;
-	b->evq_attached = false;
-	ioq_put(&b->evq);
+	hostd_devq_detach(&b->evq);
 }
 
 void vbus_blk_capacity_set(struct vbus_blk *b, __u64 sectors)
@@ -56,13 +48,13 @@ void vbus_blk_capacity_set(struct vbus_blk *b, __u64 sectors)
 	hostd_dev_log(b->dev, "vbus-blk: %s: capacity %llu -> %llu sectors%s",
 		      b->path, (unsigned long long)b->capacity,
 		      (unsigned long long)sectors,
-		      b->evq_attached ? "; the guest is told" : "");
+		      b->evq.attached ? "; the guest is told" : "");
 	b->capacity = sectors;
 	b->st.resizes++;
-	if (!b->evq_attached || hostd_dev_faulted(b->dev))
+	if (!hostd_devq_live(&b->evq))
 		return;
 	b->st.resize_events++;
-	ioq_signal(&b->evq, 0);
+	hostd_devq_signal(&b->evq);
 }
 
 /*
@@ -141,7 +133,7 @@ static int resize(struct vbus_blk *b, const char *arg, char *msg, size_t len)
 	vbus_blk_capacity_set(b, bytes / 512);
 	snprintf(msg, len, "%s: %llu bytes%s", b->path,
 		 (unsigned long long)bytes,
-		 b->evq_attached ? "; the guest was told" :
+		 b->evq.attached ? "; the guest was told" :
 		 "; the guest sees it when it opens the device again (it did not ask for resize events)");
 	return 0;
 }
