@@ -481,13 +481,15 @@ qcow2_group() {
 	vt_check qcow2-fio-rand-4k-qd32 fio_verify qrand32 "$q" randwrite 4k 32 1 16
 	vt_check qcow2-fio-rand-4k-64k-qd1 fio_verify qrand1 "$q" randwrite 4k-64k 1 1 16
 	vt_check qcow2-image-has-fio-data same_as_image "$q" q 0 16777216
-	ext4_cycle "$q" qcow2-ext4
-	vt_check qcow2-second-hostd-refused vt_host qlock hostd
-	vt_check qcow2-qemu-refused vt_host qlock qemu
+	# at 48 MiB, where nothing was written yet: new clusters, whose
+	# mapping the storage daemon writes at the guest's flush
 	vt_check qcow2-daemon-kill-after-fsync image_kill "$q"
 	vt_check qcow2-daemon-restarted vt_wait 30 vt_host qstat 3 image_restarts 1
 	vt_check qcow2-io-resumes reads_back "$q" 50331648 4194304 "$(cat /tmp/qkill.sha)"
 	vt_check qcow2-write-after-restart write_to_image "$q" q 41943040 1048576
+	ext4_cycle "$q" qcow2-ext4
+	vt_check qcow2-second-hostd-refused vt_host qlock hostd
+	vt_check qcow2-qemu-refused vt_host qlock qemu
 	vt_check qcow2-nbd-data-before write_to_image "$n" n 8388608 1048576
 	vt_check qcow2-nbd-server-gone nbd_gone "$n"
 	vt_check qcow2-nbd-write-completes nbd_write_done
