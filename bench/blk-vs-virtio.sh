@@ -144,9 +144,19 @@ notifies() {
 	ctl stats g1 "$1" 2>/dev/null | tr ' ' '\n' |
 		awk -F= '$1 == "notify_in" { i = $2 } $1 == "notify_out" { o = $2 } END { print i + 0, o + 0 }'
 }
+# qsd_ticks DISK: the CPU time of vbusq's qemu-storage-daemon (image_pid
+# in ctl stats), - for the other disks: its work is part of the cost of
+# vbusq's requests, as QEMU's qcow2 driver's is of virtioq's
+qsd_ticks() {
+	local pid
+	[[ "$1" == vbusq ]] || { echo -; return; }
+	pid=$(ctl stats g1 2 2>/dev/null | tr ' ' '\n' | sed -n 's/^image_pid=//p')
+	lab_ticks "$pid"
+}
 # req_begin|req_end DISK JOB ROUND [KICKS IRQS]: the CPU times of QEMU and
-# vbus-hostd, the device's counters and the guest's own counts (kprobe
-# hits, /proc/interrupts; - when it has none) at this edge of a fio run
+# vbus-hostd, the device's counters, the guest's own counts (kprobe
+# hits, /proc/interrupts; - when it has none) and the storage daemon's
+# CPU time (vbusq) at this edge of a fio run
 mark() {
 	local what=$1 disk=$2 job=$3 r=$4 gkicks=${5:-} girqs=${6:-}
 	[[ "$gkicks" =~ ^[0-9]+$ ]] || gkicks=-
@@ -154,8 +164,9 @@ mark() {
 	[[ "$disk" =~ ^(vbus|virtio)q?$ && "$job" =~ ^[a-z0-9-]+$ && "$r" =~ ^[0-9]+$ ]] ||
 		{ lab_reply="bad mark"; return 1; }
 	mkdir -p "$raw/$disk/r$r"
-	printf '%s %s %s %s %s %s %s\n' "$(lab_ticks "$(cat "$run/guest.pid" 2>/dev/null)")" \
-		"$(lab_ticks "$hostd_pid")" "$(notifies "$([[ "$disk" == vbusq ]] && echo 2 || echo 1)")" "$(vbus_now)" "$clk_tck" "$gkicks" "$girqs" \
+	printf '%s %s %s %s %s %s %s %s\n' "$(lab_ticks "$(cat "$run/guest.pid" 2>/dev/null)")" \
+		"$(lab_ticks "$hostd_pid")" "$(notifies "$([[ "$disk" == vbusq ]] && echo 2 || echo 1)")" \
+		"$(vbus_now)" "$clk_tck" "$gkicks" "$girqs" "$(qsd_ticks "$disk")" \
 		>"$raw/$disk/r$r/$job.$what"
 }
 req_begin() { mark begin "$@"; }

@@ -12,8 +12,10 @@ raw-file fast path) for host CPU per I/O and latency p50/p99.
 
 RAWDIR holds meta.env, status.txt and DISK/rK/JOB.{json,begin,end} per
 round K: the fio JSON of the run, and the host's marks around it
-("qemu_ticks hostd_ticks notify_in notify_out wall_s clk_tck kicks irqs";
-the last two are the guest's counts, "-" when unknown). Figures are the
+("qemu_ticks hostd_ticks notify_in notify_out wall_s clk_tck kicks irqs
+qsd_ticks"; kicks and irqs are the guest's counts, qsd_ticks the CPU
+time of vbusq's qemu-storage-daemon, "-" when unknown or not vbusq).
+Host CPU per I/O is QEMU + vbus-hostd (+ the storage daemon for vbusq). Figures are the
 median over rounds, with min..max. Host CPU and notifications per I/O:
 the counters' change between the guest's begin and end marks (the fio
 process's start-up and exit included; no ramp, so fio's I/O count covers
@@ -41,7 +43,8 @@ PAIRS = [("vbus", "virtio", "jobs"), ("vbusq", "virtioq", "qcow2_jobs")]
 # the NBD hop: image= through the storage daemon against the raw file
 HOP = ("vbusq", "vbus")
 HOP_FIGURES = ["iops", "p50_us", "p99_us", "cpu_us_per_io",
-               "cpu_qemu_us_per_io", "cpu_hostd_us_per_io", "notif_per_io"]
+               "cpu_qemu_us_per_io", "cpu_hostd_us_per_io",
+               "cpu_qsd_us_per_io", "notif_per_io"]
 
 # key, label, unit
 FIGURES = [
@@ -52,6 +55,7 @@ FIGURES = [
     ("cpu_us_per_io", "host CPU per I/O", "us"),
     ("cpu_qemu_us_per_io", "  QEMU", "us"),
     ("cpu_hostd_us_per_io", "  vbus-hostd", "us"),
+    ("cpu_qsd_us_per_io", "  qemu-storage-daemon", "us"),
     ("notif_per_io", "notif/IO (guest count)", ""),
     ("kicks_per_io", "  guest->host doorbells", ""),
     ("irqs_per_io", "  host->guest irqs", ""),
@@ -87,8 +91,9 @@ def marks(path):
         return None
     if len(m) < 6:
         return None
-    # the guest's kicks and irqs: older marks lack them, "-" is unknown
-    for x in (f[6:8] + ["-", "-"])[:2]:
+    # the guest's kicks and irqs, the storage daemon's ticks: older marks
+    # lack them, "-" is unknown
+    for x in (f[6:9] + ["-", "-", "-"])[:3]:
         try:
             m.append(float(x))
         except ValueError:
@@ -132,6 +137,10 @@ def one_run(rdir, job, disk):
         fig["cpu_qemu_us_per_io"] = q
         fig["cpu_hostd_us_per_io"] = h
         fig["cpu_us_per_io"] = q + h
+        if b[8] is not None and e[8] is not None and e[8] >= b[8]:
+            s = (e[8] - b[8]) / e[5] * 1e6 / ios
+            fig["cpu_qsd_us_per_io"] = s
+            fig["cpu_us_per_io"] += s
         fig["kicks_per_io"] = per_io(b, e, 6, ios)
         fig["irqs_per_io"] = per_io(b, e, 7, ios)
         if fig["kicks_per_io"] is not None and fig["irqs_per_io"] is not None:
