@@ -184,8 +184,11 @@ echo "VBUS-BENCH DONE"
 vt_pass bench-ran
 
 demo() {
-	local d=$1 f
-	vt_kmod_load crc32c_generic && vt_kmod_load ext4 || return 1
+	local d=$1 f m
+	# once: the demo runs per disk
+	for m in crc32c_generic ext4; do
+		grep -q "^$m " /proc/modules || vt_kmod_load "$m" || return 1
+	done
 	# shellcheck disable=SC2012 # queue numbers
 	echo "demo: /dev/$d: $(cat "/sys/block/$d/size") sectors, serial $(cat "/sys/block/$d/serial")," \
 		"$(ls -d "/sys/block/$d/mq/"* | wc -l) queue(s), write cache: $(cat "/sys/block/$d/queue/write_cache")"
@@ -218,6 +221,7 @@ if [ "$VB_DEMO" = 1 ]; then
 	*" vbusq "*)
 		if [ -n "${dev_vbusq:-}" ]; then
 			vt_check demo-ext4-qcow2 demo "$dev_vbusq"
+			sed 's/^/  /' /tmp/.vt_check.out
 		else
 			vt_fail demo-ext4-qcow2 "no vbusq disk"
 		fi
