@@ -25,11 +25,14 @@
 #                path never through vbus-hostd (tests/qemu/run.sh ipc_link
 #                --demo)
 #   5. vbus-blk  boots one guest with a vbus-blk disk (vbus-hostd, io_uring
-#                on a backing file) next to a virtio-blk disk: short fio
-#                runs on both (IOPS, MB/s, latency, host CPU per I/O; one of them
-#                polled: io_uring --hipri on a poll queue), then
-#                ext4 on the vbus disk: mkfs, mount, files, remount,
-#                checksums (bench/blk-vs-virtio.sh --demo)
+#                on a backing file) next to a virtio-blk disk, and a qcow2
+#                disk on each (vbus-blk image=: vbus-hostd starts a
+#                qemu-storage-daemon for it; virtio-blk: QEMU's qcow2
+#                driver): short fio runs on all four (IOPS, MB/s, latency,
+#                host CPU per I/O; one of them polled: io_uring --hipri on
+#                a poll queue), then ext4 on both vbus disks: mkfs, mount,
+#                files, remount, checksums (bench/blk-vs-virtio.sh --demo
+#                --format qcow2)
 #   6. --bench   bench/venet-vs-virtio.sh: venet against virtio-net in the
 #                same guest, table + build/bench/results.{json,png}; then
 #                bench/blk-vs-virtio.sh: build/bench/blk-results.{json,png}
@@ -157,11 +160,11 @@ VBUS_BUILD="$VBUS_BUILD" bash "$top/tests/qemu/run.sh" ipc_link --no-build --dem
 done_step ipc-link ok "$(elapsed "$t0")" "20000 messages each way between two guests, checked"
 
 # ---- 5. vbus-blk: a disk through vbus-hostd --------------------------------------------------
-step "5. vbus-blk: a disk on vbus next to virtio-blk (short fio), ext4 on it"
+step "5. vbus-blk: a raw and a qcow2 disk on vbus next to virtio-blk's (short fio), ext4 on them"
 t0=$(date +%s.%N)
 rc=0
 VBUS_HOSTD="$hostd" bash "$top/bench/blk-vs-virtio.sh" --no-build --rounds 1 --time 2 --disk-mb 128 \
-	--jobs "randread-4k-qd32 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8 randread-4k-qd1-poll" --demo \
+	--jobs "randread-4k-qd32 randwrite-4k-qd32 read-128k-qd8 write-128k-qd8 randread-4k-qd1-poll" --demo --format qcow2 \
 	--timeout 600 --out "$VBUS_BUILD/main/blk" || rc=$?
 ((rc == 0)) || fail vbus-blk "$(elapsed "$t0")" "the vbus-blk disk did not work (exit $rc; logs in $VBUS_BUILD/main/blk)"
 done_step vbus-blk ok "$(elapsed "$t0")" "$VBUS_BUILD/main/blk/blk-results.json"

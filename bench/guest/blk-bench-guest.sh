@@ -1,7 +1,8 @@
 # shellcheck shell=dash
 # Guest side of bench/blk-vs-virtio.sh; runs as /test/run.sh under busybox
-# sh. Finds the two disks by serial (vbus-blk: $VB_VBUS_SERIAL, virtio-blk:
-# $VB_VIRTIO_SERIAL), then for each round (disk order alternating) runs
+# sh. Finds the disks by serial (vbus-blk: $VB_VBUS_SERIAL, virtio-blk:
+# $VB_VIRTIO_SERIAL; any other disk D of VB_DISKS, e.g. the qcow2 ones
+# vbusq and virtioq: bench-D), then for each round (disk order alternating) runs
 # every fio job on each disk. Around each run it tells the host (vt_host
 # begin|end DISK JOB ROUND, the lab's request channel) so that the host
 # reads its CPU counters right at the edges; the fio JSON goes to the console between
@@ -20,9 +21,12 @@
 #          vectors, all CPUs (virtio-blk: "virtioN-req.M" and
 #          "virtioN-config" of the disk's virtioN; vbus: the bridge's
 #          "vbus-eventq", through which the host signals the disk's rings)
+# Both counts are of every disk of the kind (vbus*, virtio*), but only
+# the disk under test is busy while they are taken.
 # "-" when a count is not available (no tracefs, a probe refused).
 #
-# With VB_DEMO=1, afterwards: ext4 on the vbus disk, mounted, a few files
+# With VB_DEMO=1, afterwards: ext4 on the vbus disk (and on vbusq, the
+# qcow2 one, when VB_DISKS has it), mounted, a few files
 # written, listed, checksummed after a remount (scripts/main.sh shows it).
 #
 # Knobs (/test/config.sh): VB_DISKS ("vbus virtio"), VB_VBUS_SERIAL,
@@ -96,9 +100,13 @@ irq_sum() {
 
 # notif_counts DISK: "KICKS IRQS" so far
 notif_counts() {
+	local irq
 	case "$1" in
-	vbus) echo "$(probe_hits vbus_doorbell) $(irq_sum vbus-eventq)" ;;
-	*) echo "$(probe_hits virtio_kick) $(irq_sum "$virtio_irq")" ;;
+	vbus*) echo "$(probe_hits vbus_doorbell) $(irq_sum vbus-eventq)" ;;
+	*)
+		eval "irq=\${virtio_irq_$1:--}"
+		echo "$(probe_hits virtio_kick) $(irq_sum "$irq")"
+		;;
 	esac
 }
 
@@ -106,20 +114,21 @@ devs=""
 for d in $VB_DISKS; do
 	case "$d" in
 	vbus) s=$VB_VBUS_SERIAL ;;
-	*) s=$VB_VIRTIO_SERIAL ;;
+	virtio) s=$VB_VIRTIO_SERIAL ;;
+	*) s=bench-$d ;;
 	esac
 	if name=$(disk_by_serial "$s"); then
 		echo "VBUS-BENCH $d up $name"
 		eval "dev_$d=$name"
 		devs="$devs $d"
+		# a virtio disk's interrupts: its virtioN's MSI-X lines
+		case "$d" in
+		virtio*) eval "virtio_irq_$d=$(basename "$(readlink -f "/sys/block/$name/device")")-" ;;
+		esac
 	else
 		echo "VBUS-BENCH $d unavailable no disk with serial $s"
 	fi
 done
-virtio_irq=-
-# shellcheck disable=SC2154 # dev_virtio is set by the eval above
-[ -n "${dev_virtio:-}" ] &&
-	virtio_irq="$(basename "$(readlink -f "/sys/block/$dev_virtio/device")")-"
 notif_setup
 
 # fio_args JOB: the job's fio options (RW-BS-qdN[-poll])
@@ -175,8 +184,11 @@ echo "VBUS-BENCH DONE"
 vt_pass bench-ran
 
 demo() {
-	local d=$1 f
-	vt_kmod_load crc32c_generic && vt_kmod_load ext4 || return 1
+	local d=$1 f m
+	# once: the demo runs per disk
+	for m in crc32c_generic ext4; do
+		grep -q "^$m " /proc/modules || vt_kmod_load "$m" || return 1
+	done
 	# shellcheck disable=SC2012 # queue numbers
 	echo "demo: /dev/$d: $(cat "/sys/block/$d/size") sectors, serial $(cat "/sys/block/$d/serial")," \
 		"$(ls -d "/sys/block/$d/mq/"* | wc -l) queue(s), write cache: $(cat "/sys/block/$d/queue/write_cache")"
@@ -204,5 +216,16 @@ if [ "$VB_DEMO" = 1 ]; then
 	else
 		vt_fail demo-ext4 "no vbus disk"
 	fi
+	# --format qcow2: the same on the qcow2 disk (image=)
+	case " $VB_DISKS " in
+	*" vbusq "*)
+		if [ -n "${dev_vbusq:-}" ]; then
+			vt_check demo-ext4-qcow2 demo "$dev_vbusq"
+			sed 's/^/  /' /tmp/.vt_check.out
+		else
+			vt_fail demo-ext4-qcow2 "no vbusq disk"
+		fi
+		;;
+	esac
 fi
 vt_done

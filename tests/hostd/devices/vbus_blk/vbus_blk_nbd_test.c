@@ -269,9 +269,11 @@ static void nbd_config(void **state)
 	assert_true(x->f.cfg.features & VBUS_BLK_F_WRITE_ZEROES);
 	assert_false(x->f.cfg.features & VBUS_BLK_F_RO);
 	assert_string_equal(fgd_stat_str(x->f.dev, "backend"), "nbd");
-	assert_string_equal(fgd_stat_str(x->f.dev, "nbd_state"), "up");
+	/* the file plugin has multi-conn: the other connections come on the loop */
+	wait_state(x, "up");
 	assert_string_equal(fgd_stat_str(x->f.dev, "nbd"), x->uri);
-	assert_int_equal(fgd_stat(x->f.dev, "nbd_connects"), 1);
+	assert_int_equal(fgd_stat(x->f.dev, "nbd_connects"),
+			 fgd_stat(x->f.dev, "nbd_conns"));
 }
 
 /* WRITE in three segments lands in the server's file; READ brings it back */
@@ -424,6 +426,145 @@ static void nbd_flushed_survives(void **state)
 	assert_int_equal(rw(&x->f, VBUS_BLK_OP_READ, 0, 200, 1, &r, &len),
 			 VBUS_BLK_S_OK);
 	assert_memory_equal(fgd_ram(r), fgd_ram(w), len);
+}
+
+/* ---- multi-conn ---------------------------------------------------------------- */
+
+/* nbdkit's log filter's lines in @log that contain @what */
+static unsigned int log_count(const char *log, const char *what)
+{
+	FILE *f = fopen(log, "r");
+	char line[4096];
+	unsigned int n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
+/* the file plugin behind nbdkit's log filter (logfile=@log), and maybe
+ * the multi-conn filter in @mode */
+static void server_logged(struct nfx *x, const char *log, const char *mode)
+{
+	char file[600], logarg[400], modearg[64];
+
+	snprintf(file, sizeof(file), "file=%s", x->f.path);
+	snprintf(logarg, sizeof(logarg), "logfile=%s", log);
+	if (mode) {
+		snprintf(modearg, sizeof(modearg), "multi-conn-mode=%s", mode);
+		server_start(x, "--filter=log", "--filter=multi-conn", "file",
+			     file, logarg, modearg, NULL);
+	} else {
+		server_start(x, "--filter=log", "file", file, logarg, NULL);
+	}
+}
+
+/* a WRITE on queue 0 and a FLUSH on queue 1 */
+static void write_q0_flush_q1(struct nfx *x, int fill)
+{
+	__u32 len = 4096;
+	__u64 w = buf_new(len, fill);
+	unsigned char got[4096];
+
+	assert_int_equal(rw(&x->f, VBUS_BLK_OP_WRITE, 0, 16, 1, &w, &len),
+			 VBUS_BLK_S_OK);
+	assert_int_equal(submit(&x->f, 1, req_new(VBUS_BLK_OP_FLUSH, 0, 0, 0,
+						  0, NULL, NULL),
+				(__u32)VBUS_BLK_REQ_SIZE(0)), VBUS_BLK_S_OK);
+	file_read(x->f.path, 16 * SEC, got, len);
+	assert_memory_equal(got, fgd_ram(w), len);
+}
+
+/*
+ * A server with multi-conn: one connection per queue (queues=2), each
+ * queue's requests on its own: the server saw two connections, the
+ * WRITE on one and the FLUSH on the other.
+ */
+static void nbd_multi_conn_per_queue(void **state)
+{
+	struct nfx *x = *state;
+	char log[400];
+
+	snprintf(log, sizeof(log), "%s/log", x->dir);
+	server_logged(x, log, NULL);
+	nbd_up(x, "queues=2");
+	assert_int_equal(fgd_stat(x->f.dev, "nbd_conns"), 2);
+	wait_stat(x, "nbd_conns_up", 2);
+	write_q0_flush_q1(x, 0x6c);
+	assert_int_equal(log_count(log, "Connect "), 2);
+	assert_int_equal(log_count(log, "connection=1 Write "), 1);
+	assert_int_equal(log_count(log, "connection=2 Flush "), 1);
+	assert_int_equal(log_count(log, "connection=2 Write "), 0);
+	unlink(log);
+}
+
+/* without multi-conn one connection serves every queue, whatever nbd_conns= says */
+static void nbd_no_multi_conn_one_conn(void **state)
+{
+	struct nfx *x = *state;
+	char log[400];
+
+	snprintf(log, sizeof(log), "%s/log", x->dir);
+	server_logged(x, log, "disable");
+	nbd_up(x, "queues=2,nbd_conns=2");
+	assert_int_equal(fgd_stat(x->f.dev, "nbd_conns"), 1);
+	write_q0_flush_q1(x, 0x6d);
+	assert_int_equal(log_count(log, "Connect "), 1);
+	assert_int_equal(log_count(log, "connection=1 Flush "), 1);
+	unlink(log);
+}
+
+/* nbd_conns=1 keeps one connection to a multi-conn server; 17 is refused */
+static void nbd_conns_param(void **state)
+{
+	struct nfx *x = *state;
+	char params[2048];
+	int err;
+
+	snprintf(params, sizeof(params), "nbd=%s,nbd_conns=17", x->uri);
+	assert_null(fgd_dev_create("vbus-blk", params, &err));
+	assert_non_null(strstr(fgd_last_error(), "nbd_conns"));
+	server_file(x, NULL, NULL);
+	nbd_up(x, "queues=2,nbd_conns=1");
+	assert_int_equal(fgd_stat(x->f.dev, "nbd_conns"), 1);
+	assert_int_equal(fgd_stat(x->f.dev, "nbd_conns_up"), 1);
+}
+
+/*
+ * The server killed with a request parked on each queue: both
+ * connections come back, each sends its queue's request again.
+ */
+static void nbd_multi_conn_reconnect(void **state)
+{
+	struct nfx *x = *state;
+	__u32 len = 4096;
+	__u64 w0 = buf_new(len, 0x71), w1 = buf_new(len, 0x72), g0, g1;
+	unsigned char got[4096];
+
+	server_file(x, NULL, NULL);
+	nbd_up(x, "queues=2");
+	wait_stat(x, "nbd_conns_up", 2);
+	server_kill(x);
+	wait_state(x, "down");
+	g0 = req_new(VBUS_BLK_OP_WRITE, 0, 32, 0, 1, &w0, &len);
+	g1 = req_new(VBUS_BLK_OP_WRITE, 0, 40, 0, 1, &w1, &len);
+	assert_int_equal(fgd_post(&x->f.r[0], g0, (__u32)VBUS_BLK_REQ_SIZE(1),
+				  ++x->f.cookie), 0);
+	assert_int_equal(fgd_post(&x->f.r[1], g1, (__u32)VBUS_BLK_REQ_SIZE(1),
+				  ++x->f.cookie), 0);
+	wait_stat(x, "nbd_parked_now", 2);
+	server_file(x, NULL, NULL);
+	reap_n(&x->f.r[0], 1, NULL);
+	reap_n(&x->f.r[1], 1, NULL);
+	assert_int_equal(req_status(g0), VBUS_BLK_S_OK);
+	assert_int_equal(req_status(g1), VBUS_BLK_S_OK);
+	assert_true(fgd_stat(x->f.dev, "nbd_reconnects") >= 2);
+	file_read(x->f.path, 32 * SEC, got, len);
+	assert_memory_equal(got, fgd_ram(w0), len);
+	file_read(x->f.path, 40 * SEC, got, len);
+	assert_memory_equal(got, fgd_ram(w1), len);
 }
 
 /* a server that does not come back: the request fails at nbd_timeout */
@@ -820,6 +961,8 @@ int main(void)
 		T(nbd_close_inflight), T(nbd_qemu_nbd_qcow2),
 		T(image_qcow2_overlay), T(image_second_user),
 		T(image_daemon_restarted), T(image_daemon_inherits_nothing),
+		T(nbd_multi_conn_per_queue), T(nbd_no_multi_conn_one_conn),
+		T(nbd_conns_param), T(nbd_multi_conn_reconnect),
 #undef T
 	};
 

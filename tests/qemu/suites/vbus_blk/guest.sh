@@ -13,8 +13,10 @@
 # (by-id, by-uuid, by-label); load/unload cycles (every 4th with a hot drop + add of
 # the rw disk) without slab growth; flush: data fsynced in the guest is in
 # the backing file after the host kills vbus-hostd (SIGKILL) right after
-# the fsync returned; last, with the host dead, a request times out, the
-# device faults and fails what comes next at once.
+# the fsync returned; qcow2: a qcow2 overlay through image= and an
+# nbd= disk (two more disks the host adds and drops: see host.sh); last,
+# with the host dead, a request times out, the device faults and fails
+# what comes next at once.
 #
 # Host requests (vt_host, lib/guest.sh; host.sh's req_ functions):
 #   sha  rw|ro OFF LEN    sha256 of that byte range of the backing file
@@ -24,6 +26,13 @@
 #   topo rw               "PBS IO_MIN IO_OPT NONROT" of the rw disk (ctl stats)
 #   resize rw BYTES       `vbus-hostd ctl resize` of the rw disk
 #   addold | dropold      a compat=v1 disk (serial vbt-old) added / dropped
+#   qadd | qdrop          add (drop) the qcow2 disk (id 3) and the nbd= disk (id 4)
+#   qsha q|n|base OFF LEN sha256 of a range of the overlay / nbd overlay / base
+#   qstat ID KEY MIN      ctl stats KEY of device ID >= MIN (not yet: fails)
+#   qkill OFF LEN SHA     SIGKILL the image's storage daemon, then compare
+#   nstop | nstart        kill (start) the nbd= disk's server
+#   qlock hostd|qemu      a second vbus-hostd / QEMU on the image is refused
+#   qcheck                qemu-img check of both overlays, base unchanged
 #
 # Knobs from /test/config.sh (written by the host script):
 #   VT_RW_SERIAL VT_RO_SERIAL VT_RW_BYTES VT_RO_BYTES
@@ -40,6 +49,7 @@
 : "${VT_RO_BYTES:=16777216}"
 : "${VT_FIO_MB:=128}"
 : "${VT_CYCLES:=20}"
+: "${VT_Q_BYTES:=67108864}"
 
 MODS="vbus_core vbus_proxy vbus_pcibridge vbus_blk"
 
@@ -129,13 +139,14 @@ guest_to_host() {
 }
 
 # ---- fio -------------------------------------------------------------------
-# fio_verify NAME DEV RW BS QD [LOOPS]: one job over VT_FIO_MB MiB with
-# crc32c verification of everything written (LOOPS times, default 1).
+# fio_verify NAME DEV RW BS QD [LOOPS [MB]]: one job over MB (VT_FIO_MB)
+# MiB with crc32c verification of everything written (LOOPS times,
+# default 1).
 fio_verify() {
 	local out=/tmp/fio-$1.out
 	if ! /usr/bin/fio --name="$1" --filename="/dev/$2" --rw="$3" --bs="$4" \
 		--iodepth="$5" --loops="${6:-1}" --ioengine=libaio --direct=1 \
-		--size="${VT_FIO_MB}M" --verify=crc32c --do_verify=1 \
+		--size="${7:-$VT_FIO_MB}M" --verify=crc32c --do_verify=1 \
 		--verify_fatal=1 --group_reporting >"$out" 2>&1; then
 		tail -n 20 "$out"
 		return 1
@@ -155,23 +166,32 @@ mk_tree() {
 	(cd /mnt/t && find . -type f | sort | xargs md5sum) >/tmp/tree.md5
 }
 
+# metadata_csum wants the crc32c shash; ext4's softdep is not followed.
+# Each once: an earlier group may have loaded them.
+ext4_load() {
+	local m
+	for m in crc32c_generic ext4; do
+		grep -q "^$m " /proc/modules || vt_kmod_load "$m" || return 1
+	done
+}
+
+# ext4_cycle DEV [PREFIX]: checks named PREFIX-... (default ext4)
 ext4_cycle() {
-	local dev=$1
+	local dev=$1 p=${2:-ext4}
 	mkdir -p /mnt/t
-	# metadata_csum wants the crc32c shash; ext4's softdep is not followed
-	vt_check ext4-load sh -c '. /test/lib.sh; vt_kmod_load crc32c_generic && vt_kmod_load ext4' || return 1
-	vt_check ext4-mkfs /usr/sbin/mkfs.ext4 -q -F "/dev/$dev" || return 1
-	vt_check ext4-mount mount -t ext4 "/dev/$dev" /mnt/t || return 1
-	vt_check ext4-write-tree mk_tree
+	vt_check "$p-load" ext4_load || return 1
+	vt_check "$p-mkfs" /usr/sbin/mkfs.ext4 -q -F "/dev/$dev" || return 1
+	vt_check "$p-mount" mount -t ext4 "/dev/$dev" /mnt/t || return 1
+	vt_check "$p-write-tree" mk_tree
 	sync
-	vt_check ext4-umount umount /mnt/t
-	vt_check ext4-fsck /usr/sbin/fsck.ext4 -n -f "/dev/$dev"
-	vt_check ext4-remount mount -t ext4 "/dev/$dev" /mnt/t || return 1
-	vt_check ext4-checksums sh -c 'cd /mnt/t && md5sum -c -s /tmp/tree.md5'
+	vt_check "$p-umount" umount /mnt/t
+	vt_check "$p-fsck" /usr/sbin/fsck.ext4 -n -f "/dev/$dev"
+	vt_check "$p-remount" mount -t ext4 "/dev/$dev" /mnt/t || return 1
+	vt_check "$p-checksums" sh -c 'cd /mnt/t && md5sum -c -s /tmp/tree.md5'
 	# fstrim: free space is handed back to the host
 	rm -rf /mnt/t/d0 /mnt/t/d1 /mnt/t/d2 /mnt/t/d3
-	vt_check ext4-fstrim /usr/sbin/fstrim -v /mnt/t
-	vt_check ext4-umount-2 umount /mnt/t
+	vt_check "$p-fstrim" /usr/sbin/fstrim -v /mnt/t
+	vt_check "$p-umount-2" umount /mnt/t
 }
 
 # ---- discard ---------------------------------------------------------------
@@ -379,6 +399,120 @@ flush_kill() {
 	vt_host killcheck rw 67108864 4194304 "$sum"
 }
 
+# ---- qcow2 through image=, and an NBD server that goes away ---------------------
+# flush_dev DEV: a FLUSH (fsync of the device): the storage daemon
+# writes the qcow2 metadata it caches, so the host's qemu-img sees it
+flush_dev() { dd if=/dev/null of="/dev/$1" conv=fsync,notrunc 2>/dev/null; }
+
+# same_as_image DEV q|n|base OFF LEN: the guest reads what the host reads
+# from the image (qemu-img, the backing chain resolved)
+same_as_image() {
+	local g h
+	flush_dev "$1" || { echo "flush failed"; return 1; }
+	g=$(sha_dev "$1" "$3" "$4")
+	h=$(vt_host qsha "$2" "$3" "$4") || { echo "$h"; return 1; }
+	[ "$g" = "$h" ] && return 0
+	echo "guest sha $g, image sha $h"
+	return 1
+}
+
+# image_kill DEV: 4 MiB written and fsynced at 48 MiB; the host SIGKILLs
+# the image's storage daemon at once and finds them in the image
+image_kill() {
+	local sum
+	head -c 4194304 /dev/urandom >/tmp/qkill
+	sum=$(sha256sum </tmp/qkill | cut -d' ' -f1)
+	echo "$sum" >/tmp/qkill.sha
+	dd if=/tmp/qkill of="/dev/$1" bs=1M seek=48 conv=fsync,notrunc 2>/dev/null ||
+		{ echo "write+fsync failed"; return 1; }
+	vt_host qkill 50331648 4194304 "$sum"
+}
+
+# reads_back DEV OFF LEN SHA: a direct read of the range gives SHA
+reads_back() {
+	local g
+	g=$(sha_dev "$1" "$2" "$3")
+	[ "$g" = "$4" ] && return 0
+	echo "read $g, wanted $4"
+	return 1
+}
+
+# write_to_image DEV q|n OFF LEN: a new pattern, O_DIRECT + fsync, is in the image
+write_to_image() {
+	local want got
+	head -c "$4" /dev/urandom >/tmp/pattern
+	dd if=/tmp/pattern of="/dev/$1" bs=1M seek=$(($3 / 1048576)) \
+		oflag=direct conv=fsync,notrunc 2>/dev/null || { echo "write failed"; return 1; }
+	want=$(sha256sum </tmp/pattern | cut -d' ' -f1)
+	got=$(vt_host qsha "$2" "$3" "$4") || { echo "$got"; return 1; }
+	[ "$want" = "$got" ] && return 0
+	echo "wrote sha $want, image has $got"
+	return 1
+}
+
+NBG=
+# nbd_gone DEV: our NBD server killed; a direct write + fsync of 1 MiB at
+# 16 MiB waits (parked) while the device's reconnects fail 3 times, the
+# server comes back, the write completes and is in the image
+nbd_gone() {
+	local dev=$1
+	head -c 1048576 /dev/urandom >/tmp/nbdw
+	sha256sum </tmp/nbdw | cut -d' ' -f1 >/tmp/nbdw.sha
+	vt_host nstop || return 1
+	dd if=/tmp/nbdw of="/dev/$dev" bs=1M seek=16 oflag=direct conv=fsync,notrunc 2>/tmp/nbdw.err &
+	NBG=$!
+	vt_wait 30 vt_host qstat 4 nbd_parked_now 1 || { echo "no request parked"; return 1; }
+	vt_wait 30 vt_host qstat 4 nbd_connect_failures 3 || return 1
+	kill -0 "$NBG" 2>/dev/null || { echo "the write ended while the server was gone"; cat /tmp/nbdw.err; return 1; }
+	vt_host nstart
+}
+
+nbd_write_done() {
+	wait "$NBG" && return 0
+	echo "the write failed after the server came back: $(cat /tmp/nbdw.err)"
+	return 1
+}
+
+nbd_write_in_image() {
+	local h
+	h=$(vt_host qsha n 16777216 1048576) || { echo "$h"; return 1; }
+	[ "$h" = "$(cat /tmp/nbdw.sha)" ] && return 0
+	echo "image has $h, the guest wrote $(cat /tmp/nbdw.sha)"
+	return 1
+}
+
+qcow2_group() {
+	local q n
+	vt_check qcow2-add vt_host qadd || return
+	if q=$(disk vbt-qcow2 30); then vt_pass "qcow2-disk-$q"; else vt_fail qcow2-disk "$q"; return; fi
+	if n=$(disk vbt-nbd 30); then vt_pass "qcow2-nbd-disk-$n"; else vt_fail qcow2-nbd-disk "$n"; return; fi
+	vt_check qcow2-size attr "$q" size $((VT_Q_BYTES / 512))
+	# the base's data at 56 MiB reaches the guest through the overlay
+	vt_check qcow2-backing-data same_as_image "$q" base 58720256 1048576
+	vt_check qcow2-fio-rand-4k-qd32 fio_verify qrand32 "$q" randwrite 4k 32 1 16
+	vt_check qcow2-fio-rand-4k-64k-qd1 fio_verify qrand1 "$q" randwrite 4k-64k 1 1 16
+	vt_check qcow2-image-has-fio-data same_as_image "$q" q 0 16777216
+	# at 48 MiB, where nothing was written yet: new clusters, whose
+	# mapping the storage daemon writes at the guest's flush
+	vt_check qcow2-daemon-kill-after-fsync image_kill "$q"
+	vt_check qcow2-daemon-restarted vt_wait 30 vt_host qstat 3 image_restarts 1
+	vt_check qcow2-io-resumes reads_back "$q" 50331648 4194304 "$(cat /tmp/qkill.sha)"
+	vt_check qcow2-write-after-restart write_to_image "$q" q 41943040 1048576
+	ext4_cycle "$q" qcow2-ext4
+	vt_check qcow2-second-hostd-refused vt_host qlock hostd
+	vt_check qcow2-qemu-refused vt_host qlock qemu
+	vt_check qcow2-nbd-data-before write_to_image "$n" n 8388608 1048576
+	vt_check qcow2-nbd-server-gone nbd_gone "$n"
+	vt_check qcow2-nbd-write-completes nbd_write_done
+	vt_check qcow2-nbd-reconnected vt_host qstat 4 nbd_reconnects 1
+	vt_check qcow2-nbd-nothing-lost same_as_image "$n" n 8388608 1048576
+	vt_check qcow2-nbd-write-in-image nbd_write_in_image
+	vt_check qcow2-drop vt_host qdrop
+	vt_check qcow2-disk-gone gone "$q" 30
+	vt_check qcow2-nbd-disk-gone gone "$n" 30
+	vt_check qcow2-images-check-clean vt_host qcheck
+}
+
 # ---- a host that never answers: the timeout handler faults the device --------
 # After flush_kill vbus-hostd is dead: a request waits io_timeout, is given
 # VBUS_BLK_TIMEOUT_RESETS more, then the device faults, the close
@@ -489,6 +623,7 @@ check_poll() {
 	vt_check poll-queues-refused poll_queues_refused
 	RW=$(disk "$VT_RW_SERIAL") || RW=
 }
+check_qcow2() { qcow2_group; }
 # last: it kills vbus-hostd
 check_flush() {
 	if [ -n "$RW" ]; then
@@ -527,6 +662,6 @@ if [ "${VT_SWIOTLB:-0}" = 1 ]; then
 	vt_run_checks swiotlb_window data fio ext4 swiotlb_verdict
 else
 	vt_run_checks sysfs topology cache data fio discard ext4 resize compat \
-		ro udev hotdrop cycles poll flush
+		ro udev hotdrop cycles poll qcow2 flush
 fi
 vt_done

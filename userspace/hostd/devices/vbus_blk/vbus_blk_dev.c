@@ -9,7 +9,9 @@
  * claimed: no other device of the daemon may use it; an image is served
  * by a qemu-storage-daemon of the device's, see vbus_blk_image.c, in
  * image_format=FMT or the one qemu-img finds), nbd_timeout=SECONDS (nbd: how long a
- * request may wait for the server, 1..3600, default 30), ro=0|1, serial=STR (<= 20 bytes; default "vbus-" and a hash of
+ * request may wait for the server, 1..3600, default 30), nbd_conns=N
+ * (nbd: connections when the server advertises multi-conn, one per
+ * queue up to N, 0..16, default 0: as many as queues), ro=0|1, serial=STR (<= 20 bytes; default "vbus-" and a hash of
  * the canonical path), queues=N (max queues offered, 1..16, default
  * min(4, CPUs)), depth=N (max descriptors per queue ring, a power of two
  * up to 1024, default 128), segs=N (max segments per request, 1..256,
@@ -160,6 +162,9 @@ static int params_nbd(struct vbus_blk *b, const struct hostd_params *p,
 		ret = param_u32(b, p, "nbd_timeout", VBLK_DEF_NBD_TIMEOUT_S, 1,
 				VBLK_MAX_NBD_TIMEOUT_S, false,
 				&b->nbd_timeout_s);
+	if (!ret)
+		ret = param_u32(b, p, "nbd_conns", 0, 0, VBUS_BLK_MAX_QUEUES,
+				false, &b->nbd_conns);
 	return ret;
 }
 
@@ -180,6 +185,9 @@ static int params_file(struct vbus_blk *b, const struct hostd_params *p)
 	if (hostd_param_get(p, "nbd_timeout"))
 		return hostd_dev_fail(b->dev, -EINVAL,
 				      "nbd_timeout= applies to nbd= and image= only");
+	if (hostd_param_get(p, "nbd_conns"))
+		return hostd_dev_fail(b->dev, -EINVAL,
+				      "nbd_conns= applies to nbd= and image= only");
 	if (!s || !*s)
 		return hostd_dev_fail(b->dev, -EINVAL,
 				      "vbus-blk needs file=PATH (a regular file "
@@ -236,7 +244,8 @@ static int vbus_blk_params(struct vbus_blk *b, const struct hostd_params *p)
 		"file", "ro", "serial", "queues", "depth", "segs",
 		"max_sectors", "discard", "direct", "strict",
 		"doorbell_mask_us", "poll_us", "iowq_workers", "nbd",
-		"nbd_timeout", "image", "image_format", "compat", NULL
+		"nbd_timeout", "nbd_conns", "image", "image_format", "compat",
+		NULL
 	};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	__u32 defq = ncpu > 0 && ncpu < 4 ? (__u32)ncpu : 4;

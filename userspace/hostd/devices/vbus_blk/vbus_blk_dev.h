@@ -169,6 +169,7 @@ struct vbus_blk {
 	/* params */
 	char path[4096];		/* canonical (realpath), or the nbd URI */
 	__u32 nbd_timeout_s;		/* nbd_timeout: a request's bound */
+	__u32 nbd_conns;		/* nbd_conns: at most, 0: one a queue */
 	bool ro;
 	bool strict;
 	int direct_want;		/* -1 auto, 0 no, 1 must */

@@ -14,9 +14,10 @@
  * notify, an issue): the callback only moves the command to the DONE
  * list; nbd_settle() answers the guest afterwards, outside libnbd.
  *
- * The connection can go at any time (vbus_blk_nbd_conn.c): a command it
- * failed (or that had not been sent) is parked and sent again once a
- * new connection is up, in the order it came; every command keeps the
+ * A command goes on the connection of its queue (qi % nconns). The
+ * connection can go at any time (vbus_blk_nbd_conn.c): a command it
+ * failed (or that had not been sent) is parked on it and sent again
+ * once it is up again, in the order it came; every command keeps the
  * deadline of its first submission (nbd_timeout), so a request is
  * answered within that bound whatever the server does. Resending is
  * safe: every NBD command is idempotent, and a FLUSH is only answered
@@ -41,19 +42,18 @@ void nbd_list_init(struct nbd_cmd_list *l)
 	l->n = 0;
 }
 
-static struct nbd_cmd_list *list_of(struct vbus_blk_nbd *n,
-				    enum nbd_cmd_where where)
+static struct nbd_cmd_list *list_of(struct nbd_cmd *c)
 {
-	if (where == NBD_CMD_SENT)
-		return &n->sent;
-	return where == NBD_CMD_PARKED ? &n->parked : &n->done;
+	if (c->where == NBD_CMD_SENT)
+		return &c->k->sent;
+	return c->where == NBD_CMD_PARKED ? &c->k->parked : &c->n->done;
 }
 
 static void list_del(struct nbd_cmd *c)
 {
 	if (!c->next)
 		return;
-	list_of(c->n, c->where)->n--;
+	list_of(c)->n--;
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
 	c->next = c->prev = NULL;
@@ -135,12 +135,14 @@ static bool in_export(const struct vbus_blk_nbd *n, const struct nbd_cmd *c)
 	return c->offset <= n->size && c->len <= n->size - c->offset;
 }
 
-bool nbd_cmd_issue(struct vbus_blk_nbd *n, struct nbd_cmd *c)
+bool nbd_cmd_issue(struct nbd_cmd *c)
 {
+	struct nbd_conn *k = c->k;
+	struct vbus_blk_nbd *n = c->n;
 	int err;
 
-	if (n->state != NBD_UP) {
-		nbd_list_move(c, &n->parked, NBD_CMD_PARKED);
+	if (k->state != NBD_UP) {
+		nbd_list_move(c, &k->parked, NBD_CMD_PARKED);
 		return true;
 	}
 	if (!in_export(n, c)) {
@@ -150,12 +152,12 @@ bool nbd_cmd_issue(struct vbus_blk_nbd *n, struct nbd_cmd *c)
 		return true;
 	}
 	/* listed first: libnbd may answer it before issue() returns */
-	nbd_list_move(c, &n->sent, NBD_CMD_SENT);
-	if (issue(n->h, c) != -1)
+	nbd_list_move(c, &k->sent, NBD_CMD_SENT);
+	if (issue(k->h, c) != -1)
 		return true;
 	err = nbd_get_errno();
-	if (nbd_aio_is_dead(n->h) || nbd_aio_is_closed(n->h)) {
-		nbd_list_move(c, &n->parked, NBD_CMD_PARKED);
+	if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h)) {
+		nbd_list_move(c, &k->parked, NBD_CMD_PARKED);
 		return false;
 	}
 	/* refused by libnbd's own checks: a request the server must not see */
@@ -168,11 +170,11 @@ bool nbd_cmd_issue(struct vbus_blk_nbd *n, struct nbd_cmd *c)
 /* ---- answers -------------------------------------------------------------- */
 
 /* errors of the connection, not of the request: send it again */
-static bool retryable(const struct vbus_blk_nbd *n, const struct nbd_cmd *c)
+static bool retryable(const struct nbd_cmd *c)
 {
 	if (!c->err || c->final)
 		return false;
-	if (n->state != NBD_UP)
+	if (c->k->state != NBD_UP)
 		return true;	/* answered by a dying connection */
 	switch (c->err) {
 	case ENOTCONN: case ESHUTDOWN: case ECONNRESET: case EPIPE:
@@ -224,10 +226,10 @@ static bool settle_once(struct vbus_blk_nbd *n, bool *touched)
 			nbd_cmd_free(c);
 			continue;
 		}
-		if (retryable(n, c)) {
+		if (retryable(c)) {
 			c->err = 0;
 			n->st.parked++;
-			nbd_list_move(c, &n->parked, NBD_CMD_PARKED);
+			nbd_list_move(c, &c->k->parked, NBD_CMD_PARKED);
 			continue;
 		}
 		if (c->err == ETIMEDOUT)
@@ -262,13 +264,22 @@ void nbd_settle(struct vbus_blk_nbd *n)
 static int nbd_open(struct vbus_blk *b)
 {
 	struct vbus_blk_nbd *n = calloc(1, sizeof(*n));
+	unsigned int i;
 
 	if (!n)
 		return -ENOMEM;
 	n->b = b;
-	n->fd = n->tfd = -1;
-	nbd_list_init(&n->sent);
-	nbd_list_init(&n->parked);
+	n->tfd = -1;
+	n->nconns = 1;
+	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++) {
+		struct nbd_conn *k = &n->conn[i];
+
+		k->n = n;
+		k->idx = i;
+		k->fd = -1;
+		nbd_list_init(&k->sent);
+		nbd_list_init(&k->parked);
+	}
 	nbd_list_init(&n->done);
 	b->be_priv = n;
 	return nbd_conn_first(n);
@@ -283,13 +294,16 @@ static void free_list(struct nbd_cmd_list *l)
 static void nbd_close_backend(struct vbus_blk *b)
 {
 	struct vbus_blk_nbd *n = nbd_of(b);
+	unsigned int i;
 
 	if (!n)
 		return;
-	/* the handle first: after nbd_close libnbd touches no buffer of ours */
+	/* the handles first: after nbd_close libnbd touches no buffer of ours */
 	nbd_conn_fini(n);
-	free_list(&n->sent);
-	free_list(&n->parked);
+	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++) {
+		free_list(&n->conn[i].sent);
+		free_list(&n->conn[i].parked);
+	}
 	free_list(&n->done);
 	free(n);
 	b->be_priv = NULL;
@@ -315,6 +329,7 @@ static int nbd_queue(struct vbus_blk *b, unsigned int qi, unsigned int slot,
 	if (!c)
 		return -ENOMEM;
 	c->n = n;
+	c->k = &n->conn[qi % n->nconns];
 	c->tag = vbus_blk_tag(b, qi, slot);
 	c->op = s->io.op;
 	c->flags = s->io.flags;
@@ -335,8 +350,8 @@ static int nbd_queue(struct vbus_blk *b, unsigned int qi, unsigned int slot,
 	}
 	if (c->flags & VBUS_BLK_REQ_FUA)
 		b->st.fua_writes++;
-	if (!nbd_cmd_issue(n, c))
-		nbd_conn_lost(n, "the connection broke while sending");
+	if (!nbd_cmd_issue(c))
+		nbd_conn_lost(c->k, "the connection broke while sending");
 	return 0;
 }
 
@@ -361,11 +376,15 @@ static void nbd_session_end(struct vbus_blk *b)
 	struct nbd_cmd *c;
 	unsigned int i;
 
-	free_list(&n->parked);
 	free_list(&n->done);
-	for (c = n->sent.head.next; c != &n->sent.head; c = c->next) {
-		c->orphan = true;
-		n->orphans++;
+	for (i = 0; i < n->nconns; i++) {
+		struct nbd_conn *k = &n->conn[i];
+
+		free_list(&k->parked);
+		for (c = k->sent.head.next; c != &k->sent.head; c = c->next) {
+			c->orphan = true;
+			n->orphans++;
+		}
 	}
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
 		b->q[i].inflight = 0;
@@ -376,12 +395,17 @@ static void nbd_session_end(struct vbus_blk *b)
 static void nbd_stats(struct vbus_blk *b, struct hostd_stats_out *out)
 {
 	struct vbus_blk_nbd *n = nbd_of(b);
+	unsigned int i, parked = 0;
 
+	for (i = 0; i < n->nconns; i++)
+		parked += n->conn[i].parked.n;
 	hostd_stat_str(out, "nbd", b->path);
 	hostd_stat_str(out, "nbd_state", nbd_conn_state_name(n));
+	hostd_stat_u64(out, "nbd_conns", n->nconns);
+	hostd_stat_u64(out, "nbd_conns_up", nbd_conns_up(n));
 	hostd_stat_str(out, "nbd_last_error", n->why);
 	hostd_stat_u64(out, "nbd_size", n->size);
-	hostd_stat_u64(out, "nbd_parked_now", n->parked.n);
+	hostd_stat_u64(out, "nbd_parked_now", parked);
 	hostd_stat_u64(out, "nbd_orphans", n->orphans);
 #define S(name) hostd_stat_u64(out, "nbd_" #name, n->st.name)
 	S(connects); S(reconnects); S(losses); S(connect_failures);

@@ -10,10 +10,15 @@
  *                        the server's limits, loss, reconnect with
  *                        backoff, the tick that bounds every request
  *
- * One connection per device, driven by the guest's loop through
- * nbd_aio_get_fd / nbd_aio_get_direction / nbd_aio_notify_{read,write}:
- * nothing here waits for the server (the first connect at create is
- * bounded by nbd_timeout, like opening a file).
+ * One connection per device, or, when the server advertises multi-conn
+ * (nbd_can_multi_conn: a FLUSH on any connection covers the writes
+ * answered on all of them), one per queue (nbd_conns=N: at most N; the
+ * guest's queue qi uses connection qi % N). Each is driven by the
+ * guest's loop through nbd_aio_get_fd / nbd_aio_get_direction /
+ * nbd_aio_notify_{read,write}: nothing here waits for the server (the
+ * first connect at create is bounded by nbd_timeout, like opening a
+ * file; the others connect on the loop, their queues' requests parked
+ * until they are up).
  */
 #ifndef VBUS_HOSTD_VBUS_BLK_NBD_H
 #define VBUS_HOSTD_VBUS_BLK_NBD_H
@@ -41,6 +46,7 @@ enum nbd_cmd_where {
 struct nbd_cmd {
 	struct nbd_cmd *prev, *next;	/* in the list of its `where` */
 	struct vbus_blk_nbd *n;
+	struct nbd_conn *k;		/* the connection of its queue */
 	enum nbd_cmd_where where;
 	__u64 tag;			/* vbus_blk_tag() */
 	__u8 op;			/* VBUS_BLK_OP_* */
@@ -60,6 +66,21 @@ struct nbd_cmd_list {
 	unsigned int n;
 };
 
+/* One connection to the server and the commands it has or waits for. */
+struct nbd_conn {
+	struct vbus_blk_nbd *n;
+	unsigned int idx;		/* in n->conn[] */
+	struct nbd_handle *h;		/* NULL when DOWN */
+	enum nbd_conn_state state;
+	int fd;				/* h's socket, watched; -1 */
+	__u32 fd_events;
+	__u64 retry_ns;			/* DOWN: next connect attempt */
+	__u32 backoff_ms;
+	__u64 connect_deadline_ns;	/* CONNECTING: give up then */
+	bool ever_up;			/* a later connect is a reconnect */
+	struct nbd_cmd_list sent, parked;
+};
+
 struct vbus_blk_nbd_stats {
 	__u64 connects;		/* connections made (the first included) */
 	__u64 reconnects;	/* made after a loss */
@@ -75,20 +96,15 @@ struct vbus_blk_nbd_stats {
 
 struct vbus_blk_nbd {
 	struct vbus_blk *b;
-	struct nbd_handle *h;		/* NULL when DOWN */
-	enum nbd_conn_state state;
-	int fd;				/* h's socket, watched; -1 */
-	__u32 fd_events;
+	struct nbd_conn conn[VBUS_BLK_MAX_QUEUES];
+	unsigned int nconns;		/* in use: conn[0..nconns) */
 	int tfd;			/* the tick: timerfd, -1 */
 	bool tfd_watched, ticking;
-	__u64 retry_ns;			/* DOWN: next connect attempt */
-	__u32 backoff_ms;
-	__u64 connect_deadline_ns;	/* CONNECTING: give up then */
 	__u64 size;			/* the export's bytes, last connect */
 	bool settling;			/* in nbd_settle: none nests */
 	unsigned int orphans;		/* sent, of a closed session */
 	char why[256];			/* the last loss or refusal */
-	struct nbd_cmd_list sent, parked, done;
+	struct nbd_cmd_list done;
 	struct vbus_blk_nbd_stats st;
 };
 
@@ -97,25 +113,28 @@ void nbd_list_init(struct nbd_cmd_list *l);
 void nbd_list_move(struct nbd_cmd *c, struct nbd_cmd_list *to,
 		   enum nbd_cmd_where where);
 void nbd_cmd_free(struct nbd_cmd *c);
-/* send @c on the connection (UP), or park it; false: the connection broke */
-bool nbd_cmd_issue(struct vbus_blk_nbd *n, struct nbd_cmd *c);
+/* send @c on its connection (UP), or park it; false: the connection broke */
+bool nbd_cmd_issue(struct nbd_cmd *c);
 /* answer what is DONE (and park what a loss failed); safe to nest */
 void nbd_settle(struct vbus_blk_nbd *n);
 /* fail @c with @err at once (its deadline passed, its range is gone) */
 void nbd_cmd_fail(struct vbus_blk_nbd *n, struct nbd_cmd *c, int err);
 
 /* vbus_blk_nbd_conn.c */
-/* the first connection, at create: bounded by nbd_timeout; limits set */
+/* the first connection, at create: bounded by nbd_timeout; limits set;
+ * the others (multi-conn) started, not waited for */
 int nbd_conn_first(struct vbus_blk_nbd *n);
 /* after issuing or notifying: a dead connection is a loss; the watch
  * follows libnbd's direction */
 void nbd_conn_check(struct vbus_blk_nbd *n);
 /* drop the connection (stall, death): its commands park */
-void nbd_conn_lost(struct vbus_blk_nbd *n, const char *why);
+void nbd_conn_lost(struct nbd_conn *k, const char *why);
 /* the tick runs while anything waits (in flight, parked, or DOWN) */
 void nbd_tick_update(struct vbus_blk_nbd *n);
 int nbd_tick_init(struct vbus_blk_nbd *n);
 void nbd_conn_fini(struct vbus_blk_nbd *n);
+/* the worst state of the connections in use ("up": all are) */
 const char *nbd_conn_state_name(const struct vbus_blk_nbd *n);
+unsigned int nbd_conns_up(const struct vbus_blk_nbd *n);
 
 #endif /* VBUS_HOSTD_VBUS_BLK_NBD_H */

@@ -11,9 +11,14 @@
  * device's limits come from the server (size, block sizes, flags), so
  * there is no device without it. That wait polls the socket with the
  * remaining time of nbd_timeout; a refused or unreachable server fails
- * at once with libnbd's reason.
+ * at once with libnbd's reason. A server that advertises multi-conn
+ * gets more connections, one per queue (nbd_conns=, default the
+ * device's queues), started then and made on the loop like a
+ * reconnect: a queue whose connection is not up yet parks its requests.
+ * Without multi-conn a FLUSH on one connection need not cover writes
+ * answered on another, so there is one connection.
  *
- * Later the connection may die (the server exits or crashes: the socket
+ * Later a connection may die (the server exits or crashes: the socket
  * closes), stall (a request older than nbd_timeout: the connection is
  * dropped, the only way NBD has to give up a request) or be refused on
  * reconnect. Then it is DOWN: its requests park (vbus_blk_nbd.c), and a
@@ -38,11 +43,27 @@
 
 const char *nbd_conn_state_name(const struct vbus_blk_nbd *n)
 {
-	switch (n->state) {
+	enum nbd_conn_state worst = NBD_UP;
+	unsigned int i;
+
+	/* DOWN < CONNECTING < UP */
+	for (i = 0; i < n->nconns; i++)
+		if (n->conn[i].state < worst)
+			worst = n->conn[i].state;
+	switch (worst) {
 	case NBD_UP: return "up";
 	case NBD_CONNECTING: return "connecting";
 	default: return "down";
 	}
+}
+
+unsigned int nbd_conns_up(const struct vbus_blk_nbd *n)
+{
+	unsigned int i, up = 0;
+
+	for (i = 0; i < n->nconns; i++)
+		up += n->conn[i].state == NBD_UP;
+	return up;
 }
 
 static void set_why(struct vbus_blk_nbd *n, const char *what, const char *err)
@@ -53,9 +74,9 @@ static void set_why(struct vbus_blk_nbd *n, const char *what, const char *err)
 
 /* ---- the socket's watch ------------------------------------------------------ */
 
-static __u32 wanted_events(struct vbus_blk_nbd *n)
+static __u32 wanted_events(struct nbd_conn *k)
 {
-	unsigned int dir = nbd_aio_get_direction(n->h);
+	unsigned int dir = nbd_aio_get_direction(k->h);
 	__u32 ev = 0;
 
 	if (dir & LIBNBD_AIO_DIRECTION_READ)
@@ -67,45 +88,55 @@ static __u32 wanted_events(struct vbus_blk_nbd *n)
 
 static void on_socket(struct hostd_dev *dev, int fd, __u32 events, void *arg);
 
-static void watch_update(struct vbus_blk_nbd *n)
+static void watch_update(struct nbd_conn *k)
 {
-	__u32 ev = wanted_events(n);
+	__u32 ev = wanted_events(k);
 
-	if (n->fd >= 0 && ev != n->fd_events &&
-	    hostd_fd_mod(n->b->dev, n->fd, ev) == 0)
-		n->fd_events = ev;
+	if (k->fd >= 0 && ev != k->fd_events &&
+	    hostd_fd_mod(k->n->b->dev, k->fd, ev) == 0)
+		k->fd_events = ev;
 }
 
-static int watch_start(struct vbus_blk_nbd *n)
+static int watch_start(struct nbd_conn *k)
 {
 	int ret;
 
-	n->fd = nbd_aio_get_fd(n->h);
-	if (n->fd < 0)
+	k->fd = nbd_aio_get_fd(k->h);
+	if (k->fd < 0)
 		return -EIO;
-	n->fd_events = wanted_events(n);
-	ret = hostd_fd_add(n->b->dev, n->fd, n->fd_events, on_socket, n);
+	k->fd_events = wanted_events(k);
+	ret = hostd_fd_add(k->n->b->dev, k->fd, k->fd_events, on_socket, k);
 	if (ret < 0)
-		n->fd = -1;
+		k->fd = -1;
 	return ret;
 }
 
 /* the handle and its watch go; its commands were parked by the caller */
-static void handle_drop(struct vbus_blk_nbd *n)
+static void handle_drop(struct nbd_conn *k)
 {
-	if (n->fd >= 0)
-		hostd_fd_del(n->b->dev, n->fd);
-	n->fd = -1;
-	n->state = NBD_DOWN;
-	if (n->h)
-		nbd_close(n->h);
-	n->h = NULL;
+	if (k->fd >= 0)
+		hostd_fd_del(k->n->b->dev, k->fd);
+	k->fd = -1;
+	k->state = NBD_DOWN;
+	if (k->h)
+		nbd_close(k->h);
+	k->h = NULL;
+}
+
+/* DOWN: the next connect after a backoff that doubles up to its max */
+static void backoff(struct nbd_conn *k)
+{
+	k->backoff_ms = k->backoff_ms ? k->backoff_ms * 2 : NBD_BACKOFF_MIN_MS;
+	if (k->backoff_ms > NBD_BACKOFF_MAX_MS)
+		k->backoff_ms = NBD_BACKOFF_MAX_MS;
+	k->retry_ns = hostd_now_ns() + k->backoff_ms * 1000000ull;
 }
 
 /* ---- connect ---------------------------------------------------------------- */
 
-static int conn_start(struct vbus_blk_nbd *n)
+static int conn_start(struct nbd_conn *k)
 {
+	struct vbus_blk_nbd *n = k->n;
 	struct nbd_handle *h = nbd_create();
 
 	if (!h) {
@@ -128,9 +159,9 @@ static int conn_start(struct vbus_blk_nbd *n)
 		nbd_close(h);
 		return -(err ? err : ECONNREFUSED);
 	}
-	n->h = h;
-	n->state = NBD_CONNECTING;
-	n->connect_deadline_ns = hostd_now_ns() +
+	k->h = h;
+	k->state = NBD_CONNECTING;
+	k->connect_deadline_ns = hostd_now_ns() +
 				 n->b->nbd_timeout_s * 1000000000ull;
 	return 0;
 }
@@ -140,13 +171,35 @@ static bool pow2(__u64 v)
 	return v && !(v & (v - 1));
 }
 
-/* the export's sizes and flags as the guest's limits (first connect) */
-static int take_limits(struct vbus_blk_nbd *n)
+/*
+ * How many connections: one per queue (at most nbd_conns=, 0: as many
+ * as queues) if the server advertises multi-conn, else one.
+ */
+static void take_conns(struct nbd_conn *k)
 {
+	struct vbus_blk *b = k->n->b;
+	unsigned int want = b->nbd_conns ? b->nbd_conns : b->max_queues;
+
+	if (want > b->max_queues)
+		want = b->max_queues;
+	if (want > 1 && nbd_can_multi_conn(k->h) != 1) {
+		if (b->nbd_conns > 1)
+			hostd_dev_log(b->dev, "vbus-blk: nbd=%s: the server does "
+				      "not advertise multi-conn: one connection, "
+				      "not nbd_conns=%u", b->path, b->nbd_conns);
+		want = 1;
+	}
+	k->n->nconns = want ? want : 1;
+}
+
+/* the export's sizes and flags as the guest's limits (first connect) */
+static int take_limits(struct nbd_conn *k)
+{
+	struct vbus_blk_nbd *n = k->n;
 	struct vbus_blk *b = n->b;
-	int64_t min = nbd_get_block_size(n->h, LIBNBD_SIZE_MINIMUM);
-	int64_t pref = nbd_get_block_size(n->h, LIBNBD_SIZE_PREFERRED);
-	int64_t max = nbd_get_block_size(n->h, LIBNBD_SIZE_MAXIMUM);
+	int64_t min = nbd_get_block_size(k->h, LIBNBD_SIZE_MINIMUM);
+	int64_t pref = nbd_get_block_size(k->h, LIBNBD_SIZE_PREFERRED);
+	int64_t max = nbd_get_block_size(k->h, LIBNBD_SIZE_MAXIMUM);
 	__u64 lbs = min > SECTOR ? (__u64)min : SECTOR;
 
 	if (!pow2(lbs) || lbs > 4096)
@@ -176,29 +229,31 @@ static int take_limits(struct vbus_blk_nbd *n)
 				      (unsigned long long)n->size,
 				      (unsigned long long)lbs);
 	b->capacity = n->size / lbs * (lbs / SECTOR);
-	if (nbd_is_read_only(n->h) == 1 && !b->ro) {
+	if (nbd_is_read_only(k->h) == 1 && !b->ro) {
 		hostd_dev_log(b->dev, "vbus-blk: nbd=%s: the export is read-only: "
 			      "so is the disk", b->path);
 		b->ro = true;
 	}
 	b->be_features = 0;
-	if (nbd_can_flush(n->h) == 1)
+	if (nbd_can_flush(k->h) == 1)
 		b->be_features |= VBUS_BLK_F_FLUSH;
-	if (nbd_can_fua(n->h) == 1)
+	if (nbd_can_fua(k->h) == 1)
 		b->be_features |= VBUS_BLK_F_FUA;
-	if (nbd_can_trim(n->h) == 1)
+	if (nbd_can_trim(k->h) == 1)
 		b->be_features |= VBUS_BLK_F_DISCARD;
-	if (nbd_can_zero(n->h) == 1)
+	if (nbd_can_zero(k->h) == 1)
 		b->be_features |= VBUS_BLK_F_WRITE_ZEROES;
+	take_conns(k);
 	return 0;
 }
 
 /* handshake done: the first time the limits, later the parked go again */
-static int conn_up(struct vbus_blk_nbd *n)
+static int conn_up(struct nbd_conn *k)
 {
-	int64_t size = nbd_get_size(n->h);
-	bool first = !n->st.connects;
-	unsigned int i, count = n->parked.n;
+	struct vbus_blk_nbd *n = k->n;
+	int64_t size = nbd_get_size(k->h);
+	bool first = !n->st.connects, again = k->ever_up;
+	unsigned int i, count = k->parked.n;
 	bool broke = false;
 
 	if (size < 0) {
@@ -211,14 +266,18 @@ static int conn_up(struct vbus_blk_nbd *n)
 			      n->b->path, (unsigned long long)n->size,
 			      (long long)size);
 	n->size = (__u64)size;
-	n->state = NBD_UP;
-	n->backoff_ms = 0;
+	k->state = NBD_UP;
+	k->ever_up = true;
+	k->backoff_ms = 0;
 	n->st.connects++;
 	if (first)
-		return take_limits(n);
-	n->st.reconnects++;
-	hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: reconnected, %u requests "
-		      "sent again", n->b->path, n->parked.n);
+		return take_limits(k);
+	if (again) {
+		n->st.reconnects++;
+		hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: connection %u "
+			      "reconnected, %u requests sent again", n->b->path,
+			      k->idx, k->parked.n);
+	}
 	/* a larger export is the same disk, grown (a resize); never shrunk */
 	if (n->size / n->b->lbs * (n->b->lbs / SECTOR) > n->b->capacity)
 		vbus_blk_capacity_set(n->b,
@@ -228,8 +287,8 @@ static int conn_up(struct vbus_blk_nbd *n)
 	 * loss meanwhile parks it (and the rest) again, still in order.
 	 */
 	for (i = 0; i < count; i++) {
-		n->st.resent++;
-		if (!nbd_cmd_issue(n, n->parked.head.next))
+		n->st.resent += again;
+		if (!nbd_cmd_issue(k->parked.head.next))
 			broke = true;
 	}
 	return broke ? -EPIPE : 0;
@@ -239,47 +298,51 @@ static int conn_up(struct vbus_blk_nbd *n)
  * Move the handshake or the protocol along after a notify or an issue;
  * @why: what the failed libnbd call said, if one failed.
  */
-static void conn_progress(struct vbus_blk_nbd *n, const char *why)
+static void conn_progress(struct nbd_conn *k, const char *why)
 {
-	if (!n->h)
+	if (!k->h)
 		return;
-	if (nbd_aio_is_dead(n->h) || nbd_aio_is_closed(n->h)) {
-		nbd_conn_lost(n, why ? why : "the server closed the connection");
-		return;
-	}
-	if (n->state == NBD_CONNECTING && nbd_aio_is_ready(n->h) &&
-	    conn_up(n) < 0) {
-		nbd_conn_lost(n, n->why);
+	if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h)) {
+		nbd_conn_lost(k, why ? why : "the server closed the connection");
 		return;
 	}
-	watch_update(n);
+	if (k->state == NBD_CONNECTING && nbd_aio_is_ready(k->h) &&
+	    conn_up(k) < 0) {
+		nbd_conn_lost(k, k->n->why);
+		return;
+	}
+	watch_update(k);
 }
 
 void nbd_conn_check(struct vbus_blk_nbd *n)
 {
-	conn_progress(n, NULL);
+	unsigned int i;
+
+	for (i = 0; i < n->nconns; i++)
+		conn_progress(&n->conn[i], NULL);
 }
 
-void nbd_conn_lost(struct vbus_blk_nbd *n, const char *why)
+void nbd_conn_lost(struct nbd_conn *k, const char *why)
 {
+	struct vbus_blk_nbd *n = k->n;
 	struct vbus_blk *b = n->b;
-	bool was_up = n->state == NBD_UP;
+	bool was_up = k->state == NBD_UP;
 
-	if (!n->h)
+	if (!k->h)
 		return;
 	if (why != n->why)
 		set_why(n, was_up ? "connection lost" : "cannot connect", why);
-	handle_drop(n);
+	handle_drop(k);
 	/* what the server had: again on the next connection, in order */
-	while (n->sent.n) {
-		struct nbd_cmd *c = n->sent.head.next;
+	while (k->sent.n) {
+		struct nbd_cmd *c = k->sent.head.next;
 
 		if (c->orphan) {
 			nbd_cmd_free(c);
 			continue;
 		}
 		n->st.parked++;
-		nbd_list_move(c, &n->parked, NBD_CMD_PARKED);
+		nbd_list_move(c, &k->parked, NBD_CMD_PARKED);
 	}
 	if (was_up) {
 		n->st.losses++;
@@ -289,109 +352,122 @@ void nbd_conn_lost(struct vbus_blk_nbd *n, const char *why)
 	} else {
 		n->st.connect_failures++;
 	}
-	n->backoff_ms = n->backoff_ms ? n->backoff_ms * 2 : NBD_BACKOFF_MIN_MS;
-	if (n->backoff_ms > NBD_BACKOFF_MAX_MS)
-		n->backoff_ms = NBD_BACKOFF_MAX_MS;
-	n->retry_ns = hostd_now_ns() + n->backoff_ms * 1000000ull;
+	backoff(k);
 	nbd_tick_update(n);
 }
 
 static void on_socket(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 {
-	struct vbus_blk_nbd *n = arg;
+	struct nbd_conn *k = arg;
 	char why[256] = "";
 	unsigned int dir;
 	int r = 0;
 
 	(void)dev;
 	(void)fd;
-	if (!n->h)
+	if (!k->h)
 		return;
-	dir = nbd_aio_get_direction(n->h);
+	dir = nbd_aio_get_direction(k->h);
 	/* a hang-up or an error is read as such by the state machine */
 	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
 	    (dir & LIBNBD_AIO_DIRECTION_READ))
-		r = nbd_aio_notify_read(n->h);
+		r = nbd_aio_notify_read(k->h);
 	if (r != -1 && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) &&
-	    (dir & LIBNBD_AIO_DIRECTION_WRITE) && !nbd_aio_is_dead(n->h))
-		r = nbd_aio_notify_write(n->h);
+	    (dir & LIBNBD_AIO_DIRECTION_WRITE) && !nbd_aio_is_dead(k->h))
+		r = nbd_aio_notify_write(k->h);
 	if (r == -1)
 		snprintf(why, sizeof(why), "%s", nbd_get_error());
-	conn_progress(n, why[0] ? why : NULL);
-	nbd_settle(n);
+	conn_progress(k, why[0] ? why : NULL);
+	nbd_settle(k->n);
 }
 
 /* ---- the first connection ------------------------------------------------------ */
 
-int nbd_conn_first(struct vbus_blk_nbd *n)
+/* DOWN and due: a new connection; UP at once when the server is local */
+static void reconnect(struct nbd_conn *k)
 {
-	struct vbus_blk *b = n->b;
-	int ret = conn_start(n);
+	if (conn_start(k) < 0 || watch_start(k) < 0) {
+		if (k->h)
+			handle_drop(k);
+		k->n->st.connect_failures++;
+		backoff(k);
+		return;
+	}
+	conn_progress(k, NULL);
+}
 
-	if (ret < 0)
-		return hostd_dev_fail(b->dev, ret, "nbd=%s: %s", b->path, n->why);
-	while (n->state == NBD_CONNECTING && !nbd_aio_is_ready(n->h)) {
+/* the handshake of conn[0], waited for (create); its limits taken */
+static int first_wait(struct nbd_conn *k)
+{
+	struct vbus_blk_nbd *n = k->n;
+	struct vbus_blk *b = n->b;
+
+	while (k->state == NBD_CONNECTING && !nbd_aio_is_ready(k->h)) {
 		__u64 now = hostd_now_ns();
 		struct pollfd p = { .fd = -1 };
-		unsigned int dir = nbd_aio_get_direction(n->h);
+		unsigned int dir = nbd_aio_get_direction(k->h);
 		int r = 0;
 
-		if (nbd_aio_is_dead(n->h) || nbd_aio_is_closed(n->h))
+		if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h))
 			return hostd_dev_fail(b->dev, -ECONNREFUSED,
 					      "nbd=%s: cannot connect: %s", b->path,
 					      n->why[0] ? n->why :
 					      "the server closed the connection");
-		p.fd = nbd_aio_get_fd(n->h);
-		if (now >= n->connect_deadline_ns)
+		p.fd = nbd_aio_get_fd(k->h);
+		if (now >= k->connect_deadline_ns)
 			return hostd_dev_fail(b->dev, -ETIMEDOUT,
 					      "nbd=%s: no answer from the server "
 					      "within nbd_timeout=%u s", b->path,
 					      b->nbd_timeout_s);
 		p.events = (dir & LIBNBD_AIO_DIRECTION_READ ? POLLIN : 0) |
 			   (dir & LIBNBD_AIO_DIRECTION_WRITE ? POLLOUT : 0);
-		r = poll(&p, 1, (int)((n->connect_deadline_ns - now) / 1000000 + 1));
+		r = poll(&p, 1, (int)((k->connect_deadline_ns - now) / 1000000 + 1));
 		if (r < 0 && errno != EINTR)
 			return hostd_dev_fail(b->dev, -errno, "nbd=%s: poll: %s",
 					      b->path, strerror(errno));
 		if (r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) &&
 		    (dir & LIBNBD_AIO_DIRECTION_READ))
-			r = nbd_aio_notify_read(n->h);
+			r = nbd_aio_notify_read(k->h);
 		else if (r > 0 && (dir & LIBNBD_AIO_DIRECTION_WRITE))
-			r = nbd_aio_notify_write(n->h);
+			r = nbd_aio_notify_write(k->h);
 		if (r == -1)
 			snprintf(n->why, sizeof(n->why), "%s", nbd_get_error());
 	}
-	ret = conn_up(n);
+	return 0;
+}
+
+int nbd_conn_first(struct vbus_blk_nbd *n)
+{
+	struct vbus_blk *b = n->b;
+	struct nbd_conn *k = &n->conn[0];
+	unsigned int i;
+	int ret = conn_start(k);
+
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret, "nbd=%s: %s", b->path, n->why);
+	ret = first_wait(k);
+	if (ret < 0)
+		return ret;
+	ret = conn_up(k);
 	if (ret < 0)
 		return n->why[0] && ret == -EIO ?
 		       hostd_dev_fail(b->dev, ret, "nbd=%s: %s", b->path, n->why) :
 		       ret;
-	ret = watch_start(n);
+	ret = watch_start(k);
 	if (!ret)
 		ret = nbd_tick_init(n);
-	return ret < 0 ? hostd_dev_fail(b->dev, ret, "nbd=%s: cannot watch "
-					"the connection: %s", b->path,
-					strerror(-ret)) : 0;
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret, "nbd=%s: cannot watch "
+				      "the connection: %s", b->path,
+				      strerror(-ret));
+	/* multi-conn: the others on the loop, like reconnects (due now) */
+	for (i = 1; i < n->nconns; i++)
+		reconnect(&n->conn[i]);
+	nbd_tick_update(n);
+	return 0;
 }
 
 /* ---- the tick ------------------------------------------------------------------ */
-
-/* DOWN and due: a new connection; UP at once when the server is local */
-static void reconnect(struct vbus_blk_nbd *n)
-{
-	if (conn_start(n) < 0 || watch_start(n) < 0) {
-		if (n->h)
-			handle_drop(n);
-		n->st.connect_failures++;
-		n->backoff_ms = n->backoff_ms ? n->backoff_ms * 2 :
-			NBD_BACKOFF_MIN_MS;
-		if (n->backoff_ms > NBD_BACKOFF_MAX_MS)
-			n->backoff_ms = NBD_BACKOFF_MAX_MS;
-		n->retry_ns = hostd_now_ns() + n->backoff_ms * 1000000ull;
-		return;
-	}
-	conn_progress(n, NULL);
-}
 
 /* a request the server has that is overdue: give the connection up */
 static bool overdue(const struct nbd_cmd_list *l, __u64 now)
@@ -404,36 +480,43 @@ static bool overdue(const struct nbd_cmd_list *l, __u64 now)
 	return false;
 }
 
-static void fail_overdue(struct vbus_blk_nbd *n, __u64 now)
+static void fail_overdue(struct nbd_conn *k, __u64 now)
 {
-	struct nbd_cmd *c = n->parked.head.next;
+	struct nbd_cmd *c = k->parked.head.next;
 
-	while (c != &n->parked.head) {
+	while (c != &k->parked.head) {
 		struct nbd_cmd *next = c->next;
 
 		if (now >= c->deadline_ns)
-			nbd_cmd_fail(n, c, ETIMEDOUT);
+			nbd_cmd_fail(k->n, c, ETIMEDOUT);
 		c = next;
 	}
+}
+
+static void tick_conn(struct nbd_conn *k, __u64 now)
+{
+	if (k->state == NBD_UP && overdue(&k->sent, now)) {
+		k->n->st.stalls++;
+		nbd_conn_lost(k, "the server did not answer within nbd_timeout");
+	}
+	if (k->state == NBD_CONNECTING && now >= k->connect_deadline_ns)
+		nbd_conn_lost(k, "no handshake within nbd_timeout");
+	fail_overdue(k, now);
+	if (k->state == NBD_DOWN && now >= k->retry_ns)
+		reconnect(k);
 }
 
 static void on_tick(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 {
 	struct vbus_blk_nbd *n = arg;
 	__u64 now = hostd_now_ns();
+	unsigned int i;
 
 	(void)dev;
 	(void)events;
 	hostd_eventfd_drain(fd);	/* a timerfd reads like one */
-	if (n->state == NBD_UP && overdue(&n->sent, now)) {
-		n->st.stalls++;
-		nbd_conn_lost(n, "the server did not answer within nbd_timeout");
-	}
-	if (n->state == NBD_CONNECTING && now >= n->connect_deadline_ns)
-		nbd_conn_lost(n, "no handshake within nbd_timeout");
-	fail_overdue(n, now);
-	if (n->state == NBD_DOWN && now >= n->retry_ns)
-		reconnect(n);
+	for (i = 0; i < n->nconns; i++)
+		tick_conn(&n->conn[i], now);
 	nbd_settle(n);
 }
 
@@ -452,9 +535,15 @@ int nbd_tick_init(struct vbus_blk_nbd *n)
 
 void nbd_tick_update(struct vbus_blk_nbd *n)
 {
-	bool want = n->state != NBD_UP || n->sent.n || n->parked.n;
+	bool want = false;
 	struct itimerspec its;
+	unsigned int i;
 
+	for (i = 0; i < n->nconns; i++) {
+		const struct nbd_conn *k = &n->conn[i];
+
+		want |= k->state != NBD_UP || k->sent.n || k->parked.n;
+	}
 	if (n->tfd < 0 || want == n->ticking)
 		return;
 	memset(&its, 0, sizeof(its));
@@ -468,7 +557,10 @@ void nbd_tick_update(struct vbus_blk_nbd *n)
 
 void nbd_conn_fini(struct vbus_blk_nbd *n)
 {
-	handle_drop(n);
+	unsigned int i;
+
+	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
+		handle_drop(&n->conn[i]);
 	if (n->tfd_watched)
 		hostd_fd_del(n->b->dev, n->tfd);
 	if (n->tfd >= 0)
