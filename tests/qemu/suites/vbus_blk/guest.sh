@@ -368,7 +368,7 @@ qvec_spread() {
 	c0=$(($(vbus_irqs 0) - c0)) c1=$(($(vbus_irqs 1) - c1))
 	q0=$(($(qvec_irqs 0) - q0)) q1=$(($(qvec_irqs 1) - q1))
 	e1=$(($(eventq_only) - e0))
-	log "QVEC 2048 reads: interrupts CPU0 $c0 CPU1 $c1; vbus-q0 $q0 vbus-q1 $q1; eventq $e1; SHMSIGNAL events $(($(bstat shmsignal) - sig))"
+	log "QVEC 2048 reads: interrupts CPU0 $c0 CPU1 $c1; vbus-q0 $q0 vbus-q1 $q1; eventq $e1; SHMSIGNAL events $(($(bstat shmsignal) - sig))" >/tmp/qvec.log
 	if [ "$c0" -eq 0 ] || [ "$c1" -eq 0 ]; then
 		echo "interrupts on CPU0 $c0, CPU1 $c1: not on both"
 		return 1
@@ -530,6 +530,8 @@ check_qvec() {
 	vt_check qvec-negotiated bridge_stat qvec_on 1
 	vt_check qvec-two-vectors bridge_stat qvecs 2
 	vt_check qvec-interrupts-spread qvec_spread "$RW"
+	cat /tmp/qvec.log 2>/dev/null
+	grep -E 'CPU|vbus-' /proc/interrupts | sed 's/^/blk-tests: /'
 	vt_check qvec-old-guest-eventq old_guest
 	vt_check qvec-reload-with-vectors reload_bridge
 	vt_check qvec-back-on bridge_stat qvec_on 1
