@@ -28,8 +28,8 @@
 #                 and verifies all of it, sequential QD32 3 times
 #                 (default 128: 1.4 GiB of I/O)
 #   --timeout SEC kill the guest after SEC seconds (default 1200)
-# Check groups (REGEX): sysfs data qvec fio discard ext4 ro udev hotdrop
-# cycles poll flush; with --swiotlb: swiotlb_window data fio ext4 swiotlb_verdict.
+# Check groups (REGEX): sysfs data fio discard ext4 ro udev hotdrop cycles
+# poll qvec flush; with --swiotlb: swiotlb_window data fio ext4 swiotlb_verdict.
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
