@@ -15,7 +15,12 @@
 #include <stdlib.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include "fakeguest.h"
+#include "qvec.h"
 
 #define COOKIE 0xc0ffee
 
@@ -259,6 +264,51 @@ static void test_bad_vector(void **state)
 	down(f);
 }
 
+/*
+ * A daemon restarted under a running guest adopts the stored connection,
+ * which holds HC and EVENTQ only: whatever vectors= says, it has no queue
+ * vectors and declines the capability (the guest re-attaches to the eventq).
+ */
+static void test_adopted_declines(void **state)
+{
+	struct hostd_guest_cfg cfg = { .name = "a", .size = FG_LOW + FG_HIGH,
+				       .machine = HOSTD_MACHINE_Q35,
+				       .vectors = 4 };
+	struct hostd_guest *g = calloc(1, sizeof(*g));
+	struct hostd_ivshmem_fds fds;
+	struct fg f;
+	char err[256];
+	int sv[2], i, ram;
+
+	(void)state;
+	assert_non_null(g);
+	fg_init_vectors(&f, "q", 4);
+	ram = memfd_create("adopt-ram", MFD_CLOEXEC);
+	assert_true(ram >= 0);
+	assert_int_equal(hostd_guest_init(g, &cfg, ram, err, sizeof(err)), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	fds.conn = sv[0];
+	fds.bar2 = fcntl(f.g.iv.bar2_fd, F_DUPFD_CLOEXEC, 0);
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
+		fds.db[i] = hostd_eventfd_new();
+		fds.msix[i] = hostd_eventfd_new();
+	}
+	assert_int_equal(hostd_ivshmem_adopt(&g->iv, &fds, err, sizeof(err)), 0);
+	/* the new epoch interrupted the guest on HC and EVENTQ */
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
+		__u64 v = 0;
+
+		assert_int_equal(read(g->iv.msix_fd[i], &v, sizeof(v)), sizeof(v));
+		assert_true(v >= 1);
+	}
+	assert_int_equal(hostd_ivshmem_qvecs(&g->iv), 0);
+	assert_true(hostd_qvec_accept(&g->iv, VBUS_PCI_CAP_QVEC) == 0);
+	hostd_guest_fini(g);
+	free(g);
+	close(sv[1]);
+	fg_fini(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_signal_on_vector),
 		cmocka_unit_test(test_old_guest_eventq),
 		cmocka_unit_test(test_bad_vector),
+		cmocka_unit_test(test_adopted_declines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
