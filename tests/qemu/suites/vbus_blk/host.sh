@@ -129,5 +129,5 @@ else
 	h_fail hostd-alive-at-end "(log $out/hostd.log)"
 fi
 lab_no_fault "a vbus-blk device"
-lab_figures guest 'blk-tests: (FIO|DISCARD|CYCLES|POLL|TIMEOUT) .*'
+lab_figures guest 'blk-tests: (FIO|DISCARD|CYCLES|POLL|QVEC|TIMEOUT) .*'
 lab_summary guest
