@@ -298,8 +298,14 @@ void vbus_pci_event_shmsignal(struct vbus_pci_bridge *b, u64 cookie)
 	 * Bound to a queue vector: its wakeups run there, and running it
 	 * from here too would run its notifier on two CPUs at once.
 	 */
-	if (sig && READ_ONCE(sig->qvec))
-		sig = NULL;
+	if (sig && READ_ONCE(sig->qvec)) {
+		vbus_pci_stat_inc(b, ev_bad);
+		dev_dbg_ratelimited(&b->pdev->dev,
+				    "SHMSIGNAL for cookie %llu, which has a queue vector: ignored\n",
+				    cookie);
+		rcu_read_unlock();
+		return;
+	}
 	if (sig)
 		_shm_signal_wakeup(&sig->signal);
 	rcu_read_unlock();
