@@ -78,15 +78,8 @@ peer=$(find "$cbuild" -type f -name ipc-peer -perm -u+x | head -n 1)
 # ---- the sessions: per round, the transports rotated, each with every run -------------------
 runs=("rr $rr_n 1" "rr $rr_n 4096" "stream $stream_n 4096 1" "stream $stream_n 4096 32"
 	"stream $big_n 65536 32")
-order=(ipc venet virtio)
-sessions=() # "round transport run-index"
-for ((r = 1; r <= rounds; r++)); do
-	for ((k = 0; k < 3; k++)); do
-		t=${order[$(((k + r - 1) % 3))]}
-		want "$t" || continue
-		for ((m = 0; m < ${#runs[@]}; m++)); do sessions+=("$r $t $m"); done
-	done
-done
+# shellcheck disable=SC2086 # the list of transports
+mapfile -t sessions < <(bench_sessions "$rounds" "${#runs[@]}" $transports) # "round transport run-index"
 
 declare -A tap=([venet]=vbipcv0 [virtio]=vbipcq0)
 declare -A hip=([venet]=10.82.1.1 [virtio]=10.82.2.1)
@@ -106,7 +99,7 @@ for x in "${sessions[@]}"; do guest_sessions+="$(cut -d' ' -f2 <<<"$x") "; done
 ethtool=()
 command -v ethtool >/dev/null && ethtool=(--bin "$(command -v ethtool)")
 lab_stage guest "$here/guest/ipc-bench-guest.sh" virtio_pci virtio_net "${kos[@]}" "${ethtool[@]}" \
-	--file "$here/guest/nic.sh" --file "$here/guest/counters.sh" --file "$peer" <<CONFIG
+	--file "$here/guest/nic.sh" --file "$here/guest/transports.sh" --file "$here/guest/counters.sh" --file "$peer" <<CONFIG
 VIPCB_SESSIONS="$guest_sessions"
 VB_VIRTIO_IP=${gip[virtio]}
 VB_VENET_IP=${gip[venet]}
@@ -117,20 +110,17 @@ VIPCB_PORT=$port
 CONFIG
 
 # ---- boot (QEMU in the namespace: the virtio tap is looked up by name) -----------------------
-mkdir -p "$run/bin"
-printf '#!/bin/sh\nexec ip netns exec %q %q "$@"\n' "$ns" "$(command -v qemu-system-x86_64)" \
-	>"$run/bin/qemu-system-x86_64"
-chmod +x "$run/bin/qemu-system-x86_64"
+lab_qemu_in_ns
+mapfile -t q_ipc < <(lab_ivshmem ipc-q)
 accel=$(vbus_qemu_accel)
 log="$raw/guest.log"
 bench_log "accelerator: $accel (cpu $(vbus_qemu_cpu "$accel"), 2 vCPUs, RAM $mem, kernel $VBUS_KVER)"
 [[ "$accel" == tcg* ]] &&
 	bench_log "the guest runs under TCG (emulated CPU): absolute figures are TCG's; the ratios are what compare"
-PATH="$run/bin:$PATH" lab_boot guest --guest g1 --smp 2 -- \
+PATH="$lab_ns_bin:$PATH" lab_boot guest --guest g1 --smp 2 --append "$LAB_BENCH_APPEND" -- \
 	-netdev "tap,id=vq0,ifname=${tap[virtio]},script=no,downscript=no,vhost=off" \
 	-device "virtio-net-pci,netdev=vq0,mac=${mac[virtio]},romfile=" \
-	-chardev "socket,id=ipc0,path=$run/ipc-q.sock" \
-	-device "ivshmem-doorbell,chardev=ipc0,vectors=2"
+	"${q_ipc[@]}"
 glines() { tr -d '\r' <"$log" 2>/dev/null | grep -aoE '^VBUS-IPCB .*' || true; }
 t0=$(vbus_now)
 lab_wait_ready guest '^VBUS-IPCB READY' || exit 1

@@ -5,7 +5,11 @@ ipc | venet | virtio table with the ratios to TCP over venet and the
 issue's goals (reported, never asserted), writes ipc.json and ipc.png
 (bench/report.py's gnuplot panels).
 
-    ipc_report.py RAWDIR OUTDIR
+    ipc_report.py [--kind ipc|vm] RAWDIR OUTDIR
+
+--kind vm: the same report for bench/vm-to-vm.sh (two guests: a VM<->VM
+channel and TCP between two guests, timed by the measuring guest; writes
+vm.json and vm.png). The raw files are the same.
 
 RAWDIR holds meta.env, status-T ("up ..." | "unavailable REASON") per
 transport T, sessions.txt ("SID ROUND T EXIT ACTION ARGS..." per host
@@ -182,12 +186,40 @@ def goals(ratio):
     return g
 
 
+# what differs between the benches: (title, who talks, clock, file stem)
+KINDS = {
+    "ipc": ("vbus-ipc vs TCP over venet and virtio-net",
+            "guest process <-> host process", "host clock", "ipc"),
+    "vm": ("VM<->VM: a vbus-ipc link vs TCP between two venet / two virtio-net guests",
+           "guest process <-> guest process, one Linux bridge", "the measuring guest's clock",
+           "vm"),
+}
+KIND = "ipc"
+
+
+def session_spread(res, t="ipc"):
+    """the issue's "no longer bimodal": per rr run, every session's p50
+    within 2x of the median session's (sessions = rounds)"""
+    g = []
+    for key, what in (("rr1_p50_us", "round trip 1 B p50"), ("rr4k_p50_us", "round trip 4 KiB p50")):
+        vals = [d[key] for _, d in sorted(res[t]["rounds"].items()) if d.get(key) is not None]
+        if not vals:
+            continue
+        med = statistics.median(vals)
+        worst = max(max(v / med, med / v) for v in vals) if med and min(vals) > 0 else None
+        g.append({"goal": f"{t} {what}: every session within 2x of the median session",
+                  "ratio": worst, "met": None if worst is None else worst <= 2,
+                  "sessions": vals})
+    return g
+
+
 def print_table(meta, res, rat):
     cols = [t for t in TRANSPORTS if res[t]["available"]]
     rcols = [t for t in cols if t != BASE and rat[t]]
     accel = meta.get("accel", "?")
-    print(f"\nvbus-ipc vs TCP over venet and virtio-net, guest process <-> host process "
-          f"(accel={accel}, {meta.get('smp')} vCPUs, {meta.get('rounds')} round(s), host clock)")
+    title, who, clock, _ = KINDS[KIND]
+    print(f"\n{title}, {who} "
+          f"(accel={accel}, {meta.get('smp')} vCPUs, {meta.get('rounds')} round(s), {clock})")
     if accel.startswith("tcg"):
         print("NOTE: the guest runs under TCG (emulated CPU, no KVM): absolute figures are "
               "TCG's; compare the ratios, measured in the same run")
@@ -207,36 +239,45 @@ def print_table(meta, res, rat):
 
 
 def main():
-    if len(sys.argv) != 3:
+    global KIND  # pylint: disable=global-statement
+    args = sys.argv[1:]
+    if len(args) == 4 and args[0] == "--kind" and args[1] in KINDS:
+        KIND, args = args[1], args[2:]
+    if len(args) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    raw, out = sys.argv[1], sys.argv[2]
+    raw, out = args
+    title, _, _, stem = KINDS[KIND]
     meta = report.read_meta(raw)
     per, failed = collect(raw)
     res = summarize(raw, per)
     rat = {t: ratios(res, t) for t in TRANSPORTS}
     g = goals(rat["ipc"])
+    if res["ipc"]["available"]:
+        g += session_spread(res)
     print_table(meta, res, rat)
     print("\ngoals of the issue (reported, not asserted):")
     for x in g:
         verdict = "n/a" if x["met"] is None else ("met" if x["met"] else "NOT met")
         r = "-" if x["ratio"] is None else f"{x['ratio']:.3g}x"
         print(f"  {x['goal']:<52} {r:>9}  {verdict}")
+        if "sessions" in x:
+            print("    p50 per session (us): " + " ".join(report.fmt(v) for v in x["sessions"]))
     for f in failed:
         print(f"failed: {f}")
-    jpath = os.path.join(out, "ipc.json")
+    jpath = os.path.join(out, stem + ".json")
     with open(jpath, "w", encoding="utf-8") as f:
         json.dump({"meta": meta, "baseline": BASE, "transports": res,
                    "ratio_vs_" + BASE: rat, "goals": g, "failed_sessions": failed},
                   f, indent=1, sort_keys=True)
     print(f"results: {jpath}")
-    png = os.path.join(out, "ipc.png")
+    png = os.path.join(out, stem + ".png")
     if not any(res[t]["available"] for t in TRANSPORTS):
         print("report: no plot (nothing was measured)", file=sys.stderr)
     elif not report.shutil.which("gnuplot"):
         print("report: no plot (install gnuplot-nox)", file=sys.stderr)
     elif report.plot_gnuplot(raw, meta, res, rat["ipc"], png, series=TRANSPORTS, panels=PANELS,
-                             title="vbus-ipc vs TCP over venet and virtio-net",
+                             title=title,
                              ratio_name="ipc/venet", bars="median of the rounds"):
         print(f"plot:    {png}")
     return 0

@@ -287,7 +287,7 @@ for n in virtio venet; do
 		status[$n]="unavailable the guest said nothing about it"
 	fi
 	if [[ "${status[$n]}" == up* ]] &&
-		! nsx ping -c 3 -W 2 "${gip[$n]}" >"$raw/$n-ping-check.txt" 2>&1; then
+		! nsx ping -c 3 -i 0.2 -W 2 "${gip[$n]}" >"$raw/$n-ping-check.txt" 2>&1; then
 		status[$n]="unavailable no traffic: ping ${gip[$n]} from the host failed"
 	fi
 	[[ "$n" == venet && "${status[$n]}" == unavailable* && -z "$venet_reason" ]] &&

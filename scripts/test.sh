@@ -127,6 +127,16 @@ kernel_ok() {
 mkdir -p "$logdir"
 start=$(date +%s)
 
+# ctest's ops_systemd_sandbox boots a Debian tree that debootstrap builds
+# the first time (1-2 min, mostly download): start it now, in the
+# background, so it overlaps the builds; the test waits for it (a lock)
+# and builds it itself if this failed (debian-tree.sh)
+tree_pid=
+if want ctest && [ "$(id -u)" = 0 ] && command -v debootstrap >/dev/null; then
+	tests/ops/debian-tree.sh "$build" >"$logdir/debian-tree.log" 2>&1 &
+	tree_pid=$!
+fi
+
 default_ok=0
 if want build || want ctest || want valgrind || want soak-stress; then
 	cmake_build build "$build" && default_ok=1 && note build ok
@@ -201,11 +211,15 @@ if want fuzz; then
 fi
 
 if want kernel && kernel_ok kernel; then
-	step modules "$logdir/modules.log" make -C "$root" modules \
-		KVER="$kver" && note modules "ok ($kver)" &&
+	# modules-check first: it compiles with other flags, so the plain
+	# build after it leaves the objects the QEMU suites' own `make
+	# modules` finds up to date (the other order recompiled each suite's
+	# modules once more)
 	step modules-check "$logdir/modules-check.log" \
 		make -C "$root" modules-check KVER="$kver" &&
-		note modules-check "ok (W=1 and sparse clean)"
+		note modules-check "ok (W=1 and sparse clean)" &&
+	step modules "$logdir/modules.log" make -C "$root" modules \
+		KVER="$kver" && note modules "ok ($kver)"
 	run_qemu qemu "${VBUS_QEMU_SUITES:-}"
 fi
 
@@ -236,6 +250,9 @@ if want soak-fuzz; then
 		note soak-fuzz "ok ($(grep -a '^fuzz total' "$logdir/soak-fuzz.log"))"
 	grep -a '^fuzz ' "$logdir/soak-fuzz.log"
 fi
+
+# normally long done (ctest waited for it)
+[ -z "$tree_pid" ] || wait "$tree_pid" 2>/dev/null
 
 echo
 echo "== summary ($(($(date +%s) - start)) s)"

@@ -4,9 +4,13 @@
  *
  * A producer kthread (north, the driver side) and a consumer kthread (south,
  * the host side), bound to different CPUs, share one ring in kmalloc'ed
- * memory and follow the usage protocol of core/ioq.c: north posts on
- * ioq_idx_push, south consumes on valid and hands each descriptor back
- * with a completion tag, north reaps on inuse with IOQ_ITER_REAP.
+ * memory and follow the usage protocol of core/ioq.c through exactly the
+ * role calls the devices use: north posts a batch with ioq_post_begin()/
+ * ioq_post_end() (one tail store, one signal), south consumes with
+ * ioq_consume_begin()/ioq_consume_end() and hands each descriptor back
+ * with a completion tag, north reaps with ioq_reap_begin()/ioq_reap_end().
+ * The 2009 iterator, which no device uses, is tested as the compatibility
+ * API it is by the shared cases (tests/common/cases_ioq.c).
  *
  * Each side has its own shm_signal over the ring's one descriptor. The
  * "boundary crossing" of an inject is an irq_work: a hard interrupt on the
@@ -69,7 +73,6 @@ struct vst_side {
 	struct vst_side *peer;
 	struct shm_signal sig;
 	struct ioq ioq;
-	struct ioq_iterator it;		/* reap (north) or consume (south) */
 	struct irq_work irq;		/* the interrupt this side receives */
 	struct task_struct *task;
 	int cpu;
@@ -227,9 +230,9 @@ static void vst_wait(struct vst_side *side, bool (*ready)(struct vst_side *))
 /* The oldest posted descriptor has come back (errors wake us, too). */
 static bool vst_reapable(struct vst_side *n)
 {
-	int c = ioq_count(&n->ioq, ioq_idx_reap);
+	u32 pos;
 
-	return c < 0 || (c > 0 && ioq_iter_owned(&n->it));
+	return ioq_reap_begin(&n->ioq, 1, &pos) != 0;
 }
 
 /* Reap completed descriptors in order; returns how many, or -errno. */
@@ -237,28 +240,68 @@ static int vst_reap(struct vst_side *n)
 {
 	struct vst_stress *st = n->st;
 	struct ioq_ring_desc *d;
-	int done = 0, c, ret;
+	int k, i, ret;
+	u32 pos;
 
-	for (;;) {
-		c = ioq_count(&n->ioq, ioq_idx_reap);
-		if (c < 0)
-			return c;
-		if (!c || !ioq_iter_owned(&n->it))
-			return done;
-		d = n->it.desc;
-		if (d->cookie != st->reaped || d->len != vst_done_tag(st->reaped)) {
+	/* [A2] inside: valid's head before the completions it covers */
+	k = ioq_reap_begin(&n->ioq, st->cfg->ring, &pos);
+	if (k <= 0)
+		return k;
+	for (i = 0; i < k; i++) {
+		d = ioq_desc(&n->ioq, pos + i);
+		if (d->cookie != st->reaped ||
+		    d->len != vst_done_tag(st->reaped)) {
 			vst_stress_fail(st, "north: completion %llu came back as cookie %llu len %#llx",
 					st->reaped, d->cookie, d->len);
 			return -EPROTO;
 		}
-		ret = ioq_iter_pop(&n->it, 0);
-		if (ret) {
-			vst_stress_fail(st, "north: reap pop: %d", ret);
-			return ret;
-		}
 		st->reaped++;
-		done++;
 	}
+	/* [R3] inside: our reads of the completions before inuse's head */
+	ret = ioq_reap_end(&n->ioq, k, 0);
+	if (ret) {
+		vst_stress_fail(st, "north: reap_end %d: %d", k, ret);
+		return ret;
+	}
+	return k;
+}
+
+/*
+ * Post what fits of what is left, one batch: one tail store and one
+ * signal (masked south: no crossing). How many, or -errno.
+ */
+static int vst_post(struct vst_side *n)
+{
+	struct vst_stress *st = n->st;
+	u64 left = st->cfg->msgs - st->pushed;
+	unsigned int want = left < st->cfg->ring ? (unsigned int)left :
+						   st->cfg->ring;
+	struct ioq_ring_desc *d;
+	int k, i, ret;
+	u32 pos;
+
+	k = ioq_post_begin(&n->ioq, want, &pos);
+	if (k <= 0)
+		return k;	/* full, or faulted: already reported */
+	for (i = 0; i < k; i++) {
+		d = ioq_desc(&n->ioq, pos + i);
+		d->cookie = st->pushed + i;
+		d->ptr = vst_tag(st->pushed + i);
+		d->len = 0;
+	}
+	/*
+	 * [R1] inside: the bodies before the tail. No error here: the
+	 * claim had room, and a slot is reaped only after south's [R2]
+	 * moved valid's head past it (v5: [R4] after [R2]; docs/ring.md).
+	 */
+	ret = ioq_post_end(&n->ioq, k, IOQ_ITER_AUTOUPDATE);
+	if (ret) {
+		vst_stress_fail(st, "north: post_end %llu+%d: %d",
+				st->pushed, k, ret);
+		return ret;
+	}
+	st->pushed += k;
+	return k;
 }
 
 static int vst_producer(void *arg)
@@ -266,24 +309,7 @@ static int vst_producer(void *arg)
 	struct vst_side *n = arg;
 	struct vst_stress *st = n->st;
 	u64 msgs = st->cfg->msgs;
-	struct ioq_iterator push;
-	struct ioq_ring_desc *d;
-	int progress, ret;
-
-	/* push signals south on each post (masked south: no crossing) */
-	ret = ioq_iter_init(&n->ioq, &push, ioq_idx_push,
-			    IOQ_ITER_AUTOUPDATE);
-	if (!ret)
-		ret = ioq_iter_seek(&push, ioq_seek_tail, 0, 0);
-	if (!ret)
-		ret = ioq_iter_init(&n->ioq, &n->it, ioq_idx_reap,
-				    IOQ_ITER_REAP);
-	if (!ret)
-		ret = ioq_iter_seek(&n->it, ioq_seek_head, 0, 0);
-	if (ret) {
-		vst_stress_fail(st, "north: iterator setup: %d", ret);
-		goto out;
-	}
+	int progress, posted;
 
 	while (st->reaped < msgs && !vst_stopping(st)) {
 		progress = vst_reap(n);
@@ -291,33 +317,12 @@ static int vst_producer(void *arg)
 			break;
 		/* the reaper's snapshot, for the consumer's look-again */
 		WRITE_ONCE(st->reap_snap, ioq_reap_snapshot(&n->ioq));
-		ret = 0;
 
-		while (st->pushed < msgs && !vst_stopping(st)) {
-			ret = ioq_full(&n->ioq, ioq_idx_reap);
-			if (ret < 0)
-				goto out;	/* faulted: already reported */
-			if (ret)
-				break;
-			d = push.desc;
-			d->cookie = st->pushed;
-			d->ptr = vst_tag(st->pushed);
-			d->len = 0;
-			ret = ioq_iter_push(&push, 0);
-			/*
-			 * No -ENOSPC here: inuse had room, and a slot is
-			 * reaped only after south's [R2] moved valid's
-			 * head past it (v5: [R4] after [R2]; docs/ring.md),
-			 * so valid has room too. Any push error is a
-			 * failure.
-			 */
-			if (ret) {
-				vst_stress_fail(st, "north: push %llu: %d",
-						st->pushed, ret);
-				goto out;
-			}
-			st->pushed++;
-			progress++;
+		if (st->pushed < msgs) {
+			posted = vst_post(n);
+			if (posted < 0)
+				break;	/* faulted: already reported */
+			progress += posted;
 		}
 
 		if (progress)
@@ -325,7 +330,6 @@ static int vst_producer(void *arg)
 		else	/* ring full, or all posted: wait for completions */
 			vst_wait(n, vst_reapable);
 	}
-out:
 	if (atomic_dec_and_test(&st->running))
 		wake_up(&st->done_wq);
 	return 0;
@@ -333,9 +337,12 @@ out:
 
 /* ---- south: consumer --------------------------------------------------- */
 
+/* the consumer's look (a claim that publishes nothing); errors wake us */
 static bool vst_consumable(struct vst_side *s)
 {
-	return ioq_count(&s->ioq, ioq_idx_consume) != 0;
+	u32 pos;
+
+	return ioq_consume_begin(&s->ioq, 1, &pos) != 0;
 }
 
 static int vst_consumer(void *arg)
@@ -348,10 +355,9 @@ static int vst_consumer(void *arg)
 	u32 pos;
 
 	/*
-	 * The bulk calls: everything published so far (one [A1] reload at
-	 * most), then valid's head once ([R2]) and one signal per batch.
-	 * The producer and the reaper use the iterators, so both APIs run
-	 * against each other across CPUs.
+	 * Everything published so far (one [A1] reload at most), then
+	 * valid's head once ([R2]) and one signal per batch, as vbus-hostd's
+	 * device queue (hostd_devq) does.
 	 */
 	while (st->consumed < msgs && !vst_stopping(st)) {
 		n = ioq_consume_begin(&s->ioq, st->cfg->ring, &pos);

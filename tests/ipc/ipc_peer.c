@@ -157,10 +157,14 @@ static int cmp_double(const void *a, const void *b)
 static void print_doorbells(struct peer_link *peer, const struct peer_stats *a,
 			    const struct peer_stats *b, unsigned long n)
 {
+	double m = 2.0 * n;
+
 	if (!strcmp(peer->name, "ipc"))
-		printf(" doorbells_per_msg=%.3f",
-		       (double)(b->kicks - a->kicks + b->wakeups - a->wakeups) /
-		       (2.0 * n));
+		printf(" doorbells_per_msg=%.3f kicks_per_msg=%.3f wakeups_per_msg=%.3f sleeps_per_msg=%.3f",
+		       (double)(b->kicks - a->kicks + b->wakeups - a->wakeups) / m,
+		       (double)(b->kicks - a->kicks) / m,
+		       (double)(b->wakeups - a->wakeups) / m,
+		       (double)(b->sleeps - a->sleeps) / m);
 	printf("\n");
 }
 

@@ -32,6 +32,17 @@
  *   B2 enable: after enabled=1, before loading dirty/pending
  *   B3 wakeup: after pending=0, before reloading dirty/enabled
  *   B4 wakeup: after dirty=0, before the notifier reads the ring
+ *
+ * -DUNMASK_LOOK: the consumer is a vbus-hostd device queue
+ * (userspace/hostd/lib/devq.c): it drains with its side masked and goes
+ * to sleep through hostd_devq_unmask(), "enable, then look at the ring
+ * again; more arrived: mask and drain on". What that relies on is B2
+ * against B1 over the ring itself (the look, not the dirty bit): so this
+ * variant takes enable's own dirty/pending check away, and the look alone
+ * must catch a post that raced the unmask. It must verify, and fail with
+ * -DNO_B1 / -DNO_B2 (the post's check of enabled, or the look, overtakes
+ * the other side's store) and with -DNO_LOOK (a bare
+ * unmask, trusting nothing to ring).
  */
 
 #ifndef NITEMS
@@ -157,12 +168,28 @@ inline enable() {
 #ifndef NO_B2
 	mb(CONS);
 #endif
+#ifndef UNMASK_LOOK
 	load(CONS, DIRTY, d);
 	load(CONS, PENDING, pe);
 	if
 	:: d || pe -> deferred = true
 	:: else -> skip
 	fi
+#endif
+}
+
+/*
+ * hostd_devq_unmask(): enable (its B2), then look at the ring: more than
+ * we consumed is "more arrived"
+ */
+inline unmask_look() {
+	enable();
+#ifndef NO_LOOK
+	load(CONS, DATA, v);
+	more = v > consumed
+#else
+	more = false
+#endif
 }
 
 inline disable() {
@@ -205,8 +232,18 @@ active proctype consumer()
 {
 	byte k, v, d, pe, en;
 	bool napi = true;
+#ifdef UNMASK_LOOK
+	bool more;
 
+	/* attach: unmask and look once (the guest may have posted) */
+	unmask_look();
+	if
+	:: more -> notifier()
+	:: else -> skip
+	fi;
+#else
 	enable();
+#endif
 end_idle:
 	do
 	:: /* poll() + read() of the eventfd: a locked RMW in the kernel */
@@ -215,11 +252,26 @@ end_idle:
 	:: /* the deferred notify, kicked through our own eventfd */
 		deferred -> deferred = false;
 		wakeup()
+#ifdef UNMASK_LOOK
+	:: /* a device queue's drain: masked, then unmask-and-look */
+		napi -> napi = false;
+		disable();
+		do
+		:: true ->
+			notifier();
+			unmask_look();
+			if
+			:: more -> disable()	/* more arrived: drain on */
+			:: else -> break
+			fi
+		od
+#else
 	:: /* NAPI: mask, poll the ring directly, unmask */
 		napi -> napi = false;
 		disable();
 		notifier();
 		enable()
+#endif
 	od
 }
 

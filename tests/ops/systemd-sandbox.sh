@@ -25,42 +25,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || fail "needs root (systemd-nspawn, losetup)"
-for t in debootstrap systemd-nspawn losetup; do
+for t in systemd-nspawn losetup; do
 	command -v "$t" >/dev/null || fail "$t not installed (scripts/deps.sh)"
 done
 
-# ---- the tree, built once ------------------------------------------------
-# What the container needs besides systemd: dbus (a system bus socket to
-# be kept from), liburing2 and libnbd0 (the daemon's libraries; liburing2
-# the probe's too), python3 (the test), iproute2 (taps.conf's vbus-taps).
-pkgs=systemd,systemd-sysv,dbus,liburing2,libnbd0,python3,iproute2
-suite=bookworm
-# the machine's own Debian mirror (deb822 or one-line sources), else Debian's
-mirror=${VBUS_DEBIAN_MIRROR:-$(cat /etc/apt/sources.list.d/*.sources \
-	/etc/apt/sources.list 2>/dev/null |
-	sed -n -e 's/^URIs: *\([^ ]*\/debian\/*\)$/\1/p' \
-		-e 's/^deb  *\(\[[^]]*\]  *\)\{0,1\}\([^ ]*\/debian\/*\)  *bookworm .*/\2/p' |
-	head -n 1 || true)}
-mirror=${mirror:-http://deb.debian.org/debian}
+# ---- the tree, built once (scripts/test.sh may have started it already)
+"$here/debian-tree.sh" "$build" || fail "no Debian tree"
 cache=$build/ops/debian-12
 tree=$cache/tree
-stamp="$suite $pkgs"
-mkdir -p "$cache"
-exec 9>"$cache/lock"
-flock 9
-if [ ! -d "$tree" ] || [ "$(cat "$cache/stamp" 2>/dev/null)" != "$stamp" ]; then
-	echo "building the Debian tree in $tree (debootstrap $suite, cached)"
-	rm -rf "$tree" "$tree.new"
-	t0=$SECONDS
-	if ! debootstrap --variant=minbase --include="$pkgs" "$suite" \
-		"$tree.new" "$mirror" >"$cache/debootstrap.log" 2>&1; then
-		tail -n 20 "$cache/debootstrap.log"
-		fail "debootstrap failed (log: $cache/debootstrap.log)"
-	fi
-	mv "$tree.new" "$tree"
-	echo "$stamp" >"$cache/stamp"
-	echo "tree built in $((SECONDS - t0)) s"
-fi
 
 # ---- this build, installed as a package would be --------------------------
 tmp=$(mktemp -d /tmp/vbus-ops-nspawn.XXXXXX)

@@ -11,7 +11,8 @@
  * signal flags) are synchronisation variables, racy by design, and (b) marks
  * each hand-over with a happens-before edge at exactly the point the ring
  * protocol defines one: after the writer fills a descriptor and before it
- * pushes/pops it, and after the reader saw ownership (ioq_iter_owned). The
+ * publishes it, and after the reader's claim saw it (ioq_consume_begin,
+ * ioq_reap_begin; --iter: ioq_iter_owned). The
  * payload stays checked, so a side that touches a buffer it does not own is
  * still reported.
  *

@@ -5,12 +5,21 @@
  * would to an unrelated process) and judge the result.
  *
  *   ioq-stress [--mode thread|process] [-n N] [--ring R] [--batch B]
- *              [--ring-ver 5|6] [--bulk 0|1] [--lookagain 0|1]
+ *              [--ring-ver 5|6] [--iter 0|1] [--lookagain 0|1]
  *              [--timeout MS]
  *              [--inject drop|dup|csum|stale|nowake [--inject-at K]]
  *
- * --ring-ver picks the ring layout (default 6); --bulk 1 posts, consumes
- * and reaps with the bulk calls instead of the iterators; --lookagain 1
+ * Both sides go through exactly the calls the devices use: north posts
+ * with ioq_post_begin()/ioq_post_end() and one ioq_signal() per batch
+ * (the guest drivers), reaps with ioq_reap_begin()/ioq_reap_end(); south
+ * consumes with ioq_consume_begin()/ioq_consume_end() and one signal per
+ * batch, masked while it drains, and sleeps through unmask-then-look
+ * (vbus-hostd's hostd_devq, userspace/hostd/lib/devq.c).
+ *
+ * --ring-ver picks the ring layout (default 6); --iter 1 runs the 2009
+ * iterator instead (ioq_iter_*: libioq 1's compatibility API, which no
+ * device uses; only the stress-*-iter tests, which test that API itself);
+ * --lookagain 1
  * runs venet's NAPI look-again (ioq_reap_poll()) on a third, north-side
  * thread against the reaper (north.c).
  *
@@ -47,7 +56,7 @@ static const char *const inject_expect[] = {
 static void usage(void)
 {
 	fprintf(stderr, "usage: ioq-stress [--mode thread|process] [-n N] "
-		"[--ring R] [--batch B] [--ring-ver 5|6] [--bulk 0|1] "
+		"[--ring R] [--batch B] [--ring-ver 5|6] [--iter 0|1] "
 		"[--lookagain 0|1] [--timeout MS]\n"
 		"                  [--inject drop|dup|csum|stale|nowake] "
 		"[--inject-at K]\n");
@@ -279,8 +288,8 @@ int main(int argc, char **argv)
 			cfg.batch = (unsigned int)num(v);
 		else if (!strcmp(a, "--ring-ver"))
 			cfg.ring_ver = (__u32)num(v);
-		else if (!strcmp(a, "--bulk"))
-			cfg.bulk = !!strcmp(v, "0");
+		else if (!strcmp(a, "--iter"))
+			cfg.iter = !!strcmp(v, "0");
 		else if (!strcmp(a, "--lookagain"))
 			cfg.lookagain = !!strcmp(v, "0");
 		else if (!strcmp(a, "--timeout"))
@@ -325,7 +334,7 @@ int main(int argc, char **argv)
 
 	printf("ioq-stress %s: n=%lu ring=%u v%u%s%s batch=%u inject=%s: "
 	       "%.3f s, %.0f msg/s\n", mode, cfg.n, cfg.ring, cfg.ring_ver,
-	       cfg.bulk ? " bulk" : "", cfg.lookagain ? " lookagain" : "",
+	       cfg.iter ? " iter" : "", cfg.lookagain ? " lookagain" : "",
 	       cfg.batch,
 	       inject_names[cfg.inject], dt, dt > 0 ? cfg.n / dt : 0.0);
 	report_side("north", &sh->north, cfg.n);

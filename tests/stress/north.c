@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The producer (north): posts batches on ioq_idx_push and signals once
- * per batch, reaps completions on the inuse index (IOQ_ITER_REAP),
+ * The producer (north), as the guest drivers: posts batches with
+ * ioq_post_begin()/ioq_post_end() and signals once per batch, reaps
+ * completions with ioq_reap_begin()/ioq_reap_end() (--iter 1: the
+ * compatibility iterator on ioq_idx_push and, IOQ_ITER_REAP, the inuse
+ * index instead),
  * and sleeps only when it can neither post (ring full, or all posted) nor
  * reap. Notifications from south stay masked except while it sleeps, so a
  * consumer popping at full speed costs the producer nothing.
@@ -60,8 +63,8 @@ static void fill(struct north *n, struct ioq_ring_desc *d, __u32 pos)
 	stress_hb_before(STRESS_HB_POST(&n->sh->slots[slot]));
 }
 
-/* --bulk: claim @k slots, fill them, publish the tail once */
-static int post_bulk(struct north *n, unsigned long k)
+/* claim @k slots, fill them, publish the tail once */
+static int post_batch(struct north *n, unsigned long k)
 {
 	__u32 pos;
 	unsigned long i;
@@ -97,12 +100,12 @@ static int post(struct north *n)
 	if (k > (unsigned long)room)
 		k = (unsigned long)room;
 
-	if (cfg->bulk && k) {
-		rc = post_bulk(n, k);
+	if (!cfg->iter && k) {
+		rc = post_batch(n, k);
 		if (rc)
 			return rc;
 	}
-	for (i = 0; !cfg->bulk && i < (int)k; i++) {
+	for (i = 0; cfg->iter && i < (int)k; i++) {
 		fill(n, n->post.desc, n->post.pos);
 		rc = ioq_iter_push(&n->post, 0);
 		if (rc) {
@@ -132,7 +135,7 @@ static int reapable(void *arg)
 	struct north *n = arg;
 	__u32 pos;
 
-	if (n->cfg->bulk)
+	if (!n->cfg->iter)
 		return ioq_reap_begin(n->q, 1, &pos) > 0;
 	return ioq_iter_owned(&n->reap);
 }
@@ -152,8 +155,8 @@ static void check_done(struct north *n, const struct ioq_ring_desc *d,
 			    n->reaped);
 }
 
-/* --bulk: every completion there is, inuse's head published once */
-static int reap_bulk(struct north *n)
+/* every completion there is, inuse's head published once */
+static int reap_batch(struct north *n)
 {
 	__u32 pos;
 	int k = ioq_reap_begin(n->q, n->cfg->ring, &pos), i, rc;
@@ -175,7 +178,7 @@ static int reap_bulk(struct north *n)
 	return k;
 }
 
-/* Completions come back in order, each with the consumer's mark. */
+/* --iter: completions come back in order, each with the consumer's mark. */
 static int reap_iter(struct north *n)
 {
 	int k = 0, rc;
@@ -196,8 +199,8 @@ static int reap(struct north *n)
 {
 	int k;
 
-	if (n->cfg->bulk)
-		k = reap_bulk(n);
+	if (!n->cfg->iter)
+		k = reap_batch(n);
 	else
 		k = reap_iter(n);
 	/* the snapshot a NAPI poll takes before napi_complete_done() */
@@ -221,14 +224,17 @@ int stress_north(const struct stress_cfg *cfg, struct ioq_channel *ch,
 		goto out;
 	}
 	ioq_channel_set_notifier(ch, stress_count_notifier, n.res);
-	rc = ioq_iter_init(n.q, &n.post, ioq_idx_push, 0);
-	if (!rc)
-		rc = ioq_iter_seek(&n.post, ioq_seek_tail, 0, 0);
-	if (!rc)
-		rc = ioq_iter_init(n.q, &n.reap, ioq_idx_reap,
-				   IOQ_ITER_REAP);
-	if (!rc)
-		rc = ioq_iter_seek(&n.reap, ioq_seek_head, 0, 0);
+	rc = 0;
+	if (cfg->iter) {
+		rc = ioq_iter_init(n.q, &n.post, ioq_idx_push, 0);
+		if (!rc)
+			rc = ioq_iter_seek(&n.post, ioq_seek_tail, 0, 0);
+		if (!rc)
+			rc = ioq_iter_init(n.q, &n.reap, ioq_idx_reap,
+					   IOQ_ITER_REAP);
+		if (!rc)
+			rc = ioq_iter_seek(&n.reap, ioq_seek_head, 0, 0);
+	}
 	if (rc) {
 		stress_fail(n.res, "iterator setup: %d", rc);
 		goto out;

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * The consumer (south). Drains with notifications masked, then unmasks and
- * re-checks the ring before it sleeps: a message published between the last
+ * The consumer (south), as vbus-hostd's device queue (hostd_devq,
+ * userspace/hostd/lib/devq.c) does it: claims a batch with
+ * ioq_consume_begin(), hands it back with one ioq_consume_end() and one
+ * ioq_signal() (--iter 1: the compatibility iterator instead). Drains
+ * with notifications masked, then unmasks and re-checks the ring before
+ * it sleeps: a message published between the last
  * drain and the unmask gets no notification (we were masked), so only the
  * re-check after the unmask finds it (the virtio-net/NAPI pattern; see
  * docs/design.md, "Signals: unmask, then look again"). shm_signal_enable()
@@ -138,8 +142,8 @@ static void consume(struct south *s, const struct ioq_ring_desc *d,
  * each descriptor's ownership after it (v5: [A4]), so a descriptor the
  * count includes must be ours (docs/ring.md).
  */
-/* --bulk: everything posted so far, valid's head published once */
-static int drain_bulk(struct south *s)
+/* everything posted so far: valid's head published once, one signal */
+static int drain_batch(struct south *s)
 {
 	__u32 pos;
 	int n = ioq_consume_begin(s->q, s->cfg->ring, &pos), i, rc;
@@ -161,9 +165,14 @@ static int drain_bulk(struct south *s)
 	}
 	if (!n)
 		return 0;
-	rc = ioq_consume_end(s->q, (unsigned int)n, IOQ_ITER_AUTOUPDATE);
+	rc = ioq_consume_end(s->q, (unsigned int)n, 0);
 	if (rc) {
 		stress_fail(s->res, "ioq_consume_end: %d", rc);
+		return rc;
+	}
+	rc = ioq_signal(s->q, 0);
+	if (rc) {
+		stress_fail(s->res, "ioq_signal: %d", rc);
 		return rc;
 	}
 	return n;
@@ -173,8 +182,8 @@ static int drain(struct south *s)
 {
 	int n, i, rc;
 
-	if (s->cfg->bulk)
-		return drain_bulk(s);
+	if (!s->cfg->iter)
+		return drain_batch(s);
 	n = ioq_count(s->q, ioq_idx_consume);
 
 	if (n < 0) {
@@ -219,8 +228,8 @@ static int has_work(void *arg)
 	struct south *s = arg;
 	__u32 pos;
 
-	/* bulk: consume_begin reloads the cached tail when it says empty */
-	if (s->cfg->bulk)
+	/* consume_begin reloads the cached tail when it says empty */
+	if (!s->cfg->iter)
 		return ioq_consume_begin(s->q, 1, &pos) != 0;
 	return ioq_count(s->q, ioq_idx_consume) != 0;
 }
@@ -233,9 +242,12 @@ int stress_south(const struct stress_cfg *cfg, struct ioq_channel *ch,
 
 	s.q = ioq_channel_ioq(ch);
 	ioq_channel_set_notifier(ch, stress_count_notifier, s.res);
-	rc = ioq_iter_init(s.q, &s.it, ioq_idx_consume, 0);
-	if (!rc)
-		rc = ioq_iter_seek(&s.it, ioq_seek_head, 0, 0);
+	rc = 0;
+	if (cfg->iter) {
+		rc = ioq_iter_init(s.q, &s.it, ioq_idx_consume, 0);
+		if (!rc)
+			rc = ioq_iter_seek(&s.it, ioq_seek_head, 0, 0);
+	}
 	if (rc)
 		goto out;
 

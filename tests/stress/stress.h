@@ -53,7 +53,11 @@ struct stress_cfg {
 	enum stress_inject inject;
 	unsigned long inject_at;	/* sequence number to corrupt */
 	__u32 ring_ver;			/* ring version: 5 or 6 */
-	int bulk;			/* post/consume/reap with the bulk calls */
+	/*
+	 * 0: the role calls the devices use (post/consume/reap begin+end,
+	 * one signal per batch); 1: libioq 1's compatibility iterator
+	 */
+	int iter;
 	int lookagain;			/* north: a look-again thread (north.c) */
 };
 

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <vbus/ioq_channel.h>
+#include <vbus/poll_window.h>
 #include <vbus/vbus_ipc.h>
 #include "fd_pass.h"
 #include "ipc_priv.h"
@@ -60,6 +62,8 @@ struct ioq_ipc {
 	int ended;		/* the session is over: -EPIPE */
 	int kicked_self;	/* a deferred notify wants a run */
 	int armed;		/* ioq_ipc_arm() unmasked for the caller's loop */
+	__u64 poll_cap_ns;	/* IOQ_IPC_POLL_US at attach (0: never poll) */
+	__u64 poll_ns;		/* the poll window now (vbus_poll_window_adapt) */
 	struct ipc_dir tx, rx;
 	struct ioq_ipc_stats st;
 };
@@ -119,6 +123,34 @@ static void dir_notify(struct ioq_notifier *n)
 
 /* ---- attach ------------------------------------------------------------------ */
 
+/*
+ * The bound of ioq_ipc_wait's poll window (ioq_ipc(3), "Waiting"): the
+ * environment's IOQ_IPC_POLL_US if it is a number of microseconds up to
+ * IPC_POLL_MAX_US, else IPC_POLL_DEFAULT_US.
+ */
+#define IPC_POLL_DEFAULT_US 200
+#define IPC_POLL_MAX_US 10000
+static __u64 poll_cap_from_env(void)
+{
+	const char *v = getenv("IOQ_IPC_POLL_US");
+	unsigned long us = IPC_POLL_DEFAULT_US;
+	char *end;
+
+	if (v && *v) {
+		errno = 0;
+		us = strtoul(v, &end, 10);
+		if (errno || *end || us > IPC_POLL_MAX_US)
+			us = IPC_POLL_DEFAULT_US;
+	}
+	return (__u64)us * 1000;
+}
+
+/* the narrowest window: a quarter of the bound (0 with it: no polling) */
+static __u64 poll_floor(const struct ioq_ipc *ipc)
+{
+	return ipc->poll_cap_ns / 4;
+}
+
 static struct ioq_ipc *ipc_alloc(enum ioq_ipc_role role)
 {
 	struct ioq_ipc *ipc = calloc(1, sizeof(*ipc));
@@ -126,6 +158,8 @@ static struct ioq_ipc *ipc_alloc(enum ioq_ipc_role role)
 	if (!ipc)
 		return NULL;
 	ipc->role = role;
+	ipc->poll_cap_ns = poll_cap_from_env();
+	ipc->poll_ns = poll_floor(ipc);
 	ipc->wait_fd = ipc->doorbell_fd = ipc->ctl_fd = ipc->shm_fd = -1;
 	ipc->poll_fd = -1;
 	return ipc;
@@ -709,21 +743,107 @@ int ioq_ipc_arm(struct ioq_ipc *ipc, int events)
 	return 0;
 }
 
+static __u64 now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (__u64)t.tv_sec * 1000000000ULL + (__u64)t.tv_nsec;
+}
+
+#define IPC_POLL_SPINS 16
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * Look at the rings, masked (the peer rings no doorbell), until the poll
+ * window from @t0 (the start of the wait) is over, or @limit_ns (the
+ * caller's timeout): 1 ready, 0 not, or the session's end. A peer that
+ * answers within the window costs neither end a doorbell nor this one a
+ * sleep (ioq_ipc(3), "Waiting").
+ */
+static int poll_rings(struct ioq_ipc *ipc, int events, __u64 t0,
+		      __u64 limit_ns)
+{
+	__u64 w = ipc->poll_ns < limit_ns ? ipc->poll_ns : limit_ns;
+	unsigned int i;
+	int err;
+
+	while (w && now_ns() - t0 < w) {
+		err = ipc_state(ipc);
+		if (err)
+			return err;
+		/* the clock less often than the ring: a guest's may be slow */
+		for (i = 0; i < IPC_POLL_SPINS; i++) {
+			if (ipc_ready(ipc, events))
+				return 1;
+			cpu_relax();
+		}
+		/*
+		 * Between looks the CPU goes to whoever else wants it: on a host
+		 * with more runnable threads than cores (a TCG guest's vCPUs, its
+		 * QEMU, the peer) a spin that kept its core could be keeping the
+		 * very peer it waits for off it.
+		 */
+		sched_yield();
+	}
+	return 0;
+}
+
+/*
+ * After a sleep that ended with work the window learns from the gap by
+ * vbus-hostd's rule (vbus_poll_window_adapt), with two changes, because the
+ * gap after a sleep includes this end's own wakeup, which under TCG (an
+ * interrupt into a halted vCPU, an IPI to the one the process slept on)
+ * exceeds the bound while the peer answers in microseconds once awake:
+ * it learns from gaps up to IPC_POLL_LEARN bounds (two ends that both fell
+ * asleep open their windows again instead of waking each other for good),
+ * and never closes below the floor. The window itself stays within the
+ * bound (the bimodal round trip: docs/devices/vbus_ipc.md, "Waiting").
+ */
+#define IPC_POLL_LEARN 8
+static void poll_adapt(struct ioq_ipc *ipc, __u64 t0)
+{
+	__u64 ns = vbus_poll_window_adapt(ipc->poll_ns,
+					  IPC_POLL_LEARN * ipc->poll_cap_ns,
+					  now_ns() - t0);
+
+	if (ns > ipc->poll_cap_ns)
+		ns = ipc->poll_cap_ns;
+	ipc->poll_ns = ns > poll_floor(ipc) ? ns : poll_floor(ipc);
+}
+
 int ioq_ipc_wait(struct ioq_ipc *ipc, int events, int timeout_ms)
 {
 	struct timespec t0, t1;
 	int n, err, left = timeout_ms;
+	__u64 start;
 
 	err = ipc_disarm(ipc);
 	if (err)
 		return err;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	start = now_ns();
 	for (;;) {
 		err = ipc_state(ipc);
 		if (err)
 			return err;
 		if (ipc_ready(ipc, events))
 			return 1;
+		/* a zero timeout is a caller's own loop asking: never spin */
+		if (timeout_ms != 0) {
+			n = poll_rings(ipc, events, start,
+				       timeout_ms < 0 ? UINT64_MAX :
+				       (__u64)timeout_ms * 1000000);
+			if (n)
+				return n;
+		}
 		n = ipc_unmask(ipc, events) ? 0 : sleep_once(ipc, left);
 		ipc_mask(ipc);
 		if (n < 0)
@@ -732,8 +852,10 @@ int ioq_ipc_wait(struct ioq_ipc *ipc, int events, int timeout_ms)
 			err = ipc_doorbell(ipc);
 			if (err)
 				return err;
-			if (ipc_ready(ipc, events))
+			if (ipc_ready(ipc, events)) {
+				poll_adapt(ipc, start);
 				return 1;
+			}
 		}
 		/* doorbells that bring nothing we wait for still use up time */
 		if (timeout_ms >= 0) {

@@ -42,12 +42,17 @@ vt_want() { [ -z "${VT_ONLY:-}" ] || echo "$1" | grep -qE -e "$VT_ONLY"; }
 # vt_run_checks NAME...: check_NAME for each NAME that vt_want, in order.
 # A check group must stand alone: it sets up what it needs and leaves the
 # guest as it found it, so that any one of them can run by itself.
+# Each group's guest time goes to the log ("vt: check NAME took N.NN s"), so
+# a slow group shows without rerunning with timestamps.
 vt_run_checks() {
-	local c
+	local c t0 cs
 	for c in "$@"; do
 		if vt_want "$c"; then
 			echo "vt: check $c"
+			t0=$(vt_uptime_cs)
 			"check_$c"
+			cs=$(($(vt_uptime_cs) - t0))
+			printf 'vt: check %s took %d.%02d s\n' "$c" $((cs / 100)) $((cs % 100))
 		else
 			echo "vt: skip $c (VT_ONLY=$VT_ONLY)"
 		fi
@@ -254,4 +259,20 @@ vt_console_clean() {
 	# last: the first of them (vt_check's reason is the last line)
 	echo "$(echo "$bad" | wc -l) problem line(s), the first: $(echo "$bad" | head -n 1)"
 	return 1
+}
+
+# vt_net_bytes IF: "RX TX", IF's byte counters.
+vt_net_bytes() {
+	echo "$(cat "/sys/class/net/$1/statistics/rx_bytes") $(cat "/sys/class/net/$1/statistics/tx_bytes")"
+}
+
+# vt_flowing IF "RX TX" [RXMIN TXMIN]: IF's byte counters moved RXMIN and
+# TXMIN bytes (default 64 KiB each) past a vt_net_bytes snapshot: traffic
+# started in the background is under way (for vt_wait, in place of a sleep
+# that hopes it is).
+vt_flowing() {
+	local now
+	now=$(vt_net_bytes "$1") || return 1
+	[ "${now% *}" -ge $((${2% *} + ${3:-65536})) ] &&
+		[ "${now#* }" -ge $((${2#* } + ${4:-65536})) ]
 }

@@ -256,6 +256,35 @@ lab_netns() {
 }
 nsx() { ip netns exec "$ns" "$@"; }
 
+# lab_bridge BR TAP...: a Linux bridge BR in the namespace with the TAPs
+# as its ports, up (no address: the caller adds one if it wants).
+lab_bridge() {
+	local br=$1 t
+	shift
+	nsx ip link add "$br" type bridge || return 1
+	for t in "$@"; do nsx ip link set dev "$t" master "$br" || return 1; done
+	nsx ip link set dev "$br" up
+}
+
+# lab_qemu_in_ns: a qemu-system-x86_64 in $lab_ns_bin that runs the real
+# one in the namespace (a tap netdev is looked up by name there); boot
+# with PATH="$lab_ns_bin:$PATH" lab_boot ...
+lab_qemu_in_ns() {
+	lab_ns_bin="$run/bin"
+	mkdir -p "$lab_ns_bin"
+	printf '#!/bin/sh\nexec ip netns exec %q %q "$@"\n' "$ns" "$(command -v qemu-system-x86_64)" \
+		>"$lab_ns_bin/qemu-system-x86_64"
+	chmod +x "$lab_ns_bin/qemu-system-x86_64"
+}
+
+# lab_ivshmem NAME: QEMU's arguments (one a line) for a vbus-ipc device on
+# vbus-hostd's socket $run/NAME.sock (its qsock= or peer_qsock=):
+#   mapfile -t q < <(lab_ivshmem north)
+lab_ivshmem() {
+	printf '%s\n' -chardev "socket,id=ipc0,path=$run/$1.sock" \
+		-device "ivshmem-doorbell,chardev=ipc0,vectors=2"
+}
+
 # lab_httpd DIR: busybox httpd serving DIR (cgi-bin/ too) on
 # $host_ip:${port:-8080} in the namespace. $busybox is its path.
 lab_httpd() {
@@ -544,6 +573,32 @@ lab_ticks() {
 
 # ---- for the benches ----
 bench_log() { printf 'bench: %s\n' "$*"; }
+
+# The benches' guests' extra kernel arguments (lab_boot --append). Under
+# TCG the kernel does not trust the emulated TSC and times with the HPET,
+# every read of which is an MMIO exit under QEMU's global lock (tens of
+# microseconds when QEMU is busy): a guest that times round trips, or
+# libioq's poll window in a guest (docs/devices/vbus_ipc.md, "Waiting"),
+# would measure its own clock. tsc=reliable makes a read cost what
+# kvm-clock's vDSO read costs under KVM.
+# shellcheck disable=SC2034 # for the benches
+LAB_BENCH_APPEND="tsc=reliable"
+
+# bench_sessions ROUNDS NRUNS T...: one "ROUND T RUN" line per session:
+# per round the transports T, rotated by one each round (none always
+# first), each with runs 0..NRUNS-1.
+bench_sessions() {
+	local rounds=$1 nruns=$2 r k m
+	shift 2
+	local ts=("$@")
+	for ((r = 1; r <= rounds; r++)); do
+		for ((k = 0; k < ${#ts[@]}; k++)); do
+			for ((m = 0; m < nruns; m++)); do
+				echo "$r ${ts[$(((k + r - 1) % ${#ts[@]}))]} $m"
+			done
+		done
+	done
+}
 
 # lab_need TOOL...: each must be on PATH (else the end, exit 1).
 lab_need() {

@@ -62,6 +62,7 @@
 #include <vbus/platform.h>
 #include <vbus/shm_signal.h>
 #include <vbus/ioq.h>
+#include <vbus/poll_window.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -264,17 +265,15 @@ bool hostd_eventfd_drain(int fd);	/* true if it had a count */
 __u64 hostd_now_ns(void);
 
 /*
- * An adaptive poll window, KVM's halt-polling rule: how long a device keeps
- * polling its ring after its last work before it unmasks and sleeps. @cap_ns
- * is the user's bound (0: never poll), @ns the window now. After a sleep,
- * hostd_poll_window_adapt() learns from @gap_ns, the time from the last work
- * before the sleep to the work that ended it: within the cap a wider window
- * would have caught it (the window doubles, opening at
- * HOSTD_POLL_WINDOW_START_NS; a doorbell and a wakeup cost more than the
- * spin), past the cap none would (it closes: a guest that posts a round trip
- * later gets no host spinning on the core it needs). Counts both.
+ * An adaptive poll window (core's vbus/poll_window.h has the rule, KVM's
+ * halt-polling one): how long a device keeps polling its ring after its
+ * last work before it unmasks and sleeps. @cap_ns is the user's bound (0:
+ * never poll), @ns the window now. After a sleep,
+ * hostd_poll_window_adapt() learns from @gap_ns, the time from the last
+ * work before the sleep to the work that ended it (vbus_poll_window_adapt)
+ * and counts the grows and shrinks.
  */
-#define HOSTD_POLL_WINDOW_START_NS 10000ULL
+#define HOSTD_POLL_WINDOW_START_NS VBUS_POLL_WINDOW_START_NS
 struct hostd_poll_window {
 	__u64 cap_ns, ns;
 	__u64 grows, shrinks;
@@ -306,9 +305,10 @@ void hostd_kick_fini(struct hostd_kick *k);
 /*
  * Guest -> device notifications need no registration: the guest's doorbell
  * for a shm's handle runs _shm_signal_wakeup() of its signal on the loop
- * thread, which (if the device enabled it: ioq_notify_enable) calls the
- * ioq notifier -> ioq->notifier->signal(). Device -> guest: ioq_signal()
- * or shm_signal_inject() (auto-update pushes/pops do it for you). The
+ * thread, which (if the device unmasked it) calls the ioq notifier. A
+ * device's rings are device queues (devq.h, struct hostd_devq): it hears
+ * them through hostd_devq_attach()'s callback and signals the guest with
+ * hostd_devq_signal(); it makes no ioq_* or shm_signal_* call itself. The
  * signals' deferred notify (vbus_defer) is run by the loop as well.
  */
 

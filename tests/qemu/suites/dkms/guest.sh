@@ -87,7 +87,7 @@ ping_host() {
 		[ "$i" -lt 200 ] || { echo "no carrier on $1"; return 1; }
 		usleep 100000
 	done
-	ping -c 3 -W 3 "$VDK_HOST_IP"
+	ping -c 3 -i 0.2 -W 3 "$VDK_HOST_IP"
 }
 
 unload_all() {

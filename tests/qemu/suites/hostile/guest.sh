@@ -228,7 +228,7 @@ net_up() {
 	ip addr add "$VT_GUEST_IP/$VT_PREFIX" dev "$IF" 2>/dev/null
 	ip link set dev "$IF" up || return 1
 	vt_wait 30 test "$(cat "/sys/class/net/$IF/carrier")" = 1 || return 1
-	ping -c 2 -W 5 "$VT_HOST_IP" >/dev/null
+	ping -c 2 -i 0.2 -W 5 "$VT_HOST_IP" >/dev/null
 }
 rx_more() { [ "$(cat "/sys/class/net/$IF/statistics/rx_packets")" -ge "$1" ]; }
 reboot_go() {

@@ -21,6 +21,11 @@
 #                north faults (-EIO); vbus-hostd is unharmed
 #   after_garbage echo-check: a fresh session works
 #   cycles       echo per open/close cycle: no slab growth in either guest
+#   reboot       echo: the south guest reboots inside its running QEMU
+#                mid-stream (req_reboot_peer / req_reboot_wait): the north
+#                gets -EPIPE within a bound; the rebooted south's driver
+#                comes back (req_south_boot tells it which boot it is) and
+#                the north's next open is served
 #
 #   tests/qemu/run.sh ipc_link[:REGEX] [--msgs N] [--cycles N] [--demo]
 #
@@ -54,6 +59,11 @@ fi
 if lab_want cycles; then
 	for ((i = 0; i <= cycles; i++)); do south - echo:cycle; done
 fi
+s_reboot=()
+if lab_want reboot; then
+	south - reboot:reboot
+	s_reboot=(echo:after-reboot)
+fi
 
 stage() {
 	lab_stage "$1" "$(dirname "$0")/guest.sh" "${kos[@]}" --file "$peer" <<CONFIG
@@ -61,6 +71,7 @@ LINK_ROLE=$2
 LINK_MSGS=$msgs
 LINK_CYCLES=$cycles
 LINK_SESSIONS='$3'
+LINK_AFTER_REBOOT='${s_reboot[*]}'
 CONFIG
 }
 stage north north ""
@@ -70,9 +81,8 @@ stage south2 south "${s2[*]}"
 lab_hostd -- --guest "$(lab_guest g1)" --guest "$(lab_guest g2)" \
 	--device "g1:type=vbus-ipc,id=5,service=chat,qsock=$run/north.sock,peer=g2,peer_qsock=$run/south.sock"
 
-ivshmem() { printf '%s\n' -chardev "socket,id=ipc0,path=$run/$1.sock" -device "ivshmem-doorbell,chardev=ipc0,vectors=2"; }
-mapfile -t q_north < <(ivshmem north)
-mapfile -t q_south < <(ivshmem south)
+mapfile -t q_north < <(lab_ivshmem north)
+mapfile -t q_south < <(lab_ivshmem south)
 
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 req_kill_peer() {
@@ -81,7 +91,23 @@ req_kill_peer() {
 	kill -9 "$pid" && vbus_log "killed the south guest's QEMU (pid $pid)"
 }
 # shellcheck disable=SC2317
-req_boot_peer() { lab_boot south2 --guest g2 --smp 1 -- "${q_south[@]}"; }
+req_boot_peer() { lab_boot south2 --guest g2 --smp 1 --reboot -- "${q_south[@]}"; }
+# the reboot group: the north asks for it, the south (echoing) waits for it
+reboot_asked=0
+declare -A south_boots
+# shellcheck disable=SC2317
+req_reboot_peer() { reboot_asked=1; }
+# shellcheck disable=SC2317
+req_reboot_wait() {
+	((reboot_asked)) || return 2
+	reboot_asked=0
+	vbus_log "$lab_role reboots inside its QEMU (pid $(cat "$run/$lab_role.pid" 2>/dev/null))"
+}
+# shellcheck disable=SC2317
+req_south_boot() {
+	south_boots[$lab_role]=$((${south_boots[$lab_role]:-0} + 1))
+	lab_reply=${south_boots[$lab_role]}
+}
 # A third guest's QEMU on each of the link's sockets while the named
 # guests hold them: vbus-hostd refuses it (logged) and it never gets the
 # region (no /memfd:vbus-ipc among its fds; QEMU 7.2 stays in ivshmem's
@@ -121,9 +147,11 @@ req_third() {
 	done
 }
 
-lab_boot south --guest g2 --smp 1 -- "${q_south[@]}"
+lab_boot south --guest g2 --smp 1 --reboot -- "${q_south[@]}"
 lab_boot north --guest g1 --smp 1 -- "${q_north[@]}"
-lab_serve north
+# every guest's requests (the south asks too: which boot it is, when to
+# reboot), the peer booted by req_boot_peer included, until all have ended
+lab_serve
 lab_results north north
 if lab_want peer_killed; then
 	# the first south guest was killed: its verdict is its exchange's line
@@ -138,7 +166,6 @@ if lab_want peer_killed; then
 else
 	last_south=south
 fi
-lab_serve "$last_south"
 lab_results "$last_south" south
 if kill -0 "$hostd_pid" 2>/dev/null && ctl stats g1 5 >"$out/stats.txt" 2>&1; then
 	h_pass hostd-alive-at-end

@@ -147,7 +147,7 @@ setup() {
 	if [ -z "${IF:-}" ] || [ -z "${VDEV:-}" ]; then echo "no venet netdev or vbus-test device"; return 1; fi
 	ip addr add "$VT_GUEST_IP/$VT_PREFIX" dev "$IF" &&
 		ip link set "$IF" up &&
-		ping -c 2 -W 5 "$VT_HOST_IP" >/dev/null
+		ping -c 2 -i 0.2 -W 5 "$VT_HOST_IP" >/dev/null
 }
 
 ring_ok() {
@@ -331,7 +331,7 @@ blk_no_io_error() {
 same_blk() { [ "$(blk_disk)" = "$BLK" ] || { echo "disk is now $(blk_disk), was $BLK"; return 1; }; }
 
 restart_case() {
-	local k=$1 re0 down0 rc0 r0 dl up figs blk=0 gone0 back0 backs0 p n
+	local k=$1 re0 down0 rc0 r0 dl up figs blk=0 gone0 back0 backs0 p n b0
 	re0=$(bridge_stat reattach)
 	down0=$(bridge_stat host_down)
 	rc0=$(bridge_stat reconnect)
@@ -351,11 +351,12 @@ restart_case() {
 		fs_loop &
 	fi
 	monitor "$IF" &
+	b0=$(vt_net_bytes "$IF")
 	(timeout 300 wget -q -O - "$URL/cgi-bin/slow" | md5sum >/tmp/dl.md5) &
 	dl=$!
 	(timeout 300 wget -q -O - --post-file /tmp/up "$URL/cgi-bin/md5" >/tmp/up.host) &
 	up=$!
-	sleep 1
+	vt_check "$k-traffic-under-way" vt_wait 30 vt_flowing "$IF" "$b0"
 	if [ "$blk" = 1 ]; then
 		# right before the request: not in the gap between two fio
 		# passes; then the daemon frozen with requests on the ring
@@ -392,7 +393,7 @@ restart_case() {
 	fi
 	vt_check "$k-devices-reconnected" wait_stat_above reconnect $((rc0 + NDEV - 1))
 	vt_check "$k-netdev-kept" same_if
-	vt_check "$k-ping" ping -c 3 -W 5 "$VT_HOST_IP"
+	vt_check "$k-ping" ping -c 3 -i 0.2 -W 5 "$VT_HOST_IP"
 	vt_check "$k-vbus-test-ring" ring_ok 2000
 	if [ "$blk" = 1 ]; then
 		vt_check "$k-blk-fio-verified" blk_fio_ok
@@ -422,14 +423,15 @@ restart_case() {
 # (lib/bar2-flap.py; the keeper starts a new daemon): at most a re-attach
 # a second (+ slack for the new daemon and TCG), then service.
 flap_case() {
-	local re0 f0 rc0 dl n
+	local re0 f0 rc0 dl n b0
 	re0=$(bridge_stat reattach)
 	rc0=$(($(bridge_stat reconnect) + 1))
 	f0=$(bridge_stat reattach_fail)
 	rm -f /tmp/dl.md5
+	b0=$(vt_net_bytes "$IF")
 	(timeout 300 wget -q -O - "$URL/cgi-bin/slow" | md5sum >/tmp/dl.md5) &
 	dl=$!
-	sleep 1
+	vt_check flap-download-under-way vt_wait 30 vt_flowing "$IF" "$b0" 65536 1
 	vt_host flap >/dev/null
 	wait "$dl"
 	# the flap seen, then over (the new daemon's devices reconnected)
@@ -440,7 +442,7 @@ flap_case() {
 	vt_check flap-reattach-bounded test "$n" -ge 1 -a "$n" -le 8
 	vt_check flap-carrier-up wait_carrier_up
 	vt_check flap-download-md5 check_md5_file /tmp/dl.md5 "$VT_DATA_MD5"
-	vt_check flap-ping ping -c 3 -W 5 "$VT_HOST_IP"
+	vt_check flap-ping ping -c 3 -i 0.2 -W 5 "$VT_HOST_IP"
 	vt_check flap-netdev-kept same_if
 	vt_check flap-vbus-test-ring ring_ok 2000
 	if [ -n "$BLK" ]; then

@@ -26,7 +26,7 @@
 #   --cycles N    load/unload cycles of vbus_blk for the slab check (20)
 #   --disk-mb N   size of the rw disk in MiB; each of the 4 fio jobs writes
 #                 and verifies all of it, sequential QD32 3 times
-#                 (default 128: 1.4 GiB of I/O)
+#                 (default 80: 0.9 GiB of I/O)
 #   --timeout SEC kill the guest after SEC seconds (default 1200)
 # Check groups (REGEX): sysfs data fio discard ext4 ro udev hotdrop cycles
 # poll qvec flush; with --swiotlb: swiotlb_window data fio ext4 swiotlb_verdict.
@@ -35,7 +35,7 @@ set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/lab.sh"
 
-cycles=20 disk_mb=128 timeout=1200
+cycles=20 disk_mb=80 timeout=1200
 lab_begin vbus_blk cycles:N disk-mb:N -- "$@"
 ((disk_mb >= 80)) || { vbus_err "--disk-mb must be at least 80 (the tests write at 64 MiB + 4 MiB)"; exit 2; }
 ro_mb=16

@@ -69,7 +69,7 @@ ethfeature() {
 	ethtool -k "$1" | awk -v k="$2:" '$1 == k { print $2; f = 1 } END { exit !f }'
 }
 
-check_ping_out() { ping -c 3 -W 3 "$VT_HOST_IP"; }
+check_ping_out() { ping -c 3 -i 0.2 -W 3 "$VT_HOST_IP"; }
 
 # tx_all_completed: tx_completed == tx_packets in one ethtool -S snapshot
 tx_all_completed() {
@@ -197,7 +197,7 @@ set_mtu() {
 check_jumbo() {
 	local f0 f1
 	f0=$(ip_frag_creates)
-	ping -c 3 -W 3 -s 8900 "$VT_HOST_IP" || return 1
+	ping -c 3 -i 0.2 -W 3 -s 8900 "$VT_HOST_IP" || return 1
 	f1=$(ip_frag_creates)
 	echo "FragCreates $f0 -> $f1"
 	test "$f0" = "$f1"
@@ -205,7 +205,7 @@ check_jumbo() {
 
 # mode SG: one full round with sg_enabled=SG.
 mode() {
-	local sg=$1 p="sg$1" IF v tso
+	local sg=$1 p="sg$1" IF v tso b0
 
 	vt_check "$p/load" vt_kmod_load venet "sg_enabled=$sg" || return
 	if ! IF=$(venet_if); then
@@ -274,7 +274,7 @@ mode() {
 	# link down/up
 	ip link set dev "$IF" down
 	vt_check "$p/linkdown-carrier-off" wait_carrier "$IF" 0
-	vt_check "$p/linkdown-no-ping" sh -c "! ping -c 2 -W 1 $VT_HOST_IP"
+	vt_check "$p/linkdown-no-ping" sh -c "! ping -c 2 -i 0.2 -W 1 $VT_HOST_IP"
 	ip link set dev "$IF" up
 	vt_check "$p/linkup-carrier-on" wait_carrier "$IF" 1
 	vt_check "$p/linkup-ping" check_ping_out
@@ -292,11 +292,12 @@ mode() {
 	[ "$HAVE_ETHTOOL" = 1 ] && ethtool -S "$IF" | sed 's/^/  /'
 
 	# remove while traffic flows both ways
+	b0=$(vt_net_bytes "$IF")
 	(while http_get /data >/dev/null 2>&1; do :; done) &
 	rx_pid=$!
 	(while http_post /cgi-bin/md5 /tmp/up >/dev/null 2>&1; do :; done) &
 	tx_pid=$!
-	sleep 2
+	vt_check "$p/traffic-both-ways" vt_wait 30 vt_flowing "$IF" "$b0"
 	vt_check "$p/unload-under-traffic" rmmod venet
 	kill "$rx_pid" "$tx_pid" 2>/dev/null
 	wait "$rx_pid" "$tx_pid" 2>/dev/null
@@ -331,7 +332,7 @@ cycle() {
 	ip addr add "$VT_GUEST_IP/$VT_PREFIX" dev "$IF"
 	ip link set dev "$IF" up
 	wait_carrier "$IF" 1 >/dev/null || { rmmod venet; return 1; }
-	ping -c 2 -W 3 "$VT_HOST_IP" >/dev/null || { rmmod venet; return 1; }
+	ping -c 2 -i 0.2 -W 3 "$VT_HOST_IP" >/dev/null || { rmmod venet; return 1; }
 	http_get /data >/dev/null || { rmmod venet; return 1; }
 	http_post /cgi-bin/md5 /tmp/up >/dev/null || { rmmod venet; return 1; }
 	rmmod venet

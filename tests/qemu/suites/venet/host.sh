@@ -81,7 +81,7 @@ lab_hostd --ns -- --guest "$(lab_guest g1),vectors=4" \
 	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1"
 
 # the guest's requests: the host pings it; the tap's MTU
-req_ping() { nsx ping -c 3 -W 3 "$guest_ip" >/dev/null 2>&1; }
+req_ping() { nsx ping -c 3 -i 0.2 -W 3 "$guest_ip" >/dev/null 2>&1; }
 req_mtu() { [[ "$1" =~ ^[0-9]+$ ]] && nsx ip link set dev "$tap" mtu "$1"; }
 # hot drop and re-add of the device; the guest's hypercall errors so far
 venet_spec="type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1"

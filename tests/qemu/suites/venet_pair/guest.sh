@@ -60,7 +60,7 @@ get_md5() {
 	[ "$got" = "$2" ]
 }
 
-check_peer_ping() { ping -c 3 -W 3 "$VP_PEER_IP"; }
+check_peer_ping() { ping -c 3 -i 0.2 -W 3 "$VP_PEER_IP"; }
 check_tcp_from_peer() { get_md5 "$PEER/data" "$VP_DATA_MD5"; }
 check_tcp_to_peer() {
 	local want got
@@ -82,7 +82,7 @@ talk() {
 check_jumbo_ping() {
 	local f0 f1
 	f0=$(ip_frag_creates)
-	ping -c 3 -W 3 -s 8900 "$VP_PEER_IP" || return 1
+	ping -c 3 -i 0.2 -W 3 -s 8900 "$VP_PEER_IP" || return 1
 	f1=$(ip_frag_creates)
 	echo "FragCreates $f0 -> $f1"
 	[ "$f0" = "$f1" ]

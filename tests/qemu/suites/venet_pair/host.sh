@@ -57,12 +57,9 @@ lab_hostd --ns -- --guest "$(lab_guest g1)" --guest "$(lab_guest g2)" \
 
 # ---- the switches: SW_up joins vp1, vp2 and br0 (host_ip), SW_down undoes it
 bridge_up() {
-	nsx ip link add br0 type bridge &&
-		nsx ip link set dev vp1 master br0 &&
-		nsx ip link set dev vp2 master br0 &&
+	lab_bridge br0 vp1 vp2 &&
 		nsx ip link set dev br0 mtu 9000 &&
-		nsx ip addr add "$host_ip/24" dev br0 &&
-		nsx ip link set dev br0 up
+		nsx ip addr add "$host_ip/24" dev br0
 }
 bridge_down() { nsx ip link del br0; }
 

@@ -36,7 +36,7 @@
 #include <sys/uio.h>
 #include <liburing.h>
 #include <vbus/vbus_blk.h>
-#include "device.h"
+#include "devq.h"
 
 #define VBLK_DEF_DEPTH		128
 #define VBLK_DEF_SEGS		128
@@ -115,8 +115,7 @@ struct vbus_blk_queue {
 	struct vbus_blk *b;
 	unsigned int idx;
 	bool attached;
-	struct ioq ioq;
-	struct ioq_notifier notifier;
+	struct hostd_devq ring;	/* owner: the queue */
 	__u32 depth;
 	__u32 next;		/* free-running: next valid position to parse */
 	__u32 head;		/* free-running: our copy of valid.head */
@@ -133,7 +132,7 @@ struct vbus_blk_stats {
 	__u64 io_errors;	/* backend failures (S_IOERR) */
 	__u64 bad_requests;	/* S_BADREQ */
 	__u64 unsupported;	/* S_UNSUPP */
-	__u64 batches;		/* hand-backs, one ioq_signal() each */
+	__u64 batches;		/* hand-backs, one hostd_devq_signal() each */
 	__u64 zero_fallbacks;	/* ZERO_RANGE refused: punched instead */
 	__u64 submit_retries;	/* io_uring_submit EAGAIN/EBUSY: kicked */
 	__u64 drain_timeouts;

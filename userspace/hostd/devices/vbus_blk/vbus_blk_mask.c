@@ -53,7 +53,7 @@ static void mask(struct vbus_blk_queue *q)
 	 * the ring look of our next completion wakeup ([A1]/[A4] in
 	 * queue_run pair with the guest push's [R1]/[R4], core/ioq.c).
 	 */
-	ioq_notify_disable(&q->ioq, 0);
+	hostd_devq_mask(&q->ring);
 	q->masked = true;
 	b->st.masks++;
 	if (!b->mask_armed)
@@ -69,9 +69,10 @@ static void unmask(struct vbus_blk_queue *q)
 	 * made while we were masked set dirty=1 ([B0] after the ring
 	 * stores): either the guest saw enabled=1 and rang, or enable sees
 	 * dirty=1 and runs our notifier (queue_run) itself. No post is
-	 * left unseen.
+	 * left unseen. So the look hostd_devq_unmask() makes after the
+	 * enable is not needed here (the dirty bit brings queue_run).
 	 */
-	ioq_notify_enable(&q->ioq, 0);
+	(void)hostd_devq_unmask(&q->ring, q->next - q->head);
 }
 
 void vbus_blk_mask_update(struct vbus_blk_queue *q)

@@ -51,7 +51,7 @@ static void mask_all(struct vbus_blk *b)
 	/* no barrier: see mask() in vbus_blk_mask.c, a late ring is spurious */
 	for (i = 0; i < VBUS_BLK_MAX_QUEUES; i++)
 		if (b->q[i].attached && !b->q[i].masked)
-			ioq_notify_disable(&b->q[i].ioq, 0);
+			hostd_devq_mask(&b->q[i].ring);
 	io_uring_cq_eventfd_toggle(&b->ring, false);
 	b->poll_masked = true;
 }
@@ -69,7 +69,8 @@ static void unmask_all(struct vbus_blk *b)
 		/* in flight: masked (mask.c); idle: unmasked, enable looks */
 		vbus_blk_mask_update(q);
 		if (!q->masked)
-			ioq_notify_enable(&q->ioq, 0);
+			(void)hostd_devq_unmask(&q->ring,
+						q->next - q->head);
 	}
 }
 

@@ -20,8 +20,8 @@
  *
  * The hand-back writes req.status through a fresh translation of the
  * request's address (never a pointer kept from the parse), then one
- * publication and one ioq_signal() per batch, which the shm-signal suppresses while the
- * guest has its side masked or an event pending.
+ * publication and one hostd_devq_signal() per batch, which the shm-signal
+ * suppresses while the guest has its side masked or an event pending.
  *
  * Our side of the signal is masked while the queue has I/O in flight and
  * the ring is looked at on each completion instead (vbus_blk_mask.c).
@@ -80,8 +80,7 @@ static int claim(struct vbus_blk_queue *q, unsigned int n)
 	__u32 pos;
 	int k;
 
-	/* [A1] inside: the tail before the bodies it covers */
-	k = ioq_consume_begin(&q->ioq, n, &pos);
+	k = hostd_devq_claim(&q->ring, n, &pos);
 	if (k < 0)
 		return -1;	/* the channel faulted */
 	if (k && pos != q->head) {
@@ -111,7 +110,7 @@ static void hand_back(struct vbus_blk_queue *q)
 	if (!n || hostd_dev_faulted(b->dev))
 		return;
 	/* still ours, from our head: the guest took nothing back */
-	if (claim(q, n) != (int)n || ioq_consume_end(&q->ioq, n, 0) < 0) {
+	if (claim(q, n) != (int)n || hostd_devq_hand_back(&q->ring, n) < 0) {
 		hostd_dev_fault(b->dev, "vbus-blk: queue %u: pop failed",
 				q->idx);
 		return;
@@ -121,7 +120,7 @@ static void hand_back(struct vbus_blk_queue *q)
 			VBLK_SLOT_FREE;
 	q->head += n;
 	hostd_dev_account(b->dev, n, 0);
-	ioq_signal(&q->ioq, 0);
+	hostd_devq_signal(&q->ring);
 	b->st.batches++;
 }
 
@@ -213,7 +212,7 @@ static void queue_run(struct vbus_blk_queue *q)
 	/* at most depth slots between head and next: a bounded pass */
 	k = claim(q, q->depth);
 	while (k > 0 && q->next - q->head < (unsigned int)k) {
-		if (!start_one(q, ioq_desc(&q->ioq, q->next)))
+		if (!start_one(q, hostd_devq_desc(&q->ring, q->next)))
 			break;
 		q->next++;
 	}
@@ -232,9 +231,7 @@ static void queue_run(struct vbus_blk_queue *q)
 /* posts not parsed yet: the ring's valid count beyond ours */
 static bool posted(struct vbus_blk_queue *q)
 {
-	int n = ioq_count(&q->ioq, ioq_idx_consume);
-
-	return n > (int)(q->next - q->head);
+	return hostd_devq_more(&q->ring, q->next - q->head);
 }
 
 /* One look of a poll (vbus_blk_poll.c): true if it found work. */
@@ -262,10 +259,9 @@ static bool poll_step(struct vbus_blk *b)
 	return got;
 }
 
-static void on_notify(struct ioq_notifier *n)
+static void on_signal(struct hostd_devq *ring)
 {
-	struct vbus_blk_queue *q = hostd_container_of(n, struct vbus_blk_queue,
-						  notifier);
+	struct vbus_blk_queue *q = ring->owner;
 
 	/* hostd counts the doorbell (notify_in) */
 	queue_run(q);
@@ -518,7 +514,8 @@ int vbus_blk_queue_attach(struct vbus_blk *b, struct hostd_shm *shm)
 	if (q->attached)
 		return -EBUSY;
 	/* the ring must be exactly the negotiated depth */
-	ret = hostd_shm_ioq(shm, &q->ioq, NULL, b->depth);
+	q->ring.owner = q;
+	ret = hostd_devq_attach(&q->ring, shm, b->depth, on_signal);
 	if (ret < 0)
 		return ret;
 	q->slots = calloc(b->depth, sizeof(*q->slots));
@@ -527,7 +524,7 @@ int vbus_blk_queue_attach(struct vbus_blk *b, struct hostd_shm *shm)
 	if (!iov) {
 		free(q->slots);
 		q->slots = NULL;
-		ioq_put(&q->ioq);
+		hostd_devq_detach(&q->ring);
 		return -ENOMEM;
 	}
 	q->slots[0].iov = iov;
@@ -538,12 +535,10 @@ int vbus_blk_queue_attach(struct vbus_blk *b, struct hostd_shm *shm)
 	q->depth = b->depth;
 	q->next = q->head = 0;
 	q->inflight = 0;
-	q->notifier.signal = on_notify;
-	q->ioq.notifier = &q->notifier;
 	q->attached = true;
 	shm->priv = q;
-	ioq_notify_enable(&q->ioq, 0);
-	/* anything posted before the registration */
+	/* listen; anything posted before the registration is run now */
+	hostd_devq_unmask(&q->ring, 0);
 	queue_run(q);
 	return 0;
 }
@@ -554,8 +549,7 @@ void vbus_blk_queue_detach(struct vbus_blk_queue *q)
 	if (!q->attached)
 		return;
 	q->attached = false;
-	q->ioq.notifier = NULL;
-	ioq_put(&q->ioq);
+	hostd_devq_detach(&q->ring);
 	free(q->slots[0].iov);
 	free(q->slots);
 	q->slots = NULL;

@@ -19,48 +19,54 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <vbus/vbus_test.h>
-#include "device.h"
+#include "devq.h"
 
 struct vtest {
 	struct hostd_dev *dev;
-	bool ring_open;
-	struct ioq ioq;
-	struct ioq_notifier notifier;
+	struct hostd_devq ring;	/* SHM 0 */
 	struct hostd_kick kick;	/* "come back, there is more" */
 	__u64 rounds;		/* consume passes */
 	__u64 requeues;		/* passes that hit the budget */
 };
 
-/* A descriptor the guest got wrong: kept to fault with once the batch is back */
-struct bad_desc {
+/* One pass's state: the bytes it moved, the descriptor that ended it */
+struct pass {
+	struct vtest *t;
+	__u64 bytes;
+	bool bad;
 	__u64 ptr, len;
 };
 
 /*
- * One descriptor: XOR its buffer. false: it is bad (*@bad says how); the
- * caller hands back the good ones before it and then faults the device.
+ * One descriptor: XOR its buffer. A bad one stops the batch (the pass
+ * remembers how); the good ones before it go back, then the device faults.
  */
-static bool consume_one(struct vtest *t, const struct ioq_ring_desc *desc,
-			__u64 *bytes, struct bad_desc *bad)
+static enum hostd_devq_verdict consume_one(struct hostd_devq *q,
+					   struct ioq_ring_desc *desc,
+					   void *arg)
 {
+	struct pass *ps = arg;
 	unsigned char *p = NULL;
 	__u64 i;
 
+	(void)q;
 	/* ptr and len once each: the guest may rewrite them meanwhile */
-	bad->ptr = VBUS_READ(desc->ptr);
-	bad->len = VBUS_READ(desc->len);
-	if (bad->len && bad->len <= VBUS_TEST_MAX_BUF)
-		p = hostd_dev_gpa(t->dev, bad->ptr, bad->len);
-	if (!p)
-		return false;
-	for (i = 0; i < bad->len; i++)
+	ps->ptr = VBUS_READ(desc->ptr);
+	ps->len = VBUS_READ(desc->len);
+	if (ps->len && ps->len <= VBUS_TEST_MAX_BUF)
+		p = hostd_dev_gpa(ps->t->dev, ps->ptr, ps->len);
+	if (!p) {
+		ps->bad = true;
+		return HOSTD_DEVQ_STOP;
+	}
+	for (i = 0; i < ps->len; i++)
 		p[i] ^= VBUS_TEST_XOR;
-	*bytes += bad->len;
-	return true;
+	ps->bytes += ps->len;
+	return HOSTD_DEVQ_CONSUMED;
 }
 
 /* The same messages as hostd_desc_buf()'s and the length check's */
-static void fault_bad(struct vtest *t, const struct bad_desc *bad)
+static void fault_bad(struct vtest *t, const struct pass *bad)
 {
 	if (!bad->len || bad->len > VBUS_TEST_MAX_BUF)
 		hostd_dev_fault(t->dev, "ring: descriptor len %llu not in 1..%u",
@@ -78,49 +84,39 @@ static void fault_bad(struct vtest *t, const struct bad_desc *bad)
  * guest that re-posts as fast as we consume must not keep this loop, and
  * its guest's other work, forever; the rest is picked up through the
  * kick), XOR each buffer, then hand the batch back with one publication
- * of valid's head and one signal. A bad descriptor ends the batch: the
- * good ones before it go back, then the device faults.
+ * of valid's head and one signal (hostd_devq_drain). A bad descriptor
+ * ends the batch: the good ones before it go back, then the device
+ * faults.
  */
 static void consume(struct vtest *t)
 {
-	struct hostd_dev *dev = t->dev;
-	unsigned int size, done = 0;
-	struct bad_desc bad;
-	__u64 bytes = 0;
-	__u32 pos;
+	struct pass ps = { .t = t };
 	int n;
 
-	if (!t->ring_open || hostd_dev_faulted(dev))
+	if (!t->ring.attached || hostd_dev_faulted(t->dev))
 		return;
 	t->rounds++;
-	size = (unsigned int)ioq_size(&t->ioq);
-	/* [A1] inside: the tail before the bodies it covers */
-	n = ioq_consume_begin(&t->ioq, size, &pos);
-	if (n <= 0)
-		return;	/* empty, or a bad tail faulted the channel */
-	while (done < (unsigned int)n &&
-	       consume_one(t, ioq_desc(&t->ioq, pos + done), &bytes, &bad))
-		done++;
-	/* [R2] inside: our buffer writes before valid's head */
-	if (done && ioq_consume_end(&t->ioq, done, 0) < 0) {
-		hostd_dev_fault(dev, "ring: consume failed");
+	n = hostd_devq_drain(&t->ring, t->ring.size, consume_one, &ps,
+			     HOSTD_DEVQ_SIGNAL);
+	if (n < 0) {
+		/* a bad tail faulted the channel, or our hand-back failed */
+		if (!hostd_dev_faulted(t->dev))
+			hostd_dev_fault(t->dev, "ring: consume failed");
 		return;
 	}
-	if (done) {
-		hostd_dev_account(dev, done, bytes);
-		ioq_signal(&t->ioq, 0);
-	}
-	if (done < (unsigned int)n) {
-		fault_bad(t, &bad);
-	} else if (done == size) {
+	if (n)
+		hostd_dev_account(t->dev, (__u64)n, ps.bytes);
+	if (ps.bad) {
+		fault_bad(t, &ps);
+	} else if ((unsigned int)n == t->ring.size) {
 		t->requeues++;
 		hostd_kick(&t->kick);
 	}
 }
 
-static void on_notify(struct ioq_notifier *n)
+static void on_signal(struct hostd_devq *q)
 {
-	consume(hostd_container_of(n, struct vtest, notifier));
+	consume(q->owner);
 }
 
 static void on_kick(struct hostd_dev *dev, void *arg)
@@ -171,10 +167,7 @@ static void vtest_close(struct hostd_dev *dev)
 
 	/* never touch guest memory here: the guest may have freed it */
 	hostd_kick_cancel(&t->kick);
-	if (t->ring_open) {
-		t->ring_open = false;
-		ioq_put(&t->ioq);
-	}
+	hostd_devq_detach(&t->ring);
 }
 
 static int vtest_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
@@ -190,9 +183,9 @@ static int vtest_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
 		hostd_dev_account(dev, 0, len);
 		return 0;
 	case VBUS_TEST_FUNC_SIGNAL:
-		if (!t->ring_open)
+		if (!t->ring.attached)
 			return -ENOENT;
-		return ioq_signal(&t->ioq, 0);
+		return hostd_devq_signal(&t->ring);
 	default:
 		return -EINVAL;
 	}
@@ -205,20 +198,16 @@ static int vtest_shm(struct hostd_dev *dev, struct hostd_shm *shm)
 
 	if (shm->id != VBUS_TEST_SHM_RING)
 		return -EINVAL;
-	if (t->ring_open)
-		return -EBUSY;
-	ret = hostd_shm_ioq(shm, &t->ioq, NULL, 0);
+	t->ring.owner = t;
+	ret = hostd_devq_attach(&t->ring, shm, 0, on_signal);
 	if (ret < 0)
 		return ret;
-	if (ioq_size(&t->ioq) > VBUS_TEST_MAX_RING) {
-		ioq_put(&t->ioq);
+	if (t->ring.size > VBUS_TEST_MAX_RING) {
+		hostd_devq_detach(&t->ring);
 		return -EINVAL;
 	}
-	t->notifier.signal = on_notify;
-	t->ioq.notifier = &t->notifier;
-	t->ring_open = true;
-	ioq_notify_enable(&t->ioq, 0);
-	/* anything posted before the registration */
+	/* listen; anything posted before the registration is consumed now */
+	hostd_devq_unmask(&t->ring, 0);
 	consume(t);
 	return 0;
 }
@@ -227,7 +216,7 @@ static void vtest_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 {
 	struct vtest *t = hostd_dev_priv(dev);
 
-	hostd_stat_u64(out, "ring", t->ring_open ? (__u64)ioq_size(&t->ioq) : 0);
+	hostd_stat_u64(out, "ring", t->ring.attached ? (__u64)t->ring.size : 0);
 	hostd_stat_u64(out, "rounds", t->rounds);
 	hostd_stat_u64(out, "requeues", t->requeues);
 }

@@ -181,7 +181,7 @@ static int venet_param_poll(struct venet *v, const char *s)
 					      "tx_poll_us=%s: want 0..%d (microseconds)",
 					      s, VENET_TX_POLL_US_MAX);
 	}
-	v->tx_window.cap_ns = (__u64)us * 1000;
+	v->txq.window.cap_ns = (__u64)us * 1000;
 	return 0;
 }
 
@@ -234,10 +234,8 @@ static int venet_create(struct hostd_dev *dev, const struct hostd_params *p)
 	v->mem.data = venet_xlate_data;
 	v->mem.ctx = dev;
 	v->tap.fd = -1;
-	v->rxq.v = v;
-	v->txq.v = v;
-	v->rxq.notifier.signal = venet_rx_notify;
-	v->txq.notifier.signal = venet_tx_notify;
+	v->rxq.owner = v;
+	v->txq.owner = v;
 	ret = venet_params(v, p);
 	if (!ret)
 		ret = hostd_kick_init(dev, &v->kick, kick_cb, v);
@@ -298,12 +296,8 @@ static void venet_close(struct hostd_dev *dev)
 	v->tx_blocked = false;
 
 	/* no pointer into guest memory survives close */
-	if (v->rxq.attached)
-		ioq_put(&v->rxq.ioq);
-	if (v->txq.attached)
-		ioq_put(&v->txq.ioq);
-	v->rxq.attached = v->txq.attached = false;
-	v->rxq.notify_on = v->txq.notify_on = false;
+	hostd_devq_detach(&v->rxq);
+	hostd_devq_detach(&v->txq);
 	v->caps = 0;
 	/* the next guest may not take offloaded frames */
 	rx_offload_apply(v);
@@ -379,7 +373,7 @@ static int venet_call(struct hostd_dev *dev, __u32 func, void *buf,
 static int venet_shm(struct hostd_dev *dev, struct hostd_shm *shm)
 {
 	struct venet *v = hostd_dev_priv(dev);
-	struct venet_q *q;
+	struct hostd_devq *q;
 	int ret;
 
 	if (shm->id == VENET_QUEUE_RX)
@@ -393,16 +387,14 @@ static int venet_shm(struct hostd_dev *dev, struct hostd_shm *shm)
 	if (!shm->signal)
 		return -EINVAL;	/* a ring without a doorbell is useless */
 
-	ret = hostd_shm_ioq(shm, &q->ioq, NULL, 0);
+	ret = hostd_devq_attach(q, shm, 0, q == &v->rxq ? venet_rx_signal :
+						     venet_tx_signal);
 	if (ret)
 		return ret;
-	q->ioq.notifier = &q->notifier;
-	q->attached = true;
 	shm->priv = q;
 
 	/* start listening; pick up anything posted before we listened */
-	ioq_notify_enable(&q->ioq, 0);
-	q->notify_on = true;
+	hostd_devq_unmask(q, 0);
 	if (q == &v->rxq)
 		venet_rx_run(v);
 	else
@@ -411,7 +403,7 @@ static int venet_shm(struct hostd_dev *dev, struct hostd_shm *shm)
 }
 
 /* Injects of @q's signal that reached the guest's side (not suppressed). */
-static __u64 q_injects(const struct venet_q *q)
+static __u64 q_injects(const struct hostd_devq *q)
 {
 	if (!q->attached || !q->ioq.signal)
 		return 0;
@@ -436,10 +428,10 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	hostd_stat_str(out, "mac", buf);
 	hostd_stat_str(out, "link", v->link ? "up" : "down");
 	hostd_stat_u64(out, "caps", v->caps);
-	hostd_stat_u64(out, "tx_poll_us", v->tx_window.cap_ns / 1000);
-	hostd_stat_u64(out, "tx_window_us", v->tx_window.ns / 1000);
-	hostd_stat_u64(out, "tx_window_grows", v->tx_window.grows);
-	hostd_stat_u64(out, "tx_window_shrinks", v->tx_window.shrinks);
+	hostd_stat_u64(out, "tx_poll_us", v->txq.window.cap_ns / 1000);
+	hostd_stat_u64(out, "tx_window_us", v->txq.window.ns / 1000);
+	hostd_stat_u64(out, "tx_window_grows", v->txq.window.grows);
+	hostd_stat_u64(out, "tx_window_shrinks", v->txq.window.shrinks);
 
 #define S(name) hostd_stat_u64(out, #name, s->name)
 	S(rx_packets); S(rx_bytes); S(tx_packets); S(tx_bytes);

@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <linux/if_tun.h>
 #include <vbus/venet.h>
-#include "device.h"
+#include "devq.h"
 #include "tap.h"
 #include "venet_frame.h"
 
@@ -45,19 +45,11 @@
 
 struct venet;
 
-struct venet_q {
-	struct ioq ioq;
-	struct ioq_notifier notifier;
-	struct venet *v;
-	bool attached;
-	bool notify_on;		/* our side's notifications unmasked */
-};
-
 struct venet_stats {
 	__u64 rx_packets, rx_bytes;
 	__u64 tx_packets, tx_bytes;
 	__u64 rx_notify_in, tx_notify_in;	/* guest signals that ran us */
-	__u64 rx_notify_out, tx_notify_out;	/* ioq_signal() towards it */
+	__u64 rx_notify_out, tx_notify_out;	/* hostd_devq_signal()s towards it */
 	__u64 tx_gso, tx_csum;		/* frames with GSO / partial csum */
 	__u64 tx_bad;			/* invalid descriptors, dropped */
 	__u64 tx_errors;		/* the tap refused the frame */
@@ -89,33 +81,21 @@ struct venet {
 	bool link;			/* LINKUP .. LINKDOWN */
 	__u32 caps;			/* negotiated, group SG */
 
-	struct venet_q rxq, txq;
+	struct hostd_devq rxq, txq;	/* owner: the venet */
 	struct hostd_kick kick;		/* "run tx again" */
 	bool tap_watched;
 	__u32 tap_events;		/* what the tap fd is watched for */
 	bool rx_starved;		/* no guest buffer: tap not polled */
 	bool tx_blocked;		/* tap said EAGAIN: wait for EPOLLOUT */
-	struct hostd_poll_window tx_window; /* cap_ns: tx_poll_us= */
-	__u64 tx_last_ns;		/* when a pass last moved a frame */
 	unsigned int tx_unsignalled;	/* tx pops the guest was not told of */
 
 	struct venet_stats st;
 };
 
-/*
- * The queue can be used: attached, and the device not faulted (a ring
- * whose channel faults takes its device with it, so this is the only
- * fault check venet needs).
- */
-static inline bool venet_q_live(const struct venet *v, const struct venet_q *q)
-{
-	return q->attached && !hostd_dev_faulted(v->dev);
-}
-
 /* rx can run: the guest is up, the rx ring is there, a tap is there */
 static inline bool venet_rx_possible(const struct venet *v)
 {
-	return v->open && v->link && v->tap.fd >= 0 && venet_q_live(v, &v->rxq);
+	return v->open && v->link && v->tap.fd >= 0 && hostd_devq_live(&v->rxq);
 }
 
 /* venet_state.c */
@@ -123,17 +103,20 @@ void venet_tap_update(struct venet *v);
 void venet_tap_unwatch(struct venet *v);
 void venet_backend_lost(struct venet *v, int err);
 void venet_bad_desc(struct venet *v, const char *dir, const char *why);
-void venet_q_complete(struct venet *v, struct venet_q *q, unsigned int n,
+void venet_q_complete(struct venet *v, struct hostd_devq *q, unsigned int n,
 		      __u64 bytes, __u64 *notify_out);
-void venet_q_signal(struct venet_q *q, __u64 *notify_out);
+void venet_q_signal(struct hostd_devq *q, __u64 *notify_out);
 
-/* venet_tx.c: drain the tx ring into the tap (the tx notifier runs it) */
+/*
+ * venet_tx.c: drain the tx ring into the tap (the tx ring's signal runs
+ * it); its poll window is txq.window (cap_ns: tx_poll_us=)
+ */
 void venet_tx_work(struct venet *v);
-void venet_tx_notify(struct ioq_notifier *n);
+void venet_tx_signal(struct hostd_devq *q);
 
 /* venet_rx.c: fill the guest's rx buffers from the tap */
 void venet_rx_run(struct venet *v);
-void venet_rx_notify(struct ioq_notifier *n);
+void venet_rx_signal(struct hostd_devq *q);
 int venet_rx_flush(struct venet *v);	/* FLUSHRX */
 
 #endif /* VBUS_HOSTD_VENET_DEV_H */

@@ -5,10 +5,11 @@
  * rx (shm 0). Wakeups: the tap readable (level-triggered EPOLLIN), the rx
  * ring's signal. While the guest has posted buffers we read frames from
  * the tap straight into them (readv: header to a local, payload to guest
- * memory), set len, and hand the batch back with one ioq_consume_end()
+ * memory), set len, and hand the batch back with one hostd_devq_hand_back()
  * (one valid-head store) and one signal; rx notifications stay
  * masked (the guest re-posting buffers needs no doorbell while we still
- * have some). Out of buffers we unmask, look again, and if still none we
+ * have some). Out of buffers we unmask and look again (hostd_devq_unmask),
+ * and if still none we
  * stop polling the tap (no EPOLLIN: frames wait in the tap's queue, and
  * the host kernel drops at its queue limit, not us in a loop) until the
  * guest's next rx signal.
@@ -19,7 +20,7 @@
 enum rx_head { RX_BUF, RX_AGAIN, RX_STOP };
 
 /*
- * The guest buffers this pass claimed (ioq_consume_begin() from valid's
+ * The guest buffers this pass claimed (hostd_devq_claim() from valid's
  * head, which stays put until we publish): [pos, pos + avail) is ours to
  * fill, the first @used of them are filled and not published yet.
  */
@@ -33,7 +34,7 @@ struct rx_batch {
 static int rx_publish(struct venet *v, struct rx_batch *b)
 {
 	/* [R2] inside: len and the frames' bytes before valid's head */
-	if (b->used && ioq_consume_end(&v->rxq.ioq, b->used, 0) < 0)
+	if (hostd_devq_hand_back(&v->rxq, b->used) < 0)
 		return -1;
 	b->pos += b->used;
 	b->avail -= b->used;
@@ -50,8 +51,7 @@ static bool rx_claim(struct venet *v, struct rx_batch *b)
 
 	if (b->used < b->avail)
 		return true;
-	/* [A1] inside: the tail before the bodies it covers */
-	k = ioq_consume_begin(&v->rxq.ioq, b->used + VENET_RX_BUDGET, &pos);
+	k = hostd_devq_claim(&v->rxq, b->used + VENET_RX_BUDGET, &pos);
 	if (k <= 0)
 		return false;	/* none, or the channel faulted */
 	b->pos = pos;
@@ -61,31 +61,25 @@ static bool rx_claim(struct venet *v, struct rx_batch *b)
 
 /*
  * Is there a guest buffer at the head? Out of buffers we ask the guest
- * to tell us when it posts more, then look once more (enable's [B2]
- * orders the two, pairing with [B1] in the guest's inject); still none:
- * stop reading the tap until a signal.
+ * to tell us when it posts more, then look once more beyond the @used
+ * we hold (hostd_devq_unmask: its [B2] orders the two, pairing with [B1]
+ * in the guest's inject); more arrived: claim them; still none: stop
+ * reading the tap until a signal.
  */
 static enum rx_head rx_head(struct venet *v, struct rx_batch *b)
 {
-	struct ioq *ioq = &v->rxq.ioq;
-
 	if (!rx_claim(v, b)) {
-		if (!venet_q_live(v, &v->rxq))
+		if (!hostd_devq_live(&v->rxq))
 			return RX_STOP;
-		if (!v->rxq.notify_on) {
-			ioq_notify_enable(ioq, 0);
-			v->rxq.notify_on = true;
+		if (!v->rxq.unmasked && hostd_devq_unmask(&v->rxq, b->used))
 			return RX_AGAIN;
-		}
 		v->rx_starved = true;
 		v->st.rx_starved++;
 		return RX_STOP;
 	}
-	if (v->rxq.notify_on) {
-		/* we have buffers: re-posts need no doorbell */
-		ioq_notify_disable(ioq, 0);
-		v->rxq.notify_on = false;
-	}
+	/* we have buffers: re-posts need no doorbell */
+	if (v->rxq.unmasked)
+		hostd_devq_mask(&v->rxq);
 	return RX_BUF;
 }
 
@@ -145,7 +139,7 @@ out_drop:
  */
 static int rx_one(struct venet *v, struct rx_batch *b, __u64 *bytes)
 {
-	struct ioq_ring_desc *desc = ioq_desc(&v->rxq.ioq, b->pos + b->used);
+	struct ioq_ring_desc *desc = hostd_devq_desc(&v->rxq, b->pos + b->used);
 	__u64 ptr = VBUS_READ(desc->ptr);
 	__u64 len = VBUS_READ(desc->len);
 	const char *why = NULL;
@@ -208,38 +202,40 @@ out:
 	venet_tap_update(v);
 }
 
-void venet_rx_notify(struct ioq_notifier *n)
+void venet_rx_signal(struct hostd_devq *q)
 {
-	struct venet_q *q = hostd_container_of(n, struct venet_q, notifier);
+	struct venet *v = q->owner;
 
-	q->v->st.rx_notify_in++;
-	venet_rx_run(q->v);
+	v->st.rx_notify_in++;
+	venet_rx_run(v);
+}
+
+/* FLUSHRX's buffer: back empty (len before the hand-back's [R2]) */
+static enum hostd_devq_verdict rx_flush_one(struct hostd_devq *q,
+					    struct ioq_ring_desc *desc,
+					    void *arg)
+{
+	(void)q;
+	(void)arg;
+	VBUS_WRITE(desc->len, 0);
+	return HOSTD_DEVQ_CONSUMED;
 }
 
 /* FLUSHRX: every buffer we hold goes back with len 0. */
 int venet_rx_flush(struct venet *v)
 {
-	struct ioq *ioq = &v->rxq.ioq;
-	unsigned int i;
-	__u32 pos;
 	int n;
 
-	if (!venet_q_live(v, &v->rxq))
+	if (!hostd_devq_live(&v->rxq))
 		return 0;	/* nothing held */
 	/* bounded by the ring even if the guest keeps posting meanwhile */
-	n = ioq_consume_begin(ioq, (unsigned int)ioq_size(ioq), &pos);
+	n = hostd_devq_drain(&v->rxq, v->rxq.size, rx_flush_one, NULL,
+			     HOSTD_DEVQ_SIGNAL);
 	if (n < 0)
 		return -EIO;
-	for (i = 0; i < (unsigned int)n; i++)
-		VBUS_WRITE(ioq_desc(ioq, pos + i)->len, 0);
-	/* [R2] inside: the lens before valid's head */
-	if (n && ioq_consume_end(ioq, (unsigned int)n, 0) < 0)
-		return -EIO;
 	v->st.rx_flushed += (unsigned int)n;
-	if (n) {
-		ioq_signal(ioq, 0);
+	if (n)
 		v->st.rx_notify_out++;
-	}
 	/* we hold nothing now: unmask, so the guest's re-posts wake us */
 	venet_rx_run(v);
 	return 0;

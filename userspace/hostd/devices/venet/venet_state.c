@@ -14,7 +14,7 @@ void venet_tap_update(struct venet *v)
 		return;
 	if (venet_rx_possible(v) && !v->rx_starved)
 		ev |= EPOLLIN;
-	if (v->tx_blocked && venet_q_live(v, &v->txq))
+	if (v->tx_blocked && hostd_devq_live(&v->txq))
 		ev |= EPOLLOUT;
 	if (ev != v->tap_events && hostd_fd_mod(v->dev, v->tap.fd, ev) == 0)
 		v->tap_events = ev;
@@ -57,14 +57,14 @@ void venet_backend_lost(struct venet *v, int err)
 }
 
 /* Tell the guest about @q's completions (suppressed while it masks them). */
-void venet_q_signal(struct venet_q *q, __u64 *notify_out)
+void venet_q_signal(struct hostd_devq *q, __u64 *notify_out)
 {
-	ioq_signal(&q->ioq, 0);
+	hostd_devq_signal(q);
 	(*notify_out)++;
 }
 
 /* One batch done on @q: one signal for it, and the counters. */
-void venet_q_complete(struct venet *v, struct venet_q *q, unsigned int n,
+void venet_q_complete(struct venet *v, struct hostd_devq *q, unsigned int n,
 		       __u64 bytes, __u64 *notify_out)
 {
 	if (!n)

@@ -8,19 +8,20 @@
  * posting at full speed costs no doorbells: each descriptor is copied
  * once, turned into a virtio_net_hdr + iovecs into guest RAM and written
  * to the tap with one writev (no copy by us); the pass hands back what
- * it sent with one ioq_consume_end() (one valid-head store: the tx
+ * it sent with one hostd_devq_drain() (one valid-head store: the tx
  * completions). At the budget we kick ourselves and yield to the loop
  * (other devices, rx) with notifications still masked: under load we
  * poll. A drained ring is polled on (kicks, still masked) until the poll
  * window has passed since the last frame: a guest that posts again within
  * that time rings no doorbell. Then we unmask, then look again (a post
  * between our last look and the unmask raised no doorbell), and only sleep
- * if it is still empty.
+ * if it is still empty (hostd_devq_unmask).
  *
- * The window adapts between 0 and tx_poll_us (device.h, struct
- * hostd_poll_window): a streaming guest keeps it open; a request/response
- * guest, whose next frame comes a round trip later, closes it and gets no
- * host spinning on the core it needs to produce that frame.
+ * The window (txq.window) adapts between 0 and tx_poll_us (device.h,
+ * struct hostd_poll_window; the drain after a sleep teaches it): a
+ * streaming guest keeps it open; a request/response guest, whose next
+ * frame comes a round trip later, closes it and gets no host spinning on
+ * the core it needs to produce that frame.
  *
  * Completions are signalled when we stop polling (and every quarter ring
  * while we poll, so a guest whose ring is full is woken early): while we
@@ -46,14 +47,8 @@ static void tx_signal(struct venet *v)
 
 	v->tx_unsignalled = 0;
 	/* a ring that went away takes its completions' news with it */
-	if (n && venet_q_live(v, &v->txq))
+	if (n && hostd_devq_live(&v->txq))
 		venet_q_signal(&v->txq, &v->st.tx_notify_out);
-}
-
-/* Still within the poll window of the last frame: poll, don't unmask. */
-static bool tx_polling(struct venet *v)
-{
-	return hostd_poll_window_open(&v->tx_window, v->tx_last_ns);
 }
 
 /* What became of a frame: sent, or popped unsent, or kept for later. */
@@ -128,103 +123,94 @@ static enum tx_verdict tx_write(struct venet *v, const struct venet_txframe *f)
 	return TX_POP;
 }
 
+/* One pass's state: what it sent, and the bad descriptor that ended it */
+struct tx_batch {
+	struct venet *v;
+	__u64 bytes;
+	const char *bad;	/* strict: why the descriptor that ended it is */
+};
+
+/* One descriptor: sent or dropped (consumed), or kept (ends the batch). */
+static enum hostd_devq_verdict tx_one(struct hostd_devq *q,
+				      struct ioq_ring_desc *desc, void *arg)
+{
+	struct tx_batch *tb = arg;
+	struct venet *v = tb->v;
+	struct venet_txframe f;
+	const char *why;
+
+	(void)q;
+	if (!tx_frame(v, desc, &f, &why)) {
+		enum tx_verdict r = tx_write(v, &f);
+
+		if (r == TX_KEEP)
+			return HOSTD_DEVQ_STOP;
+		if (r == TX_SENT)
+			tb->bytes += f.len;
+	} else if (v->strict) {
+		tb->bad = why ? why : "?";
+		return HOSTD_DEVQ_STOP;
+	} else {
+		tx_bad(v, why);	/* dropped: completed unsent */
+	}
+	return HOSTD_DEVQ_CONSUMED;
+}
+
 /*
  * One bounded pass over the tx ring: claim up to the budget, send each
- * frame, hand the sent (and dropped) ones back with one ioq_consume_end().
- * A frame the tap cannot take yet (TX_KEEP) ends the pass unpublished (the
- * guest may not reuse its memory before the completion); a bad descriptor
- * on a strict device ends it too, and faults the device only after the
- * good ones before it went back. Returns 1 when it stopped at the budget
- * (more may be there), 0 when the ring is drained, -1 when it must not go
- * on (tap blocked, device or ring faulted).
+ * frame, hand the sent (and dropped) ones back with one store
+ * (hostd_devq_drain; [R2] inside: our reads of the frames, the writev,
+ * before valid's head: the guest may reuse them now). A frame the tap
+ * cannot take yet (TX_KEEP) ends the pass unpublished (the guest may not
+ * reuse its memory before the completion); a bad descriptor on a strict
+ * device ends it too, and faults the device only after the good ones
+ * before it went back. Returns 1 when it stopped at the budget (more may
+ * be there), 0 when the ring is drained, -1 when it must not go on (tap
+ * blocked, device or ring faulted).
  */
 static int tx_pass(struct venet *v)
 {
-	struct ioq *ioq = &v->txq.ioq;
-	struct venet_txframe f;
-	const char *why, *bad = NULL;
-	bool is_bad = false, broken = false;
-	unsigned int n = 0;
-	__u64 bytes = 0;
-	__u32 pos;
-	int avail;
+	struct tx_batch tb = { .v = v };
+	bool broken = false;
+	int n;
 
-	/* [A1] inside: the tail before the bodies it covers */
-	avail = ioq_consume_begin(ioq, VENET_TX_BUDGET, &pos);
-	if (avail < 0)
-		return -1;
-	while (n < (unsigned int)avail) {
-		if (!tx_frame(v, ioq_desc(ioq, pos + n), &f, &why)) {
-			enum tx_verdict r = tx_write(v, &f);
-
-			if (r == TX_KEEP)
-				break;
-			if (r == TX_SENT)
-				bytes += f.len;
-		} else if (v->strict) {
-			is_bad = true;
-			bad = why;
-			break;
-		} else {
-			tx_bad(v, why);	/* dropped: completed unsent */
-		}
-		n++;
-	}
-	/*
-	 * tx completion: the guest may reuse the frames now. [R2] inside:
-	 * our reads of the frames (the writev) before valid's head.
-	 */
-	if (n && ioq_consume_end(ioq, n, 0) < 0) {
+	n = hostd_devq_drain(&v->txq, VENET_TX_BUDGET, tx_one, &tb, 0);
+	if (n < 0) {
 		broken = true;	/* faulted, or the guest wrote our head */
 		n = 0;
 	}
-	if (is_bad)
-		tx_bad(v, bad);	/* strict: faults the device */
+	if (tb.bad)
+		tx_bad(v, tb.bad);	/* strict: faults the device */
 	if (n) {
-		hostd_dev_account(v->dev, n, bytes);
-		v->tx_last_ns = hostd_now_ns();
-		v->tx_unsignalled += n;
+		hostd_dev_account(v->dev, (__u64)n, tb.bytes);
+		v->tx_unsignalled += (unsigned int)n;
 		/* a quarter ring done: wake a guest that may be out of room */
-		if (v->tx_unsignalled >= (unsigned int)ioq_size(ioq) / 4)
+		if (v->tx_unsignalled >= v->txq.size / 4)
 			tx_signal(v);
 	} else {
 		v->st.tx_polls++;
 	}
-	if (v->tx_blocked || broken || is_bad || !venet_q_live(v, &v->txq))
+	if (v->tx_blocked || broken || tb.bad || !hostd_devq_live(&v->txq))
 		return -1;
 	return n == VENET_TX_BUDGET ? 1 : 0;
 }
 
-/* The look again after the unmask: one claim of one, published nothing */
-static bool tx_pending(struct venet *v)
-{
-	__u32 pos;
-
-	return ioq_consume_begin(&v->txq.ioq, 1, &pos) > 0;
-}
-
 void venet_tx_work(struct venet *v)
 {
-	struct ioq *ioq = &v->txq.ioq;
-	bool slept = v->txq.notify_on;	/* we had unmasked: not a poll */
-	__u64 last = v->tx_last_ns;
 	int round;
 
-	if (!venet_q_live(v, &v->txq) || v->tx_blocked)
+	if (!hostd_devq_live(&v->txq) || v->tx_blocked)
 		goto out_signal;
 
 	/* masked while we drain: the guest's posts need no doorbell */
-	ioq_notify_disable(ioq, 0);
-	v->txq.notify_on = false;
+	hostd_devq_mask(&v->txq);
 
 	for (round = 0; round < VENET_TX_ROUNDS; round++) {
 		int r = tx_pass(v);
 
-		if (round == 0 && slept && v->tx_last_ns != last)
-			hostd_poll_window_adapt(&v->tx_window, v->tx_last_ns - last);
 		if (r < 0)
 			goto out_signal; /* stays masked: EPOLLOUT or close */
-		if (r > 0 || tx_polling(v)) {
+		if (r > 0 || hostd_devq_polling(&v->txq)) {
 			tx_kick(v);	/* poll: come back after the others */
 			goto out;
 		}
@@ -233,15 +219,10 @@ void venet_tx_work(struct venet *v)
 		/*
 		 * Drained. Unmask, then look again: a post that landed after
 		 * our last look but before the unmask rang no doorbell.
-		 * shm_signal_enable()'s [B2] orders enabled=1 before this
-		 * re-read of the ring (pairs with [B1] in the guest's inject).
 		 */
-		ioq_notify_enable(ioq, 0);
-		v->txq.notify_on = true;
-		if (!tx_pending(v))
+		if (!hostd_devq_unmask(&v->txq, 0))
 			goto out;
-		ioq_notify_disable(ioq, 0);
-		v->txq.notify_on = false;
+		hostd_devq_mask(&v->txq);
 	}
 	tx_kick(v);	/* a guest trickling posts: don't hold the loop */
 	goto out;
@@ -251,10 +232,10 @@ out:
 	venet_tap_update(v);
 }
 
-void venet_tx_notify(struct ioq_notifier *n)
+void venet_tx_signal(struct hostd_devq *q)
 {
-	struct venet_q *q = hostd_container_of(n, struct venet_q, notifier);
+	struct venet *v = q->owner;
 
-	q->v->st.tx_notify_in++;
-	venet_tx_work(q->v);
+	v->st.tx_notify_in++;
+	venet_tx_work(v);
 }
