@@ -11,6 +11,8 @@
  *   pci_bridge_dev.c     vbus_device_proxy ops, DEVADD/DEVDROP
  *   pci_bridge_epoch.c   host restarts: host_epoch, re-attach; the two
  *                        MSI-X handlers, which check host_epoch
+ *   pci_bridge_qvec.c    per-queue MSI-X vectors: allocation, binding
+ *                        of device signals, their handlers
  *   pci_bridge_debugfs.c fault injection for the tests
  *
  * Everything in BAR2 and in the eventq is written by the host and is
@@ -61,6 +63,17 @@ struct vbus_pci_stats {
 	atomic_long_t reattach_fail;	/* NEGOTIATE/BUSREG refused */
 	atomic_long_t reconnect;	/* devices kept across a re-attach */
 	atomic_long_t reprobe;		/* devices removed and added anew */
+	atomic_long_t qvec_runs;	/* queue vector tasklet runs */
+};
+
+/* One per-queue MSI-X vector (pci_bridge_qvec.c). */
+struct vbus_pci_qvec {
+	struct vbus_pci_bridge *b;
+	unsigned int index;		/* MSI-X vector, >= VBUS_PCI_NR_VECTORS */
+	int irq;			/* 0 until requested */
+	struct list_head signals;	/* vbus_pci_signal.qvec_node; RCU */
+	struct tasklet_struct tasklet;
+	char name[32];
 };
 
 struct vbus_pci_bridge {
@@ -70,6 +83,14 @@ struct vbus_pci_bridge {
 	u32 host_peer;
 	int irq_hc;
 	int irq_eventq;
+
+	/* per-queue vectors (pci_bridge_qvec.c); nqvec 0: none */
+	struct vbus_pci_qvec *qvecs;
+	unsigned int nqvec;
+	bool qvec_on;			/* the host accepted VBUS_PCI_CAP_QVEC */
+	bool qvec_said;			/* logged the outcome once */
+	spinlock_t qvec_lock;		/* writers of the signal lists */
+	atomic_t qvec_next;		/* next device's base vector */
 
 	/* hypercalls: one at a time */
 	struct mutex hc_lock;
@@ -138,6 +159,7 @@ struct vbus_pci_device {
 	bool stale;
 	bool disconnected;	/* driver's disconnect ran; bridge->dev_lock */
 	bool announced;		/* DEVADD of this host seen; bridge->dev_lock */
+	unsigned int qvec_base;	/* its shm 0's queue vector (qvec.c) */
 	char type[VBUS_MAX_DEVTYPE_LEN];
 };
 
@@ -148,6 +170,10 @@ struct vbus_pci_signal {
 	u32 handle;			/* host's signal handle, 1..1023 */
 	u32 cookie;			/* our key in bridge->signals */
 	bool detached;			/* device closed: inject is a no-op */
+	/* its queue vector (set at bind, stays), NULL: the eventq's */
+	struct vbus_pci_qvec *qvec;
+	bool qvec_bound;		/* on qvec->signals; under qvec_lock */
+	struct list_head qvec_node;
 	struct list_head detach_node;	/* local list in signals_detach */
 	struct work_struct close_work;	/* SHMCLOSE: kill, drop the table's */
 	struct work_struct free_work;
@@ -169,7 +195,8 @@ void vbus_pci_eventq_signal_init(struct vbus_pci_bridge *b);
 struct vbus_pci_signal *vbus_pci_signal_alloc(struct vbus_pci_device *dev,
 					      struct shm_signal_desc *desc);
 int vbus_pci_signal_reserve(struct vbus_pci_signal *sig);
-void vbus_pci_signal_publish(struct vbus_pci_signal *sig, u32 handle);
+void vbus_pci_signal_publish(struct vbus_pci_signal *sig, u32 handle,
+			     u32 vector);
 void vbus_pci_signal_unreserve(struct vbus_pci_signal *sig);
 void vbus_pci_signals_detach(struct vbus_pci_bridge *b,
 			     struct vbus_pci_device *dev);
@@ -194,6 +221,20 @@ void vbus_pci_epoch_init(struct vbus_pci_bridge *b);
 void vbus_pci_epoch_stop(struct vbus_pci_bridge *b);
 irqreturn_t vbus_pci_hc_irq(int irq, void *arg);
 irqreturn_t vbus_pci_eventq_irq(int irq, void *arg);
+
+/* pci_bridge_qvec.c */
+int vbus_pci_qvec_alloc_vectors(struct vbus_pci_bridge *b);
+int vbus_pci_qvec_start(struct vbus_pci_bridge *b);
+void vbus_pci_qvec_stop(struct vbus_pci_bridge *b);
+void vbus_pci_qvec_free(struct vbus_pci_bridge *b);
+u64 vbus_pci_qvec_offer(struct vbus_pci_bridge *b);
+void vbus_pci_qvec_negotiated(struct vbus_pci_bridge *b, u64 caps);
+void vbus_pci_qvec_dev_init(struct vbus_pci_device *dev);
+u32 vbus_pci_qvec_pick(struct vbus_pci_device *dev, int id);
+const struct cpumask *vbus_pci_qvec_affinity(struct vbus_pci_device *dev,
+					     int id);
+void vbus_pci_qvec_bind(struct vbus_pci_signal *sig, u32 vector);
+bool vbus_pci_qvec_unbind(struct vbus_pci_signal *sig);
 
 /* pci_bridge_debugfs.c */
 void vbus_pci_inject_drain(struct vbus_pci_bridge *b,

@@ -121,6 +121,7 @@ static int vbus_pci_dev_shm(struct vbus_device_proxy *vdev, int id, int prio,
 		.signal.offset = VBUS_PCI_SHM_NO_SIGNAL,
 		.signal.prio = prio,
 	};
+	u32 vector = 0;		/* ours: the host may rewrite params */
 	int ret;
 
 	if (!ptr || !len || len > U32_MAX)
@@ -145,6 +146,8 @@ static int vbus_pci_dev_shm(struct vbus_device_proxy *vdev, int id, int prio,
 		}
 		params.signal.offset = (void *)sdesc - ptr;
 		params.signal.cookie = sig->cookie;
+		vector = vbus_pci_qvec_pick(dev, id);
+		params.vector = vector;
 	}
 
 	mutex_lock(&dev->lock);
@@ -165,7 +168,7 @@ static int vbus_pci_dev_shm(struct vbus_device_proxy *vdev, int id, int prio,
 		goto err;
 	}
 	if (sig) {
-		vbus_pci_signal_publish(sig, ret);
+		vbus_pci_signal_publish(sig, ret, vector);
 		*signal = &sig->signal;	/* the caller's reference */
 	}
 	mutex_unlock(&dev->lock);
@@ -229,11 +232,18 @@ static void vbus_pci_dev_release(struct vbus_device_proxy *vdev)
 		complete(&b->devs_gone);
 }
 
+static const struct cpumask *
+vbus_pci_dev_queue_affinity(struct vbus_device_proxy *vdev, int id)
+{
+	return vbus_pci_qvec_affinity(to_pci_dev_proxy(vdev), id);
+}
+
 static struct vbus_device_proxy_ops vbus_pci_dev_ops = {
 	.open = vbus_pci_dev_open,
 	.close = vbus_pci_dev_close,
 	.shm = vbus_pci_dev_shm,
 	.call = vbus_pci_dev_call,
+	.queue_affinity = vbus_pci_dev_queue_affinity,
 	.release = vbus_pci_dev_release,
 };
 
@@ -502,6 +512,7 @@ static void vbus_pci_devadd_work(struct work_struct *work)
 		goto out;
 	}
 	dev->bridge = b;
+	vbus_pci_qvec_dev_init(dev);
 	mutex_init(&dev->lock);
 	INIT_LIST_HEAD(&dev->node);
 	strscpy(dev->type, ew->type, sizeof(dev->type));

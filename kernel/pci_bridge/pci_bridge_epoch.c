@@ -41,6 +41,7 @@ static int vbus_pci_reattach_bus(struct vbus_pci_bridge *b)
 	struct vbus_pci_negotiate neg = {
 		.magic = VBUS_PCI_ABI_MAGIC,
 		.version = VBUS_PCI_HC_VERSION,
+		.capabilities = vbus_pci_qvec_offer(b),
 	};
 	int ret;
 
@@ -49,6 +50,9 @@ static int vbus_pci_reattach_bus(struct vbus_pci_bridge *b)
 		ret = vbus_pci_hypercall(b, VBUS_PCI_HC_NEGOTIATE, &neg,
 					 sizeof(neg), VBUS_PCI_HC_NO_DATAP,
 					 NULL, 0);
+	/* the new host may offer per-queue vectors or not */
+	if (!ret)
+		vbus_pci_qvec_negotiated(b, neg.capabilities);
 	if (!ret)
 		ret = vbus_pci_eventq_register(b);
 	return ret > 0 ? -EPROTO : ret;

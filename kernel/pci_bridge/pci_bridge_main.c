@@ -6,7 +6,8 @@
  * Probe claims the device only if BAR2 carries the vbus magic and an ABI
  * version we speak; any other ivshmem user gets -ENODEV and is left alone.
  * Then: bus master (TCG drops MSI-X without it), two MSI-X vectors
- * (hypercall completion, eventq), NEGOTIATE, the eventq, BUSREG. The host
+ * (hypercall completion, eventq) and the per-queue ones the host offers
+ * (pci_bridge_qvec.c), NEGOTIATE, the eventq, BUSREG. The host
  * answers BUSREG with a DEVADD per device of this guest's bus.
  *
  * Remove undoes it in the order that keeps the host away from freed
@@ -37,7 +38,8 @@ static ssize_t vbus_stats_show(struct device *d, struct device_attribute *attr,
 			  "shmsignal %ld\nshmclose %ld\nhost_peer %u\n"
 			  "host_epoch %u\nhost_down %ld\nreattach %ld\n"
 			  "reattach_fail %ld\nreconnect %ld\nreprobe %ld\n"
-			  "hc_leaked_bytes %zu\n",
+			  "hc_leaked_bytes %zu\nqvecs %u\nqvec_on %d\n"
+			  "qvec_runs %ld\n",
 			  atomic_long_read(&s->hypercalls),
 			  atomic_long_read(&s->hc_timeouts),
 			  atomic_long_read(&s->hc_leaked),
@@ -56,7 +58,9 @@ static ssize_t vbus_stats_show(struct device *d, struct device_attribute *attr,
 			  atomic_long_read(&s->reattach_fail),
 			  atomic_long_read(&s->reconnect),
 			  atomic_long_read(&s->reprobe),
-			  READ_ONCE(b->hc_leaked_bytes));
+			  READ_ONCE(b->hc_leaked_bytes), b->nqvec,
+			  READ_ONCE(b->qvec_on),
+			  atomic_long_read(&s->qvec_runs));
 }
 static DEVICE_ATTR_RO(vbus_stats);
 
@@ -71,11 +75,15 @@ static int vbus_pci_negotiate(struct vbus_pci_bridge *b)
 	struct vbus_pci_negotiate params = {
 		.magic = VBUS_PCI_ABI_MAGIC,
 		.version = VBUS_PCI_HC_VERSION,
-		.capabilities = 0,
+		.capabilities = vbus_pci_qvec_offer(b),
 	};
+	int ret;
 
-	return vbus_pci_hypercall(b, VBUS_PCI_HC_NEGOTIATE, &params,
-				  sizeof(params), VBUS_PCI_HC_NO_DATAP, NULL, 0);
+	ret = vbus_pci_hypercall(b, VBUS_PCI_HC_NEGOTIATE, &params,
+				 sizeof(params), VBUS_PCI_HC_NO_DATAP, NULL, 0);
+	if (!ret)
+		vbus_pci_qvec_negotiated(b, params.capabilities);
+	return ret;
 }
 
 /* Is BAR2 ours? Read each host-written field once. */
@@ -127,6 +135,7 @@ static void vbus_pci_teardown(struct vbus_pci_bridge *b)
 	vbus_pci_epoch_stop(b);
 	if (b->irq_eventq > 0)
 		free_irq(b->irq_eventq, b);
+	vbus_pci_qvec_stop(b);
 	vbus_pci_eventq_stop(b);
 	if (b->wq)
 		destroy_workqueue(b->wq);	/* drains queued DEVADD/DROP */
@@ -138,6 +147,7 @@ static void vbus_pci_teardown(struct vbus_pci_bridge *b)
 	/* an interrupt between the first stop and free_irq may have queued it */
 	cancel_delayed_work_sync(&b->reattach);
 	pci_free_irq_vectors(pdev);
+	vbus_pci_qvec_free(b);
 	vbus_pci_eventq_free(b);
 	if (b->regs)
 		pci_iounmap(pdev, b->regs);
@@ -166,6 +176,7 @@ static struct vbus_pci_bridge *vbus_pci_alloc(struct pci_dev *pdev)
 	atomic_set(&b->ndevs, 1);
 	init_completion(&b->devs_gone);
 	xa_init_flags(&b->signals, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	spin_lock_init(&b->qvec_lock);
 	b->sig_next = 1;
 	spin_lock_init(&b->inject_lock);
 	vbus_pci_epoch_init(b);
@@ -242,12 +253,14 @@ static int vbus_pci_start_hc(struct vbus_pci_bridge *b)
 	struct pci_dev *pdev = b->pdev;
 	int ret;
 
-	ret = pci_alloc_irq_vectors(pdev, VBUS_PCI_NR_VECTORS,
-				    VBUS_PCI_NR_VECTORS, PCI_IRQ_MSIX);
+	ret = vbus_pci_qvec_alloc_vectors(b);
 	if (ret < 0) {
 		dev_err(&pdev->dev, "no MSI-X (%d)\n", ret);
 		return ret;
 	}
+	ret = vbus_pci_qvec_start(b);
+	if (ret)
+		return ret;
 	ret = request_irq(pci_irq_vector(pdev, VBUS_PCI_MSIX_HC),
 			  vbus_pci_hc_irq, 0, "vbus-hc", b);
 	if (ret)

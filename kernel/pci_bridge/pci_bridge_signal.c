@@ -19,6 +19,10 @@
  *
  * The table is also changed from the eventq tasklet (SHMCLOSE), so process
  * context uses the _bh lock variants (XA_FLAGS_LOCK_BH).
+ *
+ * A signal bound to a queue vector (pci_bridge_qvec.c) is also on that
+ * vector's RCU list, walked by the vector's tasklet; it leaves the list
+ * when it leaves the table, and the same grace periods cover both.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -143,6 +147,9 @@ static void dev_signal_free(struct work_struct *work)
 
 	/* a deferred notify scheduled by a last enable must not run later */
 	vbus_defer_cancel(&sig->signal.deferred_notify);
+	/* a queue vector's tasklet that walked past it before unbind is done */
+	if (sig->qvec)
+		synchronize_rcu();
 	kfree(sig);
 }
 
@@ -200,13 +207,16 @@ int vbus_pci_signal_reserve(struct vbus_pci_signal *sig)
 }
 
 /* DEVSHM succeeded: the table takes the host's reference. */
-void vbus_pci_signal_publish(struct vbus_pci_signal *sig, u32 handle)
+void vbus_pci_signal_publish(struct vbus_pci_signal *sig, u32 handle,
+			     u32 vector)
 {
 	struct vbus_pci_bridge *b = sig->bridge;
 	void *old;
 
 	sig->handle = handle;
 	shm_signal_get(&sig->signal);
+	/* before the table: a SHMSIGNAL dispatch must see it bound */
+	vbus_pci_qvec_bind(sig, vector);
 	/*
 	 * Storing into a reserved slot allocates nothing. xa_store orders
 	 * the initialisation of *sig before the entry becomes visible to
@@ -217,6 +227,8 @@ void vbus_pci_signal_publish(struct vbus_pci_signal *sig, u32 handle)
 		dev_err_ratelimited(&sig->dev->vdev.dev,
 				    "cannot publish cookie %u: %d\n",
 				    sig->cookie, xa_err(old));
+		/* never in the table: no close finds it; free waits (RCU) */
+		vbus_pci_qvec_unbind(sig);
 		shm_signal_put(&sig->signal);
 	}
 }
@@ -245,14 +257,21 @@ void vbus_pci_signals_detach(struct vbus_pci_bridge *b,
 			continue;
 		__xa_erase(&b->signals, idx);
 		WRITE_ONCE(sig->detached, true);
+		vbus_pci_qvec_unbind(sig);
 		list_add_tail(&sig->detach_node, &gone);
 	}
 	xa_unlock_bh(&b->signals);
 
-	if (list_empty(&gone))
+	/*
+	 * A signal that a SHMCLOSE took out of the table left its queue
+	 * vector's list then, from the eventq tasklet, with no grace
+	 * period: the driver frees its ring after this returns, so wait
+	 * for one here too when queue vectors are in use.
+	 */
+	if (list_empty(&gone) && !b->qvecs)
 		return;
 
-	/* pairs with rcu_read_lock() around the dispatch */
+	/* pairs with rcu_read_lock() around the dispatch and the vectors' walk */
 	synchronize_rcu();
 
 	list_for_each_entry_safe(sig, tmp, &gone, detach_node) {
@@ -275,6 +294,18 @@ void vbus_pci_event_shmsignal(struct vbus_pci_bridge *b, u64 cookie)
 	rcu_read_lock();
 	if (cookie && cookie <= U32_MAX)
 		sig = xa_load(&b->signals, cookie);
+	/*
+	 * Bound to a queue vector: its wakeups run there, and running it
+	 * from here too would run its notifier on two CPUs at once.
+	 */
+	if (sig && READ_ONCE(sig->qvec)) {
+		vbus_pci_stat_inc(b, ev_bad);
+		dev_dbg_ratelimited(&b->pdev->dev,
+				    "SHMSIGNAL for cookie %llu, which has a queue vector: ignored\n",
+				    cookie);
+		rcu_read_unlock();
+		return;
+	}
 	if (sig)
 		_shm_signal_wakeup(&sig->signal);
 	rcu_read_unlock();
@@ -301,11 +332,15 @@ void vbus_pci_event_shmclose(struct vbus_pci_bridge *b, u64 cookie)
 		return;
 	}
 	WRITE_ONCE(sig->detached, true);
+	vbus_pci_qvec_unbind(sig);
 	/*
-	 * Dispatch runs only in the eventq tasklet, which is where we are:
-	 * no reader can hold @sig, so no grace period is needed here. The
-	 * table's reference goes to the close work, which kills the deferred
-	 * notify first (tasklet_kill() sleeps: not here).
+	 * SHMSIGNAL dispatch runs only in the eventq tasklet, which is
+	 * where we are: no such reader can hold @sig. A queue vector's
+	 * tasklet may (another CPU): its free waits for a grace period
+	 * (dev_signal_free), and so does the device's close before the
+	 * driver frees the ring (vbus_pci_signals_detach). The table's
+	 * reference goes to the close work, which kills the deferred notify
+	 * first (tasklet_kill() sleeps: not here).
 	 */
 	queue_work(vbus_pci_free_wq, &sig->close_work);
 }

@@ -599,7 +599,8 @@ static unsigned int vbus_blk_reap(struct vbus_blk_queue *vq,
 }
 
 /*
- * The host signalled the ring: from the bridge's eventq tasklet (via
+ * The host signalled the ring: from the bridge's eventq tasklet or, with
+ * per-queue vectors, the tasklet of the ring's own vector (via
  * _shm_signal_wakeup, which loops while the host keeps signalling, so a
  * completion that races the end of this reap brings us back).
  */
@@ -660,6 +661,33 @@ static int vbus_blk_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
 }
 
 /*
+ * A queue whose ring the bridge signals on a per-queue MSI-X vector
+ * (docs/transport.md, "Per-queue vectors") serves the CPUs that vector's
+ * interrupt is affine to, so a request completes on the CPU that issued
+ * it (as blk_mq_pci_map_queues() does for virtio-blk). The generic map
+ * first: a CPU outside every vector's mask (or a bridge without vectors)
+ * keeps it. Ring q is DEVSHM id q.
+ */
+static void vbus_blk_map_affinity(struct vbus_blk *vblk,
+				  struct blk_mq_queue_map *map)
+{
+	struct vbus_device_proxy *vdev = vblk->vdev;
+	const struct cpumask *mask;
+	unsigned int q, cpu;
+
+	blk_mq_map_queues(map);
+	if (!vdev->ops->queue_affinity)
+		return;
+	for (q = 0; q < map->nr_queues; q++) {
+		mask = vdev->ops->queue_affinity(vdev, map->queue_offset + q);
+		if (!mask)
+			continue;
+		for_each_cpu(cpu, mask)
+			map->mq_map[cpu] = map->queue_offset + q;
+	}
+}
+
+/*
  * Hardware queues by type: the default ones first, then the poll ones
  * (vblk->nr_poll_queues, the last rings); reads share the default map.
  */
@@ -679,7 +707,9 @@ static void vbus_blk_map_queues(struct blk_mq_tag_set *set)
 			map->nr_queues = 0;
 		map->queue_offset = off;
 		off += map->nr_queues;
-		if (map->nr_queues)
+		if (map->nr_queues && i == HCTX_TYPE_DEFAULT)
+			vbus_blk_map_affinity(vblk, map);
+		else if (map->nr_queues)
 			blk_mq_map_queues(map);
 	}
 }

@@ -116,7 +116,7 @@ int main(void)
 	F(struct vbus_pci_deviceshm, id);
 	F(struct vbus_pci_deviceshm, len);
 	F(struct vbus_pci_deviceshm, flags);
-	F(struct vbus_pci_deviceshm, reserved);
+	F(struct vbus_pci_deviceshm, vector);
 	F(struct vbus_pci_deviceshm, signal);
 	F(struct vbus_pci_deviceshm, signal.offset);
 	F(struct vbus_pci_deviceshm, signal.prio);
@@ -163,6 +163,7 @@ int main(void)
 	F(struct vbus_pci_shm, host_peer);
 	F(struct vbus_pci_shm, features);
 	F(struct vbus_pci_shm, host_epoch);
+	F(struct vbus_pci_shm, msix_vectors);
 	F(struct vbus_pci_shm, pad0);
 	F(struct vbus_pci_shm, hc);
 	F(struct vbus_pci_shm, hc.vector);

@@ -87,8 +87,13 @@ void fuzz_add_dev(const char *spec)
 
 static void setup_once(const struct fuzz_target *t)
 {
+	/*
+	 * vectors=4: two queue vectors for VBUS_PCI_CAP_QVEC and DEVSHM's
+	 * vector (the socket targets' fake QEMU checks a 2-vector handshake)
+	 */
 	struct hostd_guest_cfg cfg = { .name = "fuzz",
-				       .size = FUZZ_RAM_LOW + FUZZ_RAM_HIGH };
+				       .size = FUZZ_RAM_LOW + FUZZ_RAM_HIGH,
+				       .vectors = t->socket_transport ? 0 : 4 };
 	int fd = memfd_create("fuzz-ram", MFD_CLOEXEC);
 	char err[256];
 
@@ -381,6 +386,9 @@ static void hc_devshm(struct fuzz_in *in, uint8_t v)
 		s.datap = fuzz_gpa(in);
 	if (v & 64)
 		s.devh = fuzz_u64(in);
+	/* a queue vector, mostly in range, sometimes anything */
+	if (v & 128)
+		s.vector = (v & 1) ? fuzz_u32(in) : fuzz_u8(in) % 6;
 	hc_struct(in, VBUS_PCI_HC_DEVSHM, &s, sizeof(s));
 }
 
@@ -397,6 +405,8 @@ static void op_hc(struct fuzz_in *in)
 			n.magic = fuzz_u32(in);
 		if (v & 16)
 			n.version = fuzz_u32(in);
+		if (v & 32)
+			n.capabilities = fuzz_u64(in);
 		hc_struct(in, VBUS_PCI_HC_NEGOTIATE, &n, sizeof(n));
 		break;
 	}

@@ -42,7 +42,8 @@ __u64 fg_alloc(struct fg *f, __u64 size)
 	return fg_alloc_align(f, size, 64);
 }
 
-void fg_init_ram(struct fg *f, const char *name, __u64 low, __u64 high)
+static void fg_init_cfg(struct fg *f, const char *name, __u64 low,
+			__u64 high, unsigned int vectors)
 {
 	struct hostd_guest_cfg cfg;
 	char err[256];
@@ -53,6 +54,7 @@ void fg_init_ram(struct fg *f, const char *name, __u64 low, __u64 high)
 	snprintf(cfg.name, sizeof(cfg.name), "%s", name);
 	cfg.size = low + high;
 	cfg.machine = HOSTD_MACHINE_Q35;
+	cfg.vectors = vectors;
 	fd = memfd_create("fg-ram", MFD_CLOEXEC);
 	if (fd < 0)
 		die("memfd");
@@ -65,6 +67,16 @@ void fg_init_ram(struct fg *f, const char *name, __u64 low, __u64 high)
 	f->low = low;
 	f->brk = 0x1000;
 	f->scratch = fg_alloc(f, 4096);
+}
+
+void fg_init_ram(struct fg *f, const char *name, __u64 low, __u64 high)
+{
+	fg_init_cfg(f, name, low, high, 0);
+}
+
+void fg_init_vectors(struct fg *f, const char *name, unsigned int vectors)
+{
+	fg_init_cfg(f, name, FG_LOW, FG_HIGH, vectors);
 }
 
 void fg_init(struct fg *f, const char *name)
@@ -326,6 +338,12 @@ static const struct shm_signal_ops ring_ops = { .inject = ring_inject };
 int fg_ring_open(struct fg *f, struct fg_ring *r, __u64 h, __u32 id,
 		 __u32 count, __u64 cookie)
 {
+	return fg_ring_open_vector(f, r, h, id, count, cookie, 0);
+}
+
+int fg_ring_open_vector(struct fg *f, struct fg_ring *r, __u64 h, __u32 id,
+			__u32 count, __u64 cookie, __u32 vector)
+{
 	struct vbus_pci_deviceshm s;
 	struct ioq_ring_head *head;
 	int ret;
@@ -350,6 +368,7 @@ int fg_ring_open(struct fg *f, struct fg_ring *r, __u64 h, __u32 id,
 	s.len = (__u32)IOQ_HEAD_DESC_SIZE(count);
 	s.signal.offset = offsetof(struct ioq_ring_head, signal);
 	s.signal.cookie = cookie;
+	s.vector = vector;
 	s.datap = r->gpa;
 	ret = fg_hc(f, VBUS_PCI_HC_DEVSHM, &s, sizeof(s));
 	if (ret > 0)

@@ -62,6 +62,8 @@ struct fg {
 void fg_init(struct fg *f, const char *name);
 /* With @low bytes below 4 GiB and @high above. */
 void fg_init_ram(struct fg *f, const char *name, __u64 low, __u64 high);
+/* fg_init() of a guest configured with vectors=@vectors (0: default). */
+void fg_init_vectors(struct fg *f, const char *name, unsigned int vectors);
 void fg_fini(struct fg *f);
 void *fg_ptr(struct fg *f, __u64 gpa, __u64 len);
 /* Zeroed, 64-byte aligned, in the low block; never gpa 0. */
@@ -93,6 +95,9 @@ int fg_devcall(struct fg *f, __u64 h, __u32 func, void *buf, __u32 len);
 /* Format a ring of @count and register it as shm @id with its signal. */
 int fg_ring_open(struct fg *f, struct fg_ring *r, __u64 h, __u32 id,
 		 __u32 count, __u64 cookie);
+/* The same with DEVSHM's vector field set to @vector. */
+int fg_ring_open_vector(struct fg *f, struct fg_ring *r, __u64 h, __u32 id,
+			__u32 count, __u64 cookie, __u32 vector);
 void fg_ring_close(struct fg_ring *r);
 /*
  * The guest drivers' role calls (docs/ring.md, "Bulk calls"):

@@ -35,8 +35,20 @@ enum {
 struct vbus_pci_negotiate {
 	__u32 magic;
 	__u32 version;
-	__u64 capabilities;
+	__u64 capabilities;	/* guest: offered; host answers: accepted */
 };
+
+/*
+ * NEGOTIATE capabilities. The guest offers the bits it can use, the host
+ * writes back the subset it accepts (an older host writes 0 back; an older
+ * guest offers 0). A bit the guest did not offer is ignored.
+ *
+ * VBUS_PCI_CAP_QVEC: per-queue MSI-X vectors (docs/transport.md,
+ * "Per-queue vectors"). DEVSHM's vector field may name a guest MSI-X
+ * vector VBUS_PCI_NR_VECTORS .. shm.msix_vectors-1; the host then signals
+ * that shm by writing the vector's eventfd instead of posting SHMSIGNAL.
+ */
+#define VBUS_PCI_CAP_QVEC	(1ULL << 0)
 
 struct vbus_pci_deviceopen {
 	__u32 devid;
@@ -58,7 +70,12 @@ struct vbus_pci_deviceshm {
 	__u32 id;
 	__u32 len;
 	__u32 flags;
-	__u32 reserved;
+	/*
+	 * With VBUS_PCI_CAP_QVEC accepted: the guest MSI-X vector the host
+	 * signals this shm on (VBUS_PCI_NR_VECTORS .. shm.msix_vectors-1),
+	 * or 0 for SHMSIGNAL on the eventq. Without it: 0.
+	 */
+	__u32 vector;
 	struct {
 		__u32 offset;	/* of the shm_signal_desc in the region, or ~0 */
 		__u32 prio;
@@ -146,7 +163,9 @@ VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_pci_event, data) == 8,
  *
  * BAR0: ivshmem registers (IVPosition at 8, Doorbell at 12).
  * BAR1: MSI-X. Vector VBUS_PCI_MSIX_HC: a hypercall completed;
- *       vector VBUS_PCI_MSIX_EVENTQ: the host signalled the eventq.
+ *       vector VBUS_PCI_MSIX_EVENTQ: the host signalled the eventq;
+ *       vectors 2..shm.msix_vectors-1 (VBUS_PCI_CAP_QVEC): device shms
+ *       bound to them at DEVSHM.
  * BAR2: struct vbus_pci_shm, written by vbus-hostd before QEMU starts.
  *
  * Doorbell writes go to the host's peer id (shm.host_peer):
@@ -162,7 +181,9 @@ VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_pci_event, data) == 8,
 #define VBUS_PCI_DB_SIGNAL	1
 #define VBUS_PCI_MSIX_HC	0
 #define VBUS_PCI_MSIX_EVENTQ	1
-#define VBUS_PCI_NR_VECTORS	2
+#define VBUS_PCI_NR_VECTORS	2	/* HC and EVENTQ: always wired */
+/* guest MSI-X vectors a host wires at most (shm.msix_vectors) */
+#define VBUS_PCI_MAX_VECTORS	64
 
 /* Signal handles the host hands out (DEVSHM result) are 1 .. MAX-1;
  * handle 0 is the eventq (as in the 2009 series). */
@@ -186,7 +207,15 @@ struct vbus_pci_shm {
 	 * QEMU started.
 	 */
 	__u32 host_epoch;
-	__u8 pad0[36];
+	/*
+	 * Guest MSI-X vectors the host wired (its vectors= option; one
+	 * eventfd each in the ivshmem handshake): 0 (an older host) or 2
+	 * mean HC and EVENTQ only. Vectors past VBUS_PCI_NR_VECTORS are
+	 * per-queue vectors (VBUS_PCI_CAP_QVEC). Untrusted: the guest
+	 * clamps it to the device's MSI-X table and VBUS_PCI_MAX_VECTORS.
+	 */
+	__u32 msix_vectors;
+	__u8 pad0[32];
 
 	/* line 1: the hypercall mailbox, written by the guest */
 	struct vbus_pci_hypercall hc;
@@ -204,6 +233,8 @@ struct vbus_pci_shm {
 
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_pci_shm, host_epoch) == 24,
 		   "shm.host_epoch");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_pci_shm, msix_vectors) == 28,
+		   "shm.msix_vectors");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_pci_shm, hc) == 64, "shm.hc");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_pci_shm, hc_seq) == 80,
 		   "shm.hc_seq");

@@ -35,6 +35,15 @@ struct vbus_device_proxy_ops {
 	/* Synchronous call; @data (kmalloc'ed, may be NULL) is in/out. */
 	int (*call)(struct vbus_device_proxy *dev, u32 func,
 		    void *data, size_t len, int flags);
+	/*
+	 * Optional (NULL: no such information). The CPUs whose interrupt
+	 * completes shm @id's signal (its per-queue MSI-X vector's managed
+	 * affinity, docs/transport.md "Per-queue vectors"), or NULL when it
+	 * is signalled through the bridge's shared event queue. For a
+	 * multi-queue driver's CPU -> queue map (vbus-blk's map_queues).
+	 */
+	const struct cpumask *(*queue_affinity)(struct vbus_device_proxy *dev,
+						int id);
 	void (*release)(struct vbus_device_proxy *dev);
 };
 

@@ -12,15 +12,17 @@ vbus_build_hostd() {
 	vbus_find_hostd "$cbuild"
 }
 
-# vbus_transport_args RAMFILE SIZE SOCK: the QEMU arguments of the vbus
-# transport, one per line (for mapfile): guest RAM shared through RAMFILE
-# (SIZE, QEMU syntax; must equal -m and vbus-hostd's size=) and an
-# ivshmem-doorbell whose chardev is vbus-hostd's guest socket SOCK.
+# vbus_transport_args RAMFILE SIZE SOCK [VECTORS]: the QEMU arguments of
+# the vbus transport, one per line (for mapfile): guest RAM shared through
+# RAMFILE (SIZE, QEMU syntax; must equal -m and vbus-hostd's size=) and an
+# ivshmem-doorbell whose chardev is vbus-hostd's guest socket SOCK, with
+# VECTORS MSI-X vectors (default 2; above 2: per-queue vectors, when
+# vbus-hostd's vectors= says the same, docs/transport.md).
 vbus_transport_args() {
 	printf '%s\n' -object "memory-backend-file,id=ram,size=$2,mem-path=$1,share=on" \
 		-machine q35,memory-backend=ram \
 		-chardev "socket,id=vbus0,path=$3" \
-		-device ivshmem-doorbell,chardev=vbus0,vectors=2
+		-device "ivshmem-doorbell,chardev=vbus0,vectors=${4:-2}"
 }
 
 # vbus_find_hostd CBUILD: the vbus-hostd binary under CBUILD, or non-zero.

@@ -423,18 +423,20 @@ lab_stage() {
 	fi
 }
 
-# lab_boot ROLE [--guest G] [vbus_boot_guest OPTIONS] [-- QEMU ARGS]: boot
-# (--reboot: the guest's reboot resets QEMU instead of ending it)
+# lab_boot ROLE [--guest G] [--vectors N] [vbus_boot_guest OPTIONS] [-- QEMU ARGS]: boot
+# (--reboot: the guest's reboot resets QEMU instead of ending it; --vectors:
+# the ivshmem-doorbell's MSI-X vectors, default 2)
 # $run/ROLE.cpio.gz in the background, serial log $lab_logs/ROLE.log, the
 # request channel on the second serial port, with guest G's vbus
 # transport (vbus-hostd's socket and RAM file); QEMU's pid in $run/ROLE.pid.
 declare -A lab_pid lab_t0 lab_guest_of
 lab_boot() {
-	local role=$1 g="" opts=() qargs=() m=$mem
+	local role=$1 g="" opts=() qargs=() m=$mem vec=2
 	shift
 	while (($#)) && [[ "$1" != -- ]]; do
 		case "$1" in
 		--guest) g=$2; shift 2 ;;
+		--vectors) vec=$2; shift 2 ;;
 		--mem) m=$2; opts+=("$1" "$2"); shift 2 ;;
 		--reboot) opts+=("$1"); shift ;;
 		*) opts+=("$1" "$2"); shift 2 ;;
@@ -442,7 +444,7 @@ lab_boot() {
 	done
 	(($#)) && shift
 	[[ -z "$g" ]] ||
-		mapfile -t qargs < <(vbus_transport_args "/dev/shm/$tag-$g" "$m" "$run/$g.sock")
+		mapfile -t qargs < <(vbus_transport_args "/dev/shm/$tag-$g" "$m" "$run/$g.sock" "$vec")
 	rm -f "$lab_logs/$role.log" "$run/$role.pid" "$run/$role.chan".*
 	mkfifo "$run/$role.chan.in" "$run/$role.chan.out"
 	vbus_boot_guest --initrd "$run/$role.cpio.gz" --log "$lab_logs/$role.log" --mem "$m" \

@@ -190,6 +190,24 @@ static int guest_machine(struct guest_spec *s, const char *v)
 	return 0;
 }
 
+/* QEMU's ivshmem-doorbell vectors= (docs/transport.md, "Per-queue vectors") */
+static int guest_vectors(struct guest_spec *s, const char *v)
+{
+	unsigned long n;
+	char *end;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (!isdigit((unsigned char)*v) || *end || errno ||
+	    n < VBUS_PCI_NR_VECTORS || n > VBUS_PCI_MAX_VECTORS)
+		return fail(s->err, s->errlen,
+			    "--guest %s: vectors=%s must be a number from %d to %d (QEMU's ivshmem-doorbell vectors=)",
+			    s->gc->name, v, VBUS_PCI_NR_VECTORS,
+			    VBUS_PCI_MAX_VECTORS);
+	s->gc->vectors = (unsigned int)n;
+	return 0;
+}
+
 /* A number, or a name the system's user (group) database knows. */
 static int guest_qemu_id(struct guest_spec *s, const char *key, const char *v,
 			 bool group, __u32 *id)
@@ -255,6 +273,7 @@ static const struct {
 	{ "machine", guest_machine, false },
 	{ "qemu_uid", guest_qemu_uid, false },
 	{ "qemu_gid", guest_qemu_gid, false },
+	{ "vectors", guest_vectors, false },
 };
 #define N_GUEST_KEYS (sizeof(guest_keys) / sizeof(guest_keys[0]))
 
@@ -272,7 +291,7 @@ static int guest_pair(struct guest_spec *s, const char *k, const char *v)
 		return guest_keys[i].set(s, v);
 	}
 	return fail(s->err, s->errlen,
-		    "--guest %s: unknown parameter '%s' (sock, mem, size, machine, qemu_uid, qemu_gid)",
+		    "--guest %s: unknown parameter '%s' (sock, mem, size, machine, qemu_uid, qemu_gid, vectors)",
 		    s->gc->name, k);
 }
 

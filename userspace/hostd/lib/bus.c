@@ -10,6 +10,7 @@
 #include <string.h>
 #include "bus.h"
 #include "devtype.h"
+#include "qvec.h"
 
 /* Largest DEVCALL buffer we copy: the calls are small control requests. */
 #define HOSTD_CALL_MAX		65536
@@ -247,6 +248,7 @@ void hostd_bus_reset(struct hostd_bus *b)
 void hostd_bus_connect(struct hostd_bus *b)
 {
 	b->negotiated = false;
+	b->qvec = false;
 }
 
 void hostd_bus_run_deferred(struct hostd_bus *b)
@@ -280,7 +282,8 @@ int hostd_bus_negotiate(struct hostd_bus *b, const struct vbus_pci_negotiate *n,
 	/* a new bridge instance: whatever the previous one had is gone */
 	hostd_bus_reset(b);
 	b->negotiated = true;
-	*caps = 0;
+	*caps = hostd_qvec_accept(b->evq.iv, n->capabilities);
+	b->qvec = *caps & VBUS_PCI_CAP_QVEC;
 	return 0;
 }
 
@@ -413,6 +416,9 @@ int hostd_bus_shm(struct hostd_bus *b, const struct vbus_pci_deviceshm *s)
 		return -EINVAL;
 	if (hostd_dev_faulted(d))
 		return -EIO;
+	ret = hostd_qvec_check(b->evq.iv, b->qvec, s, b->env.log, d->name);
+	if (ret < 0)
+		return ret;
 	e = shm_ent_for(b, d, s, &ret);
 	if (!e)
 		return ret;

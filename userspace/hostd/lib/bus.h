@@ -49,6 +49,7 @@ struct hostd_bus {
 	struct hostd_dev_env env;	/* handed to every device */
 	struct hostd_evq evq;
 	bool negotiated;
+	bool qvec;			/* VBUS_PCI_CAP_QVEC accepted (qvec.h) */
 	bool busreg;
 	__u64 next_handle;
 	struct hostd_list devs;		/* struct hostd_dev */

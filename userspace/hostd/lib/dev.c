@@ -319,7 +319,12 @@ static void post_handle_event(struct hostd_evq *q, __u32 id, __u64 h)
 	hostd_evq_post(q, &ev);
 }
 
-/* South inject: a SHMSIGNAL{cookie} event. */
+/*
+ * South inject: the shm's own MSI-X vector (DEVSHM bound one, qvec.h), or
+ * a SHMSIGNAL{cookie} event on the eventq. The eventfd write is a system
+ * call: the device's ring stores are visible before the guest's vector
+ * fires, as for the eventq's own vector (evq.c).
+ */
 static int shm_inject(struct shm_signal *s)
 {
 	struct hostd_shm_ent *e = to_ent(s);
@@ -328,7 +333,10 @@ static int shm_inject(struct shm_signal *s)
 	if (e->closed)
 		return 0;
 	e->pub.dev->cnt.notify_out++;
-	post_handle_event(e->evq, VBUS_PCI_EVENT_SHMSIGNAL, e->cookie);
+	if (e->vector)
+		hostd_ivshmem_irq(e->evq->iv, e->vector);
+	else
+		post_handle_event(e->evq, VBUS_PCI_EVENT_SHMSIGNAL, e->cookie);
 	return 0;
 }
 
@@ -369,6 +377,7 @@ struct hostd_shm_ent *hostd_shm_ent_new(struct hostd_dev *dev,
 	e->pub.gpa = s->datap;
 	e->pub.ptr = ptr;
 	e->cookie = s->signal.cookie;
+	e->vector = s->vector;	/* checked by the bus (hostd_qvec_check) */
 	return e;
 }
 

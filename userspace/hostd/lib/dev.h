@@ -45,6 +45,7 @@ struct hostd_shm_ent {
 	struct shm_signal signal;	/* valid when pub.signal != NULL */
 	__u64 cookie;			/* the guest's, for SHMSIGNAL/SHMCLOSE */
 	__u32 handle;			/* 1..VBUS_PCI_MAX_SIGNALS-1, or 0 */
+	__u32 vector;			/* guest MSI-X queue vector, or 0 */
 	bool closed;			/* device closed: injects go nowhere */
 };
 

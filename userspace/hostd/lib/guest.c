@@ -87,6 +87,15 @@ int hostd_guest_init(struct hostd_guest *g, const struct hostd_guest_cfg *cfg,
 		snprintf(err, errlen, "BAR2 memfd: %s", strerror(-ret));
 		goto out_fail;
 	}
+	if (cfg->vectors) {
+		ret = hostd_ivshmem_set_vectors(&g->iv, cfg->vectors);
+		if (ret < 0) {
+			snprintf(err, errlen, "vectors=%u: must be %d..%d",
+				 cfg->vectors, VBUS_PCI_NR_VECTORS,
+				 VBUS_PCI_MAX_VECTORS);
+			goto out_fail;
+		}
+	}
 	return 0;
 
 out_fail:

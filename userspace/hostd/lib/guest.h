@@ -33,6 +33,7 @@ struct hostd_guest_cfg {
 	__u64 size;
 	enum hostd_machine machine;
 	struct hostd_peer_rule qemu;	/* qemu_uid=, qemu_gid= */
+	unsigned int vectors;		/* vectors= (QEMU's); 0: the default 2 */
 };
 
 struct hostd_guest {

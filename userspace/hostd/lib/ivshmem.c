@@ -12,7 +12,8 @@
  *   -1       + BAR2 fd     the shared memory (QEMU blocks until it has it)
  *   host_peer + eventfd    x2: host vectors DB_HC, DB_SIGNAL; QEMU turns
  *                          them into ioeventfds on Doorbell
- *   guest_peer + eventfd   x2: the guest's MSI-X vectors HC, EVENTQ
+ *   guest_peer + eventfd   x vectors=: the guest's MSI-X vectors HC,
+ *                          EVENTQ, then the per-queue vectors
  */
 #include <endian.h>
 #include <errno.h>
@@ -51,7 +52,7 @@ static int hostd_ivshmem_handshake(struct hostd_ivshmem *iv, int sock)
 		ret = hostd_ivshmem_send(sock, -1, iv->bar2_fd);
 	for (i = 0; !ret && i < VBUS_PCI_NR_VECTORS; i++)
 		ret = hostd_ivshmem_send(sock, iv->host_peer, iv->db_fd[i]);
-	for (i = 0; !ret && i < VBUS_PCI_NR_VECTORS; i++)
+	for (i = 0; !ret && i < (int)iv->nr_msix; i++)
 		ret = hostd_ivshmem_send(sock, iv->guest_peer, iv->msix_fd[i]);
 	return ret;
 }
@@ -86,6 +87,7 @@ static int bar2_create(struct hostd_ivshmem *iv)
 	shm->size = VBUS_PCI_SHM_SIZE;
 	shm->host_peer = iv->host_peer;
 	shm->features = 0;
+	shm->msix_vectors = iv->vectors;
 	iv->bar2_fd = fd;
 	iv->shm = shm;
 	return 0;
@@ -105,8 +107,27 @@ static void bar2_destroy(struct hostd_ivshmem *iv)
 
 void hostd_ivshmem_irq(struct hostd_ivshmem *iv, unsigned int vector)
 {
-	if (vector < VBUS_PCI_NR_VECTORS && iv->msix_fd[vector] >= 0)
+	if (vector < iv->nr_msix && iv->msix_fd[vector] >= 0)
 		hostd_eventfd_write(iv->msix_fd[vector]);
+}
+
+int hostd_ivshmem_set_vectors(struct hostd_ivshmem *iv, unsigned int n)
+{
+	if (n < VBUS_PCI_NR_VECTORS || n > VBUS_PCI_MAX_VECTORS)
+		return -EINVAL;
+	if (iv->conn_fd >= 0 || iv->nr_msix)
+		return -EBUSY;
+	iv->vectors = n;
+	/* no QEMU has BAR2 yet: line 0 is still ours to fill */
+	if (iv->shm)
+		iv->shm->msix_vectors = n;
+	return 0;
+}
+
+unsigned int hostd_ivshmem_qvecs(const struct hostd_ivshmem *iv)
+{
+	return iv->nr_msix > VBUS_PCI_NR_VECTORS ?
+	       iv->nr_msix - VBUS_PCI_NR_VECTORS : 0;
 }
 
 /*
@@ -139,9 +160,12 @@ static int vectors_open(struct hostd_ivshmem *iv)
 		iv->db_fd[i] = hostd_eventfd_new();
 		if (iv->db_fd[i] < 0)
 			return iv->db_fd[i];
+	}
+	for (i = 0; i < (int)iv->vectors; i++) {
 		iv->msix_fd[i] = hostd_eventfd_new();
 		if (iv->msix_fd[i] < 0)
 			return iv->msix_fd[i];
+		iv->nr_msix = (unsigned int)i + 1;
 	}
 	ret = hostd_loop_add(iv->loop, iv->db_fd[VBUS_PCI_DB_HC], EPOLLIN,
 			     on_db_hc, iv);
@@ -160,10 +184,14 @@ static void vectors_close(struct hostd_ivshmem *iv)
 			hostd_loop_del(iv->loop, iv->db_fd[i]);
 			close(iv->db_fd[i]);
 		}
+		iv->db_fd[i] = -1;
+	}
+	for (i = 0; i < VBUS_PCI_MAX_VECTORS; i++) {
 		if (iv->msix_fd[i] >= 0)
 			close(iv->msix_fd[i]);
-		iv->db_fd[i] = iv->msix_fd[i] = -1;
+		iv->msix_fd[i] = -1;
 	}
+	iv->nr_msix = 0;
 }
 
 /* ---- the connection --------------------------------------------------------------- */
@@ -418,6 +446,12 @@ int hostd_ivshmem_adopt(struct hostd_ivshmem *iv,
 		iv->db_fd[i] = fds->db[i];
 		iv->msix_fd[i] = fds->msix[i];
 	}
+	/*
+	 * The store keeps HC and EVENTQ only: this connection has no queue
+	 * vectors, so NEGOTIATE declines VBUS_PCI_CAP_QVEC and the guest's
+	 * shms are signalled through the eventq again.
+	 */
+	iv->nr_msix = VBUS_PCI_NR_VECTORS;
 	ret = hostd_loop_add(iv->loop, iv->db_fd[VBUS_PCI_DB_HC], EPOLLIN,
 			     on_db_hc, iv);
 	if (!ret)
@@ -463,7 +497,10 @@ int hostd_ivshmem_init(struct hostd_ivshmem *iv, struct hostd_loop *loop,
 	snprintf(iv->name, sizeof(iv->name), "vbus-bar2-%s", name);
 	iv->listen_fd = iv->conn_fd = iv->bar2_fd = -1;
 	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++)
-		iv->db_fd[i] = iv->msix_fd[i] = -1;
+		iv->db_fd[i] = -1;
+	for (i = 0; i < VBUS_PCI_MAX_VECTORS; i++)
+		iv->msix_fd[i] = -1;
+	iv->vectors = VBUS_PCI_NR_VECTORS;
 	iv->host_peer = 0;
 	iv->guest_peer = 1;
 	return bar2_create(iv);

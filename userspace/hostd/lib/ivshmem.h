@@ -2,9 +2,11 @@
 /*
  * vbus-hostd: the server side of QEMU's ivshmem-doorbell protocol for one
  * guest: the listening socket, the handshake, BAR2 (the memfd QEMU maps)
- * and the four eventfds: two host doorbells the guest rings (DB_HC,
- * DB_SIGNAL; QEMU turns them into ioeventfds) and two guest MSI-X vectors
- * we write (HC, EVENTQ). docs/transport.md has the wire contract.
+ * and the eventfds: two host doorbells the guest rings (DB_HC,
+ * DB_SIGNAL; QEMU turns them into ioeventfds) and the guest MSI-X vectors
+ * we write: HC, EVENTQ and, with vectors= above 2, one per queue vector
+ * (docs/transport.md, "Per-queue vectors"). docs/transport.md has the
+ * wire contract.
  *
  * One QEMU at a time. Each connection gets fresh eventfds and, once the
  * previous one is gone, a fresh BAR2: a QEMU still exiting keeps its
@@ -50,7 +52,14 @@ struct hostd_ivshmem {
 	struct vbus_pci_shm *shm;	/* our mapping of BAR2 */
 	__u32 host_peer, guest_peer;
 	int db_fd[VBUS_PCI_NR_VECTORS];	  /* host peer: the guest rings these */
-	int msix_fd[VBUS_PCI_NR_VECTORS]; /* guest vectors: we write these */
+	int msix_fd[VBUS_PCI_MAX_VECTORS]; /* guest vectors: we write these */
+	/*
+	 * Guest vectors: @vectors is the configuration (vectors=, the
+	 * next connection's count, in BAR2 msix_vectors); @nr_msix how
+	 * many this connection has (an adopted one: VBUS_PCI_NR_VECTORS).
+	 */
+	unsigned int vectors;
+	unsigned int nr_msix;
 
 	/* the daemon's: QEMU connected (@up) or disconnected for good */
 	void (*conn_hook)(void *arg, bool up);
@@ -106,7 +115,19 @@ bool hostd_ivshmem_fds(const struct hostd_ivshmem *iv,
  */
 void hostd_ivshmem_going_down(struct hostd_ivshmem *iv);
 
-/* Interrupt the guest on MSI-X vector @vector (VBUS_PCI_MSIX_*). */
+/*
+ * How many guest MSI-X vectors the next connection wires (QEMU's
+ * ivshmem-doorbell vectors= must be the same): VBUS_PCI_NR_VECTORS ..
+ * VBUS_PCI_MAX_VECTORS; written to BAR2 msix_vectors. Only while no QEMU
+ * is connected. 0 or -EINVAL / -EBUSY.
+ */
+int hostd_ivshmem_set_vectors(struct hostd_ivshmem *iv, unsigned int n);
+/* Per-queue vectors this connection has: nr_msix - VBUS_PCI_NR_VECTORS. */
+unsigned int hostd_ivshmem_qvecs(const struct hostd_ivshmem *iv);
+/*
+ * Interrupt the guest on MSI-X vector @vector (VBUS_PCI_MSIX_* or a queue
+ * vector below nr_msix; others are ignored).
+ */
 void hostd_ivshmem_irq(struct hostd_ivshmem *iv, unsigned int vector);
 
 /* hostd_ivshmem_send() (one protocol message) is in device.h */

@@ -536,9 +536,13 @@ dd if=/dev/urandom bs=3k count=$((VT_DATA_MB * 256)) 2>/dev/null | base64 >/tmp/
 md5sum /tmp/up | cut -d' ' -f1 >/tmp/up.want
 check_term() { restart_case term; }
 check_kill() { restart_case kill; }
+# host.sh: vectors=4; a restarted daemon has HC and EVENTQ only
+vt_check qvec-first-host test "$(bridge_stat qvec_on)" = 1
 # shellcheck disable=SC2086 # the kinds, in order
 vt_run_checks $VT_KINDS
 vt_check no-reprobe test "$(bridge_stat reprobe)" = 0
+[ "$(bridge_stat reattach)" -gt 0 ] &&
+	vt_check qvec-restarted-host-declined test "$(bridge_stat qvec_on)" = 0
 if [ -n "$FS" ]; then
 	vt_check ext4-umount umount /mnt/fs
 	vt_check ext4-fsck-clean /usr/sbin/fsck.ext4 -n -f "/dev/$FS"

@@ -104,7 +104,10 @@ if ((blk)); then
 fi
 # hostd_pid is the keeper's; it stops its daemon on SIGTERM and exits
 LAB_HOSTD_WRAP=("$keeper" --restart-delay 100 --)
-lab_hostd --ns -- --guest "$(lab_guest g1)" \
+# per-queue vectors: the first daemon serves them, a restarted one (the
+# store keeps HC and EVENTQ only) declines them and the guest goes back to
+# the eventq
+lab_hostd --ns -- --guest "$(lab_guest g1),vectors=4" \
 	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1" \
 	--device "g1:type=vbus-test,id=2" "${blk_dev[@]}"
 
@@ -156,7 +159,7 @@ req_stop() {
 	stopped=1
 }
 
-lab_run guest --guest g1
+lab_run guest --guest g1 --vectors 4
 
 # ---- the host's side of it ----
 nkinds=0

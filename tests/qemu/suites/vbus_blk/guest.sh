@@ -10,7 +10,10 @@
 # checksums); discard makes the backing file sparse; the read-only disk
 # rejects writes and keeps its data; hot drop under fio and re-add; driver
 # unbind under fio; udev names the disks with dist/udev/60-vbus-blk.rules
-# (by-id, by-uuid, by-label); load/unload cycles (every 4th with a hot drop + add of
+# (by-id, by-uuid, by-label); per-queue MSI-X vectors: completions of
+# reads from either CPU interrupt the disk's queue vectors on both CPUs,
+# none through the eventq, and a bridge loaded with queue_vectors=0 (an
+# older guest) still moves data through the eventq; load/unload cycles (every 4th with a hot drop + add of
 # the rw disk) without slab growth; flush: data fsynced in the guest is in
 # the backing file after the host kills vbus-hostd (SIGKILL) right after
 # the fsync returned; qcow2: a qcow2 overlay through image= and an
@@ -341,13 +344,96 @@ cycles() {
 	vt_check cycles-reload vt_kmod_load vbus_blk
 }
 
-# ---- polled I/O: poll_queues=1, io_uring IOPOLL ------------------------------
-# eventq_irqs: the bridge's interrupts so far (all CPUs), through which the
-# host signals every vbus ring of this guest
-eventq_irqs() {
+# ---- per-queue MSI-X vectors (host.sh: vectors=4 on both sides) -------------
+PCIDRV=/sys/bus/pci/drivers/vbus-pcibridge
+bstat() { awk -v k="$1" '$1 == k { print $2 }' "$PCIDRV"/*/vbus_stats; }
+
+# vbus_irqs [CPU]: the bridge's device-signal interrupts so far, through
+# the eventq and the queue vectors (vbus-q<N>@<pci>), on CPU or on all
+vbus_irqs() {
+	awk -v cpu="${1:--1}" 'NR == 1 { n = NF; next }
+		$NF == "vbus-eventq" || $NF ~ /^vbus-q[0-9]+@/ {
+			for (c = 0; c < n; c++) if (cpu < 0 || c == cpu) s += $(c + 2) }
+		END { print s + 0 }' /proc/interrupts
+}
+
+# qvec_irqs N: interrupts of queue vector N so far (all CPUs)
+qvec_irqs() {
+	awk -v q="vbus-q$1@" 'NR == 1 { n = NF; next } index($NF, q) == 1 {
+			for (c = 2; c <= n + 1; c++) s += $c }
+		END { print s + 0 }' /proc/interrupts
+}
+
+# bridge_stat KEY WANT: the bridge's vbus_stats KEY reads WANT
+bridge_stat() {
+	[ "$(bstat "$1")" = "$2" ] && return 0
+	echo "vbus_stats $1 is '$(bstat "$1")', wanted '$2'"
+	return 1
+}
+
+# read_on CPU DEV: 512 direct 4 KiB reads of DEV issued from CPU
+read_on() {
+	taskset -c "$1" dd if="/dev/$2" of=/dev/null bs=4k count=512 iflag=direct 2>/dev/null ||
+		{ echo "dd on CPU $1 failed"; return 1; }
+}
+
+# qvec_spread DEV: reads from CPU 0 and from CPU 1 complete through the
+# queue vectors, on both CPUs, each vector busy, and not one SHMSIGNAL
+# event (the eventq carries none of it)
+qvec_spread() {
+	local c0 c1 q0 q1 sig e0 e1
+	c0=$(vbus_irqs 0) c1=$(vbus_irqs 1) q0=$(qvec_irqs 0) q1=$(qvec_irqs 1)
+	sig=$(bstat shmsignal) e0=$(eventq_only)
+	read_on 0 "$1" || return 1
+	read_on 1 "$1" || return 1
+	c0=$(($(vbus_irqs 0) - c0)) c1=$(($(vbus_irqs 1) - c1))
+	q0=$(($(qvec_irqs 0) - q0)) q1=$(($(qvec_irqs 1) - q1))
+	e1=$(($(eventq_only) - e0))
+	log "QVEC 1024 reads: interrupts CPU0 $c0 CPU1 $c1; vbus-q0 $q0 vbus-q1 $q1; eventq $e1; SHMSIGNAL events $(($(bstat shmsignal) - sig))" >/tmp/qvec.log
+	if [ "$c0" -eq 0 ] || [ "$c1" -eq 0 ]; then
+		echo "interrupts on CPU0 $c0, CPU1 $c1: not on both"
+		return 1
+	fi
+	if [ "$q0" -eq 0 ] || [ "$q1" -eq 0 ]; then
+		echo "vbus-q0 $q0, vbus-q1 $q1: a queue vector stayed idle"
+		return 1
+	fi
+	[ "$(bstat shmsignal)" = "$sig" ] ||
+		{ echo "$(($(bstat shmsignal) - sig)) SHMSIGNAL events on the eventq"; return 1; }
+}
+eventq_only() {
 	awk 'NR == 1 { n = NF; next } $NF == "vbus-eventq" { for (c = 2; c <= n + 1; c++) s += $c }
 		END { print s + 0 }' /proc/interrupts
 }
+
+# reload_bridge [PARAM]: the bus stack's bridge and vbus_blk again
+reload_bridge() {
+	rmmod vbus_blk || { echo "rmmod vbus_blk failed"; return 1; }
+	rmmod vbus_pcibridge || { echo "rmmod vbus_pcibridge failed"; return 1; }
+	vt_kmod_load vbus_pcibridge "$@" || { echo "insmod vbus_pcibridge $* failed"; return 1; }
+	vt_kmod_load vbus_blk || { echo "insmod vbus_blk failed"; return 1; }
+	RW=$(disk "$VT_RW_SERIAL") || { echo "$RW"; return 1; }
+}
+
+# old_guest: a bridge that offers no per-queue vectors (as one before them)
+# to a host that has them: the disk's signals come as SHMSIGNAL events on
+# the eventq, and data still goes both ways
+old_guest() {
+	local sig
+	reload_bridge queue_vectors=0 || return 1
+	bridge_stat qvec_on 0 || return 1
+	bridge_stat qvecs 0 || return 1
+	grep -q 'vbus-q[0-9]*@' /proc/interrupts && { echo "queue vectors still requested"; return 1; }
+	sig=$(bstat shmsignal)
+	guest_to_host "$RW" 8388608 1048576 || return 1
+	[ "$(bstat shmsignal)" -gt "$sig" ] || { echo "no SHMSIGNAL event for the I/O"; return 1; }
+}
+
+# ---- polled I/O: poll_queues=1, io_uring IOPOLL ------------------------------
+# eventq_irqs: the bridge's interrupts so far (all CPUs), through which the
+# host signals every vbus ring of this guest (the eventq and the queue
+# vectors)
+eventq_irqs() { vbus_irqs; }
 
 # polled_io: vbus_blk with a poll queue; verified random writes through
 # io_uring with IORING_SETUP_IOPOLL (fio --hipri, which fails on a queue
@@ -574,6 +660,24 @@ check_fio() {
 	vt_check host-sees-fio-data same_as_host "$RW" rw 0 "$VT_RW_BYTES"
 }
 
+# per-queue vectors (host.sh: vectors=4 for host and QEMU, 2 vCPUs); the
+# groups before it ran with them, flush runs after it on a bridge loaded
+# as an older guest
+check_qvec() {
+	local t0 cs
+	t0=$(vt_uptime_cs)
+	vt_check qvec-negotiated bridge_stat qvec_on 1
+	vt_check qvec-two-vectors bridge_stat qvecs 2
+	vt_check qvec-interrupts-spread qvec_spread "$RW"
+	cat /tmp/qvec.log 2>/dev/null
+	grep -E 'CPU|vbus-' /proc/interrupts | sed 's/^/blk-tests: /'
+	# leaves the older guest's bridge loaded: flush comes next
+	vt_check qvec-old-guest-eventq old_guest
+	RW=$(disk "$VT_RW_SERIAL") || RW=
+	cs=$(($(vt_uptime_cs) - t0))
+	log "QVEC group took $((cs / 100)).$((cs / 10 % 10)) s (TCG)"
+}
+
 check_discard() {
 	vt_check discard-makes-sparse discard_sparse "$RW"
 	vt_check write-zeroes zeroout "$RW"
@@ -662,6 +766,6 @@ if [ "${VT_SWIOTLB:-0}" = 1 ]; then
 	vt_run_checks swiotlb_window data fio ext4 swiotlb_verdict
 else
 	vt_run_checks sysfs topology cache data fio discard ext4 resize compat \
-		ro udev hotdrop cycles poll qcow2 flush
+		ro udev hotdrop cycles poll qvec qcow2 flush
 fi
 vt_done

@@ -471,4 +471,16 @@ else
 fi
 vt_check enet-unloaded test ! -d /sys/module/venet
 
+# host.sh gave the guest per-queue vectors: every ring signal of the run
+# came on them (tasklet runs), none as a SHMSIGNAL event on the eventq
+qvec_only() {
+	local f
+	f=$(echo /sys/bus/pci/drivers/vbus-pcibridge/*/vbus_stats)
+	awk '$1 == "qvec_on" && $2 == 1 { on = 1 } $1 == "qvec_runs" && $2 > 0 { runs = 1 }
+		$1 == "shmsignal" && $2 == 0 { none = 1 }
+		END { exit !(on && runs && none) }' "$f" && return 0
+	grep -E 'qvec|shmsignal' "$f"
+	return 1
+}
+vt_check venet-rings-on-queue-vectors qvec_only
 vt_done
