@@ -32,6 +32,11 @@
 #                   (moves the guest's own tail) and writes garbage into
 #                   its inuse_head: no WARN (panic_on_warn),
 #                   no lockup; venet faults its channel and reloads clean
+#   disconnect_timeout (20.2) reads on the disk, the host frozen then killed:
+#                   a blk-mq timeout fires while the disconnect has freed
+#                   the rings and not yet taken the requests back (a
+#                   test-only knob holds that window open 3 s); the disk
+#                   reconnects and reads
 # Groups after reboot run in the second boot (devshm_version and
 # own_fields: a guest they break does not take the reboot check with it).
 
@@ -270,6 +275,54 @@ after_reboot() {
 	group_end reboot "$m"
 }
 
+# ---- 20.2: a blk-mq timeout inside a disconnect ----
+# A disconnect frees the rings (vq->ioq NULL) before it takes their
+# requests back; a timeout in between found its request on a slot and
+# signalled a NULL ring (an oops in kblockd). The window is microseconds:
+# vbus_blk's test-only test_disconnect_window_ms holds it open for
+# DC_WINDOW ms, and a 1.5 s io_timeout makes blk-mq's timer (whole
+# seconds) fire inside it. The host is frozen (SIGSTOP) so that a read
+# stays on the ring, then killed: the keeper's new daemon takes over.
+DC_WINDOW=3000
+blk_inflight() { [ "$(awk '{ print $1 + $2 }' "/sys/block/$1/inflight")" -gt 0 ]; }
+# a "request timed out" between the window's two lines
+timed_out_in_window() {
+	dmesg | awk '/test: disconnect window open/ { w = 1; next }
+		/test: disconnect window closed/ { w = 0 }
+		w && /request timed out/ { n++ }
+		END { exit !n }'
+}
+reconnected_blk() { dmesg | grep -q "test: disconnect window closed" && [ "$(said "$1: host back")" -gt "$2" ]; }
+disconnect_timeout() {
+	local disk pid rc=0 tmo c0
+	load_bus vbus_blk || return 1
+	vt_wait 30 blk_disk >/dev/null || return 1
+	disk=$(blk_disk)
+	tmo=$(cat "/sys/block/$disk/queue/io_timeout")
+	echo 1500 >"/sys/block/$disk/queue/io_timeout" || return 1
+	echo "$DC_WINDOW" >/sys/module/vbus_blk/parameters/test_disconnect_window_ms || return 1
+	c0=$(said "$disk: host back")
+	(while :; do dd if="/dev/$disk" of=/dev/null bs=64k count=16 iflag=direct 2>/dev/null; done) &
+	pid=$!
+	vt_host freeze || rc=1
+	[ "$rc" = 0 ] && { vt_wait 30 blk_inflight "$disk" || rc=1; }
+	[ "$rc" = 0 ] && { vt_host restart kill || rc=1; }
+	[ "$rc" = 0 ] && { vt_wait 60 reconnected_blk "$disk" "$c0" || rc=1; }
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	echo 0 >/sys/module/vbus_blk/parameters/test_disconnect_window_ms
+	echo "$tmo" >"/sys/block/$disk/queue/io_timeout"
+	[ "$rc" = 0 ] || { dmesg | grep -E "vbd|vbus-blk|window" | tail -n 8; return 1; }
+	timed_out_in_window || { echo "no request timed out inside the window: the check proved nothing"; return 1; }
+	dd if="/dev/$disk" of=/dev/null bs=64k count=64 iflag=direct 2>/dev/null
+}
+check_disconnect_timeout() {
+	local m
+	m=$(vt_console_mark)
+	vt_check disconnect_timeout/timeout-inside-disconnect disconnect_timeout
+	group_end disconnect_timeout "$m"
+}
+
 # ---- 20.1: an honest host, rx under load ----
 # The host floods pings at us, and spurious signals, while the MTU changes
 # back and forth (a drain of the rx ring each time) and NAPI polls on both
@@ -348,11 +401,11 @@ case "$BOOT" in
 	vt_check load load_bus
 	vt_run_checks rx_race storm_close reattach devadd_flood reboot
 	# without the reboot group: the rest in this boot
-	vt_run_checks devshm_version own_fields
+	vt_run_checks devshm_version own_fields disconnect_timeout
 	;;
 2)
 	after_reboot
-	vt_run_checks devshm_version own_fields
+	vt_run_checks devshm_version own_fields disconnect_timeout
 	;;
 *)
 	vt_fail "boot-$BOOT" "an unplanned reboot (a panic?): see the log above"

@@ -26,8 +26,8 @@
 #   --phantoms N  phantom devices (default 70: more than one 64-event pass)
 #   --rx-flood N  pings flooded at the guest in rx_race (default 6000)
 # Check groups (REGEX), in this order: rx_race storm_close reattach
-# devadd_flood reboot devshm_version own_fields (the last two after the
-# reboot, in the second boot).
+# devadd_flood reboot devshm_version own_fields disconnect_timeout (the
+# last three after the reboot, in the second boot).
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
@@ -74,14 +74,25 @@ req_fault() {
 	lab_reply=$(tail -n 1 <<<"$o")
 	return "$rc"
 }
-# a graceful restart: the keeper starts the daemon again (same options)
-restarts=0
+# restart [kill]: a graceful restart (SIGTERM), or a crash (SIGKILL);
+# the keeper starts the daemon again (same options)
+restarts=0 kills=0
 req_restart() {
+	local pid sig=TERM
+	pid=$(daemon_pid) || { lab_reply="no daemon under the keeper"; return 1; }
+	[[ "${1:-}" == kill ]] && sig=KILL
+	vbus_log "restart: SIG$sig to vbus-hostd pid $pid"
+	kill -"$sig" "$pid"
+	kill -CONT "$pid" 2>/dev/null || true
+	if [[ "$sig" == KILL ]]; then kills=$((kills + 1)); else restarts=$((restarts + 1)); fi
+}
+# the daemon stops serving (SIGSTOP): the guest's requests stay on its
+# rings until the restart that follows (SIGKILL ends a stopped process)
+req_freeze() {
 	local pid
 	pid=$(daemon_pid) || { lab_reply="no daemon under the keeper"; return 1; }
-	vbus_log "restart: SIGTERM to vbus-hostd pid $pid"
-	kill -TERM "$pid"
-	restarts=$((restarts + 1))
+	vbus_log "freeze: SIGSTOP to vbus-hostd pid $pid"
+	kill -STOP "$pid"
 }
 # which boot of the guest asks: 1, then 2 after the reboot it announced
 # (req_rebooting); any other reboot (a panic: panic=-1) is "unplanned"
@@ -132,6 +143,9 @@ lab_run guest --guest g1 --reboot --append "panic_on_warn=1 page_poison=1"
 [[ -z "${ping_pid:-}" ]] || kill "$ping_pid" 2>/dev/null || true
 if lab_want reattach; then
 	h_check "host-restarted-$restarts" test "$restarts" = 1
+fi
+if lab_want disconnect_timeout; then
+	h_check "host-killed-$kills" test "$kills" = 1
 fi
 ctl fault g1 status >"$out/fault-status.txt" 2>&1 || true
 sed 's/^/    fault status: /' "$out/fault-status.txt"
