@@ -202,6 +202,29 @@ void vbus_pci_epoch_init(struct vbus_pci_bridge *b)
 	b->reattach_next = jiffies;
 }
 
+/*
+ * System sleep (pci_bridge_pm.c) stops the work with vbus_pci_epoch_stop();
+ * waking up re-attaches to the host there is now, as the work would.
+ */
+void vbus_pci_epoch_wake(struct vbus_pci_bridge *b)
+{
+	u32 epoch = READ_ONCE(b->shm->host_epoch);
+
+	/* as in the work: pairs with the host's wmb before host_epoch */
+	virt_rmb();
+	WRITE_ONCE(b->epoch, epoch);
+	WRITE_ONCE(b->reattach_off, false);
+	if (epoch & 1) {
+		/* away: the devices wait, its next epoch's interrupt re-attaches */
+		vbus_pci_host_down(b);
+		return;
+	}
+	WRITE_ONCE(b->reattach_next, jiffies + VBUS_PCI_REATTACH_INTERVAL);
+	vbus_pci_reattach(b, epoch);
+	if (READ_ONCE(b->shm->host_epoch) != epoch)
+		vbus_pci_epoch_check(b);
+}
+
 /* Remove: no re-attach may start or still run after this. */
 void vbus_pci_epoch_stop(struct vbus_pci_bridge *b)
 {

@@ -39,6 +39,11 @@
 #                   the rings and not yet taken the requests back (a
 #                   test-only knob holds that window open 3 s); the disk
 #                   reconnects and reads
+#   sleep           (20.7) s2idle and hibernation's freeze/thaw at
+#                   pm_test=devices with venet, the disk and the rings up:
+#                   while asleep the host pings and writes nothing into
+#                   the guest; after waking, the bus re-attaches and
+#                   traffic, rings and the disk's data are back
 # Groups after reboot run in the second boot (devshm_version and
 # own_fields: a guest they break does not take the reboot check with it).
 
@@ -338,6 +343,50 @@ check_disconnect_timeout() {
 	group_end disconnect_timeout "$m"
 }
 
+# ---- 20.7: system sleep ----
+# /sys/power/pm_test=devices: the devices' suspend (s2idle: freeze) or
+# freeze (hibernation: disk) callbacks, pm_test_delay seconds asleep, then
+# resume or thaw; no firmware, no image. Meanwhile the host waits until
+# the bridge detached its eventq, pings us and checks that it wrote
+# nothing into our memory (vt_host asleep_watch / asleep_result).
+PM_DELAY=/sys/module/suspend/parameters/pm_test_delay
+pm_cycle() {
+	local rc=0
+	echo devices >/sys/power/pm_test || return 1
+	echo "$1" >/sys/power/state || rc=1
+	echo none >/sys/power/pm_test
+	[ "$rc" = 0 ] || echo "echo $1 >/sys/power/state failed"
+	return "$rc"
+}
+sleep_cycle() {
+	local disk r0 sum
+	load_bus venet vbus_blk || return 1
+	net_up || return 1
+	vt_wait 30 blk_disk >/dev/null || return 1
+	disk=$(blk_disk)
+	r0=$(bstat reattach)
+	dd if=/dev/urandom of=/tmp/sleep.in bs=64k count=16 2>/dev/null
+	sum=$(md5sum </tmp/sleep.in)
+	dd if=/tmp/sleep.in of="/dev/$disk" bs=64k oflag=direct 2>/dev/null || return 1
+	vt_host asleep_watch || return 1
+	echo 6 >"$PM_DELAY" || return 1
+	pm_cycle "$1" || return 1
+	vt_host asleep_result || return 1
+	vt_wait 30 reattached "$r0" || { echo "no re-attach after waking up"; return 1; }
+	wait_bound 1 && ring_ok 1 1000 && ring_ok 2 1000 || return 1
+	vt_wait 30 test "$(cat "/sys/class/net/$IF/carrier")" = 1 || { echo "venet carrier off after waking up"; return 1; }
+	pinging || { echo "no ping after waking up"; return 1; }
+	[ "$(dd if="/dev/$disk" bs=64k count=16 iflag=direct 2>/dev/null | md5sum)" = "$sum" ] ||
+		{ echo "the disk reads back other data after waking up"; return 1; }
+}
+check_sleep() {
+	local m
+	m=$(vt_console_mark)
+	vt_check sleep/s2idle-devices sleep_cycle freeze
+	vt_check sleep/hibernate-freeze-thaw sleep_cycle disk
+	group_end sleep "$m"
+}
+
 # ---- 20.1: an honest host, rx under load ----
 # The host floods pings at us, and spurious signals, while the MTU changes
 # back and forth (a drain of the rx ring each time) and NAPI polls on both
@@ -416,11 +465,11 @@ case "$BOOT" in
 	vt_check load load_bus
 	vt_run_checks rx_race storm_close reattach devadd_flood reboot
 	# without the reboot group: the rest in this boot
-	vt_run_checks devshm_version own_fields disconnect_timeout
+	vt_run_checks sleep devshm_version own_fields disconnect_timeout
 	;;
 2)
 	after_reboot
-	vt_run_checks devshm_version own_fields disconnect_timeout
+	vt_run_checks sleep devshm_version own_fields disconnect_timeout
 	;;
 *)
 	vt_fail "boot-$BOOT" "an unplanned reboot (a panic?): see the log above"

@@ -26,8 +26,8 @@
 #   --phantoms N  phantom devices (default 70: more than one 64-event pass)
 #   --rx-flood N  pings flooded at the guest in rx_race (default 6000)
 # Check groups (REGEX), in this order: rx_race storm_close reattach
-# devadd_flood reboot devshm_version own_fields disconnect_timeout (the
-# last three after the reboot, in the second boot).
+# devadd_flood reboot sleep devshm_version own_fields disconnect_timeout
+# (the last four after the reboot, in the second boot).
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
@@ -133,6 +133,37 @@ req_quiet() {
 	[[ -n "$a" && "$a" == "$b" ]] && return 0
 	lab_reply="vbus-hostd wrote into the rebooted guest: before: $a; after: $b"
 	return 1
+}
+
+# asleep_watch: in the background, until asleep_result: once the guest's
+# bridge detached its eventq (going to sleep: state "connected", no longer
+# "registered"), 20 pings to the guest; vbus-hostd's writes into it must
+# not move, and the guest must still be asleep at the end
+asleep_watch() {
+	local a b end=$((SECONDS + 60))
+	until ctl stats g1 | grep -q 'state=connected'; do
+		((SECONDS < end)) || { echo "the guest never detached its eventq"; return 1; }
+		sleep 0.05
+	done
+	a=$(writes)
+	nsx "$tool_ping" -q -c 20 -i 0.05 -W 1 "$guest_ip" >/dev/null 2>&1 || true
+	b=$(writes)
+	ctl stats g1 | grep -q 'state=connected' ||
+		{ echo "the guest woke before the check ended: it proved nothing"; return 1; }
+	[[ -n "$a" && "$a" == "$b" ]] ||
+		{ echo "vbus-hostd wrote into the sleeping guest: before: $a; after: $b"; return 1; }
+	echo "asleep: nothing written while 20 pings came ($a)"
+}
+req_asleep_watch() {
+	rm -f "$out/asleep.rc"
+	{ asleep_watch >"$out/asleep.txt" 2>&1; echo $? >"$out/asleep.rc"; } &
+	_lab_bg+=($!)
+	asleep_pid=$!
+}
+req_asleep_result() {
+	wait "${asleep_pid:-}" 2>/dev/null || true
+	lab_reply=$(tail -n 1 "$out/asleep.txt" 2>/dev/null)
+	[[ "$(cat "$out/asleep.rc" 2>/dev/null)" == 0 ]]
 }
 
 # without -no-reboot (--reboot): the guest's reboot resets QEMU and the
