@@ -361,15 +361,16 @@ pm_cycle() {
 sleep_cycle() {
 	local disk r0 sum
 	load_bus venet vbus_blk || return 1
-	net_up || return 1
+	net_up || { echo "venet does not answer before sleeping"; return 1; }
 	vt_wait 30 blk_disk >/dev/null || return 1
 	disk=$(blk_disk)
 	r0=$(bstat reattach)
 	dd if=/dev/urandom of=/tmp/sleep.in bs=64k count=16 2>/dev/null
 	sum=$(md5sum </tmp/sleep.in)
-	dd if=/tmp/sleep.in of="/dev/$disk" bs=64k oflag=direct 2>/dev/null || return 1
+	dd if=/tmp/sleep.in of="/dev/$disk" bs=64k oflag=direct 2>/dev/null ||
+		{ echo "cannot write the disk before sleeping"; return 1; }
 	vt_host asleep_watch || return 1
-	echo 6 >"$PM_DELAY" || return 1
+	echo 4 >"$PM_DELAY" || return 1
 	pm_cycle "$1" || return 1
 	vt_host asleep_result || return 1
 	vt_wait 30 reattached "$r0" || { echo "no re-attach after waking up"; return 1; }
