@@ -117,9 +117,7 @@ req_rx_flood() {
 }
 # writes: what vbus-hostd wrote into guest memory, counted: events
 # posted, and per device the descriptors, bytes and signals out
-writes() {
-	ctl stats g1 | tr ' ' '\n' | grep -E '^(events_posted|id|descs|bytes|notify_out)=' | tr '\n' ' '
-}
+writes() { ctl stats g1 | counters; }
 # quiet: the new kernel runs, vbus not loaded yet, the old one's rings
 # forgotten: 40 more pings and ARPs reach the tap; vbus-hostd's writes
 # into the guest must not move (they would, into the new kernel's memory,
@@ -135,25 +133,42 @@ req_quiet() {
 	return 1
 }
 
-# asleep_watch: in the background, until asleep_result: once the guest's
-# bridge detached its eventq (going to sleep: state "connected", no longer
-# "registered"), 10 pings to the guest; vbus-hostd's writes into it must
-# not move, and the guest must still be asleep at the end
+# asleep_watch: in the background, until asleep_result. Each `ctl stats`
+# answer gives the guest's state and vbus-hostd's write counters at once:
+# from the first answer in which the guest's bridge has detached its
+# eventq (going to sleep: state "connected", no longer "registered") the
+# host pings the guest, and every answer while it sleeps must show the
+# counters of the first; at least ASLEEP_MIN_MS of pings between the
+# first and the last such answer, else the check proved nothing.
+ASLEEP_MIN_MS=500
+ms_now() { echo $(($(date +%s%N) / 1000000)); }
+counters() { tr ' ' '\n' | grep -E '^(events_posted|id|descs|bytes|notify_out)=' | tr '\n' ' '; }
 asleep_watch() {
-	local a b
-	until ctl stats g1 | grep -q 'state=connected'; do
-		[[ ! -e "$out/asleep.woke" ]] ||
-			{ echo "the guest slept and woke without detaching its eventq: vbus-hostd could write into it all along"; return 1; }
-		sleep 0.05
+	local o a="" b t0=0 t1=0 pinger=""
+	while [[ ! -e "$out/asleep.woke" ]]; do
+		o=$(ctl stats g1) || true
+		if grep -q 'state=connected' <<<"$o"; then
+			b=$(counters <<<"$o")
+			if [[ -z "$a" ]]; then
+				a=$b t0=$(ms_now)
+				nsx "$tool_ping" -q -i 0.02 -W 1 "$guest_ip" >/dev/null 2>&1 &
+				pinger=$!
+			fi
+			t1=$(ms_now)
+			[[ "$a" == "$b" ]] || break
+		elif [[ -n "$a" ]]; then
+			break	# awake again
+		fi
+		sleep 0.02
 	done
-	a=$(writes)
-	nsx "$tool_ping" -q -c 10 -i 0.05 -W 1 "$guest_ip" >/dev/null 2>&1 || true
-	b=$(writes)
-	ctl stats g1 | grep -q 'state=connected' ||
-		{ echo "the guest woke before the check ended: it proved nothing"; return 1; }
-	[[ -n "$a" && "$a" == "$b" ]] ||
-		{ echo "vbus-hostd wrote into the sleeping guest: before: $a; after: $b"; return 1; }
-	echo "asleep: nothing written while 10 pings came ($a)"
+	[[ -z "$pinger" ]] || kill "$pinger" 2>/dev/null
+	[[ -n "$a" ]] ||
+		{ echo "the guest slept and woke without detaching its eventq: vbus-hostd could write into it all along"; return 1; }
+	[[ "$a" == "$b" ]] ||
+		{ echo "vbus-hostd wrote into the sleeping guest: first: $a; then: $b"; return 1; }
+	((t1 - t0 >= ASLEEP_MIN_MS)) ||
+		{ echo "asleep for $((t1 - t0)) ms of pings only (< $ASLEEP_MIN_MS): it proved nothing"; return 1; }
+	echo "asleep: nothing written during $((t1 - t0)) ms of pings ($a)"
 }
 req_asleep_watch() {
 	rm -f "$out/asleep.rc" "$out/asleep.woke"
