@@ -39,8 +39,9 @@
 #                   the rings and not yet taken the requests back (a
 #                   test-only knob holds that window open 3 s); the disk
 #                   reconnects and reads
-#   sleep           (20.7) s2idle and hibernation's freeze/thaw at
-#                   pm_test=devices with venet, the disk and the rings up:
+#   sleep           (20.7) s2idle (and with --sleep-disk hibernation's
+#                   freeze/thaw) at pm_test=devices with venet, the disk
+#                   and the rings up:
 #                   while asleep the host pings and writes nothing into
 #                   the guest; after waking, the bus re-attaches and
 #                   traffic, rings and the disk's data are back
@@ -359,7 +360,7 @@ pm_cycle() {
 	return "$rc"
 }
 sleep_cycle() {
-	local disk r0 sum
+	local disk r0 sum a0
 	load_bus venet vbus_blk || return 1
 	net_up || { echo "venet does not answer before sleeping"; return 1; }
 	vt_wait 30 blk_disk >/dev/null || return 1
@@ -369,14 +370,22 @@ sleep_cycle() {
 	sum=$(md5sum </tmp/sleep.in)
 	dd if=/tmp/sleep.in of="/dev/$disk" bs=64k oflag=direct 2>/dev/null ||
 		{ echo "cannot write the disk before sleeping"; return 1; }
-	vt_host asleep_watch || return 1
-	echo 4 >"$PM_DELAY" || return 1
+	a0=$(said "vbus bridge asleep")
+	# the host's watch only around s2idle: the 5 s hibernation test
+	# sleep was seen asleep for 42 ms by the host in one run (TCG)
+	if [ "$1" = freeze ]; then
+		vt_host asleep_watch || return 1
+	fi
+	echo 3 >"$PM_DELAY" || return 1
 	pm_cycle "$1" || return 1
-	vt_host asleep_result || return 1
+	if [ "$1" = freeze ]; then
+		vt_host asleep_result || return 1
+	fi
+	[ "$(said "vbus bridge asleep")" -gt "$a0" ] || { echo "the bridge's sleep callback did not run"; return 1; }
 	vt_wait 30 reattached "$r0" || { echo "no re-attach after waking up"; return 1; }
-	wait_bound 1 && ring_ok 1 1000 && ring_ok 2 1000 || return 1
+	wait_bound 1 && ring_ok 1 100 && ring_ok 2 100 || return 1
 	vt_wait 30 test "$(cat "/sys/class/net/$IF/carrier")" = 1 || { echo "venet carrier off after waking up"; return 1; }
-	pinging || { echo "no ping after waking up"; return 1; }
+	ping -c 3 -i 0.1 -W 5 "$VT_HOST_IP" >/dev/null || { echo "no ping after waking up"; return 1; }
 	[ "$(dd if="/dev/$disk" bs=64k count=16 iflag=direct 2>/dev/null | md5sum)" = "$sum" ] ||
 		{ echo "the disk reads back other data after waking up"; return 1; }
 }
@@ -384,7 +393,10 @@ check_sleep() {
 	local m
 	m=$(vt_console_mark)
 	vt_check sleep/s2idle-devices sleep_cycle freeze
-	vt_check sleep/hibernate-freeze-thaw sleep_cycle disk
+	# hibernation (disk: freeze, thaw) calls the same two callbacks
+	# (SYSTEM_SLEEP_PM_OPS); the suite's --sleep-disk adds its cycle (11 s)
+	[ "${VT_SLEEP_DISK:-0}" = 0 ] ||
+		vt_check sleep/hibernate-freeze-thaw sleep_cycle disk
 	group_end sleep "$m"
 }
 

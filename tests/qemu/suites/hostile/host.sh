@@ -25,6 +25,8 @@
 #
 #   --phantoms N  phantom devices (default 70: more than one 64-event pass)
 #   --rx-flood N  pings flooded at the guest in rx_race (default 6000)
+#   --sleep-disk  the sleep group also cycles hibernation's freeze/thaw
+#                 (pm_test=devices; the same callbacks as s2idle's; 11 s)
 # Check groups (REGEX), in this order: rx_race storm_close reattach
 # devadd_flood reboot sleep devshm_version own_fields disconnect_timeout
 # (the last four after the reboot, in the second boot).
@@ -33,8 +35,8 @@ set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/lab.sh"
 
-phantoms=70 rx_flood=6000 mem=512M timeout=600
-lab_begin hostile phantoms:N rx-flood:N -- "$@"
+phantoms=70 rx_flood=6000 sleep_disk=0 mem=512M timeout=600
+lab_begin hostile phantoms:N rx-flood:N sleep-disk:sleep_disk=1 -- "$@"
 guest_ip=10.79.0.2 guest_mac=52:54:00:7e:02:02
 
 lab_build --modules "$LAB_BUS_SUBDIRS kernel/venet kernel/vbus_blk" --cmake "vbus-hostd vbus-fdkeeper"
@@ -50,6 +52,7 @@ VT_GUEST_IP=$guest_ip
 VT_PREFIX=24
 VT_PHANTOMS=$phantoms
 VT_RX_FLOOD=$rx_flood
+VT_SLEEP_DISK=$sleep_disk
 VT_KERNEL_PROBLEMS='$VBUS_KERNEL_PROBLEMS'
 CONFIG
 
