@@ -219,6 +219,10 @@ bool vbus_pci_eventq_run_now(struct vbus_pci_bridge *b);
 /* pci_bridge_epoch.c: calls hc, eventq and dev; none of them calls it */
 void vbus_pci_epoch_init(struct vbus_pci_bridge *b);
 void vbus_pci_epoch_stop(struct vbus_pci_bridge *b);
+void vbus_pci_epoch_wake(struct vbus_pci_bridge *b);
+
+/* pci_bridge_pm.c */
+extern const struct dev_pm_ops vbus_pci_pm_ops;
 irqreturn_t vbus_pci_hc_irq(int irq, void *arg);
 irqreturn_t vbus_pci_eventq_irq(int irq, void *arg);
 
@@ -250,6 +254,7 @@ void vbus_pci_queue_devadd(struct vbus_pci_bridge *b,
 			   const struct vbus_pci_add_event *ev);
 void vbus_pci_queue_devdrop(struct vbus_pci_bridge *b, u64 id);
 void vbus_pci_devices_quiesce(struct vbus_pci_bridge *b);
+void vbus_pci_devices_sleep(struct vbus_pci_bridge *b);
 void vbus_pci_devices_remove_all(struct vbus_pci_bridge *b);
 void vbus_pci_devices_disconnect(struct vbus_pci_bridge *b);
 void vbus_pci_devices_drop_stale(struct vbus_pci_bridge *b);

@@ -664,6 +664,38 @@ void vbus_pci_devices_quiesce(struct vbus_pci_bridge *b)
 }
 
 /*
+ * System sleep (pci_bridge_pm.c): each device as if its host went away,
+ * but this host stays and must let go first: the driver's disconnect op
+ * closes the device with it (not stale yet: a real DEVCLOSE) and frees
+ * its rings; a device with no driver, or one without the op, is closed
+ * here. Then it is stale until the re-attach at wake-up announces it.
+ */
+void vbus_pci_devices_sleep(struct vbus_pci_bridge *b)
+{
+	struct vbus_pci_device *dev;
+	struct vbus_driver *drv;
+
+	mutex_lock(&b->dev_lock);
+	list_for_each_entry(dev, &b->devices, node) {
+		dev->announced = false;
+		if (!dev->disconnected) {
+			dev->disconnected = true;
+			device_lock(&dev->vdev.dev);
+			drv = bound_driver(dev);
+			if (drv && drv->ops->disconnect)
+				drv->ops->disconnect(&dev->vdev);
+			device_unlock(&dev->vdev.dev);
+		}
+		mutex_lock(&dev->lock);
+		if (dev->handle)
+			vbus_pci_dev_close_locked(dev);
+		WRITE_ONCE(dev->stale, true);
+		mutex_unlock(&dev->lock);
+	}
+	mutex_unlock(&b->dev_lock);
+}
+
+/*
  * Bridge teardown: no new devices from here on, drop every device and
  * wait until the last proxy is released (its release is our code).
  */

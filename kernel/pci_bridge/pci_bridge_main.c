@@ -395,6 +395,7 @@ static struct pci_driver vbus_pci_driver = {
 	.probe = vbus_pci_probe,
 	.remove = vbus_pci_remove,
 	.shutdown = vbus_pci_shutdown,
+	.driver.pm = pm_sleep_ptr(&vbus_pci_pm_ops),
 	.dev_groups = vbus_pci_groups,
 };
 

@@ -24,6 +24,8 @@
  * blk-mq and the queue runs again.
  */
 #include <linux/blk-mq.h>
+#include <linux/delay.h>
+#include <linux/moduleparam.h>
 #include <linux/string.h>
 #include <linux/workqueue.h>
 
@@ -45,6 +47,30 @@ static void vbus_blk_away_work(struct work_struct *work)
 	if (vblk->away)
 		vbus_blk_fault(vblk, "host away too long");
 	mutex_unlock(&vblk->close_lock);
+}
+
+/*
+ * Test-only (docs/fault-injection.md, "Guest-side window wideners"): a
+ * disconnect sleeps this long between releasing the rings and taking
+ * their requests back, so that the hostile suite's short io_timeout
+ * lands a blk-mq timeout in that window (issue 20.2) every time instead
+ * of once in a blue moon. 0, the default, changes nothing.
+ */
+static unsigned int test_disconnect_window_ms;
+module_param(test_disconnect_window_ms, uint, 0644);
+MODULE_PARM_DESC(test_disconnect_window_ms,
+		 "test only: ms a disconnect waits between freeing the rings and taking their requests back (0: none)");
+
+static void vbus_blk_test_window(struct vbus_blk *vblk)
+{
+	unsigned int ms = READ_ONCE(test_disconnect_window_ms);
+
+	if (!ms)
+		return;
+	dev_info(&vblk->vdev->dev, "test: disconnect window open for %u ms\n",
+		 ms);
+	msleep(ms);
+	dev_info(&vblk->vdev->dev, "test: disconnect window closed\n");
 }
 
 void vbus_blk_link_init(struct vbus_blk *vblk)
@@ -194,6 +220,7 @@ void vbus_blk_disconnect(struct vbus_device_proxy *vdev)
 	vblk->close_state = VBUS_BLK_CLOSED;
 	/* no reaper runs after this, then what the host had comes back */
 	vbus_blk_rings_release(vblk);
+	vbus_blk_test_window(vblk);
 	n = vbus_blk_take_back(vblk);
 	if (vbus_blk_faulted(vblk))
 		vbus_blk_fail_parked(vblk);

@@ -69,6 +69,7 @@ static void vtest_notify(struct ioq_notifier *n)
 	/*
 	 * The timestamp before the count: a waiter that sees the new count
 	 * reads the new timestamp (pairs with smp_rmb in vtest_run_irq_lat).
+	 * guest-internal: both sides are CPUs of this kernel.
 	 */
 	smp_wmb();
 	atomic_long_inc(&vt->notifies);
@@ -487,7 +488,7 @@ static int vtest_run_irq_lat(struct vtest *vt, u64 *v, unsigned long n)
 					 i);
 			return -ETIMEDOUT;
 		}
-		/* pairs with smp_wmb in vtest_notify */
+		/* pairs with smp_wmb in vtest_notify (guest-internal) */
 		smp_rmb();
 		v[i] = READ_ONCE(vt->notify_ns) - t0;
 	}

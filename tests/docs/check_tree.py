@@ -10,7 +10,12 @@
       ("## Ordering labels"): every label in it is in a comment in core/,
       and every label in a comment of the code (*.c, *.h, the spin models'
       *.pml) is in it
-  check_tree.py selftest      both checks fail on made-up trees with one
+  check_tree.py barriers TOP  the guest orders against the host with the
+      virt_* barriers: an smp_* barrier in kernel/ or core/ is a compiler
+      barrier on a CONFIG_SMP=n guest, so each one must say in a comment
+      ending at most BARRIER_NEAR lines above it (or on its line) that
+      it is "guest-internal" (both sides CPUs of this kernel)
+  check_tree.py selftest      the checks fail on made-up trees with one
       thing wrong each, and pass on the same trees put right
 
 Prints one line per finding ("FAIL: ...") and a summary; exits 1 on any."""
@@ -29,6 +34,13 @@ LABEL_HEADING = "## Ordering labels"
 # "[R1]", "[A4]", "[B0]": one capital letter and a number
 LABEL = re.compile(r"\[[A-Z][0-9]+\]")
 CODE_EXT = (".c", ".h", ".pml")
+# smp_* barriers: against the host they must be virt_* (issue 20.8)
+SMP_BARRIER = re.compile(
+    r"\bsmp_(mb|rmb|wmb|load_acquire|store_release|mb__before_atomic|"
+    r"mb__after_atomic|acquire__after_ctrl_dep)\s*\(")
+BARRIER_DIRS = ("kernel/", "core/")
+BARRIER_NEAR = 8
+GUEST_INTERNAL = "guest-internal"
 
 
 def subdirs(path):
@@ -172,6 +184,57 @@ def check_labels(top):
     return bad
 
 
+def blank_comments(text):
+    """TEXT with every comment and string blanked (newlines kept)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("//", i) or text.startswith("/*", i):
+            j = (text.find("\n", i) if text[i + 1] == "/"
+                 else text.find("*/", i + 2))
+            j = n if j < 0 else (j if text[i + 1] == "/" else j + 2)
+        elif text[i] in "\"'":
+            j = i + 1
+            while j < n and text[j] != text[i] and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+        else:
+            out.append(text[i])
+            i += 1
+            continue
+        out.append("".join(c if c == "\n" else " " for c in text[i:j]))
+        i = j
+    return "".join(out)
+
+
+def check_barriers(top):
+    """Returns the findings (strings) of the host-barrier check."""
+    bad, seen = [], 0
+    for f in code_files(top):
+        if not f.startswith(BARRIER_DIRS) or f.endswith(".pml"):
+            continue
+        with open(os.path.join(top, f), encoding="utf-8",
+                  errors="replace") as fh:
+            text = fh.read()
+        # the last line of each comment that says guest-internal
+        said = set()
+        for line, comment in comments(text):
+            if GUEST_INTERNAL in comment:
+                said.add(line + comment.count("\n"))
+        for n, code in enumerate(blank_comments(text).split("\n"), 1):
+            for m in SMP_BARRIER.finditer(code):
+                seen += 1
+                if not any(n - BARRIER_NEAR <= e <= n for e in said):
+                    bad.append(f"{f}:{n}: {m.group().rstrip('( ')}() orders "
+                               "only against CPUs of this kernel (a compiler "
+                               "barrier on CONFIG_SMP=n): against the host use "
+                               "the virt_* barrier, or say in its comment that "
+                               f"it is {GUEST_INTERNAL}")
+    if not bad:
+        print(f"ok: {seen} smp_* barrier(s) in {' '.join(BARRIER_DIRS)}, "
+              f"each {GUEST_INTERNAL}; the rest order with virt_*")
+    return bad
+
+
 # ---- selftest: made-up trees, one thing wrong each -------------------------
 
 def write(top, path, text=""):
@@ -200,6 +263,14 @@ const char *s = "[Q1] in a string is no label";
 """
 
 
+FOO_IRQ_C = """/* the state the host wrote, before what it guards */
+static int g(int *p) { return virt_load_acquire(p); }
+const char *s = "smp_rmb(";
+/* guest-internal: the irq handler's store before the count */
+static void f(void) { smp_wmb(); }
+"""
+
+
 def good_tree(top):
     write(top, f"{DEVICES_DIR}/foo/CMakeLists.txt")
     write(top, "kernel/foo/Kbuild")
@@ -212,6 +283,7 @@ def good_tree(top):
     write(top, RING_DOC, RING_MD)
     write(top, "core/ring.c", CORE_C)
     write(top, "kernel/foo/foo.c", "/* after [A1] */\n")
+    write(top, "kernel/foo/irq.c", FOO_IRQ_C)
 
 
 def edit(top, path, old, new):
@@ -249,6 +321,13 @@ BROKEN = [
     ("a duplicated row", check_labels,
      lambda t: edit(t, RING_DOC, "| [A1] | `pop()`",
                     "| [R1] | `again()` | - | - |\n| [A1] | `pop()`")),
+    ("smp_load_acquire() on host memory", check_barriers,
+     lambda t: edit(t, "kernel/foo/irq.c", "virt_load_acquire", "smp_load_acquire")),
+    ("a guest-internal comment too far above its barrier", check_barriers,
+     lambda t: edit(t, "kernel/foo/irq.c", "*/\nstatic void f",
+                    "*/\n" + "\n" * BARRIER_NEAR + "static void f")),
+    ("an smp_ barrier in core/ with no comment", check_barriers,
+     lambda t: write(t, "core/x.h", "#define X() smp_mb()\n")),
     ("no label table at all", check_labels,
      lambda t: edit(t, RING_DOC, LABEL_HEADING, "## Labels")),
 ]
@@ -259,7 +338,7 @@ def selftest():
     with tempfile.TemporaryDirectory() as tmp:
         top = os.path.join(tmp, "good")
         good_tree(top)
-        for check in (check_devices, check_labels):
+        for check in (check_devices, check_labels, check_barriers):
             bad = check(top)
             if bad:
                 failed += 1
@@ -282,11 +361,13 @@ def main():
         failed = selftest()
         print(f"{failed} check(s) that did not fail or pass as they must")
         return 1 if failed else 0
-    if len(sys.argv) != 3 or sys.argv[1] not in ("devices", "labels"):
+    checks = {"devices": check_devices, "labels": check_labels,
+              "barriers": check_barriers}
+    if len(sys.argv) != 3 or sys.argv[1] not in checks:
         print(__doc__, file=sys.stderr)
         return 2
     top = sys.argv[2]
-    bad = (check_devices if sys.argv[1] == "devices" else check_labels)(top)
+    bad = checks[sys.argv[1]](top)
     for b in bad:
         print(f"FAIL: {b}")
     if bad:

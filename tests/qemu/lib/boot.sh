@@ -33,7 +33,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # The benchmarks set VBUS_BOOT_DEBUG=0 before sourcing this: owner tracking
 # unwinds the stack on every allocation and free, which is not the kernel a
 # user runs, and it weighs most on whichever driver allocates more.
-VBUS_BASE_CMDLINE="console=ttyS0 panic=-1 oops=panic quiet loglevel=4"
+# panic_on_warn: nothing may WARN (docs/threat-model.md: guests run with
+# it), so every suite's guest does, and a WARN fails the run at once.
+VBUS_BASE_CMDLINE="console=ttyS0 panic=-1 oops=panic panic_on_warn=1 quiet loglevel=4"
 [[ "${VBUS_BOOT_DEBUG:-1}" == 0 ]] || VBUS_BASE_CMDLINE+=" slub_debug=FZPU"
 
 vbus_boot_guest() {

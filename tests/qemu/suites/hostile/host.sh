@@ -2,8 +2,8 @@
 # A hostile host (issue 20): vbus-hostd with its test-only fault injection
 # (--test-faults, `ctl fault`, docs/fault-injection.md) lies to the guest
 # on purpose, and the guest must neither crash, hang, corrupt nor WARN
-# (it boots with panic_on_warn=1, and page_poison=1 so that a write into
-# a freed page shows). vbus-hostd runs under vbus-fdkeeper
+# (it boots with panic_on_warn=1, as every suite, and page_poison=1 so
+# that a write into a freed page shows). vbus-hostd runs under vbus-fdkeeper
 # (restarts keep the QEMU connection) in a namespace with a tap, serving
 #   1  vbus-test   the victim of the faults
 #   2  vbus-test   a bystander: its ring must keep working
@@ -25,16 +25,18 @@
 #
 #   --phantoms N  phantom devices (default 70: more than one 64-event pass)
 #   --rx-flood N  pings flooded at the guest in rx_race (default 6000)
+#   --sleep-disk  the sleep group also cycles hibernation's freeze/thaw
+#                 (pm_test=devices; the same callbacks as s2idle's; 11 s)
 # Check groups (REGEX), in this order: rx_race storm_close reattach
-# devadd_flood reboot devshm_version own_fields (the last two after the
-# reboot, in the second boot).
+# devadd_flood reboot sleep devshm_version own_fields disconnect_timeout
+# (the last four after the reboot, in the second boot).
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/lab.sh"
 
-phantoms=70 rx_flood=6000 mem=512M timeout=600
-lab_begin hostile phantoms:N rx-flood:N -- "$@"
+phantoms=70 rx_flood=6000 sleep_disk=0 mem=512M timeout=600
+lab_begin hostile phantoms:N rx-flood:N sleep-disk:sleep_disk=1 -- "$@"
 guest_ip=10.79.0.2 guest_mac=52:54:00:7e:02:02
 
 lab_build --modules "$LAB_BUS_SUBDIRS kernel/venet kernel/vbus_blk" --cmake "vbus-hostd vbus-fdkeeper"
@@ -50,6 +52,7 @@ VT_GUEST_IP=$guest_ip
 VT_PREFIX=24
 VT_PHANTOMS=$phantoms
 VT_RX_FLOOD=$rx_flood
+VT_SLEEP_DISK=$sleep_disk
 VT_KERNEL_PROBLEMS='$VBUS_KERNEL_PROBLEMS'
 CONFIG
 
@@ -74,14 +77,25 @@ req_fault() {
 	lab_reply=$(tail -n 1 <<<"$o")
 	return "$rc"
 }
-# a graceful restart: the keeper starts the daemon again (same options)
-restarts=0
+# restart [kill]: a graceful restart (SIGTERM), or a crash (SIGKILL);
+# the keeper starts the daemon again (same options)
+restarts=0 kills=0
 req_restart() {
+	local pid sig=TERM
+	pid=$(daemon_pid) || { lab_reply="no daemon under the keeper"; return 1; }
+	[[ "${1:-}" == kill ]] && sig=KILL
+	vbus_log "restart: SIG$sig to vbus-hostd pid $pid"
+	kill -"$sig" "$pid"
+	kill -CONT "$pid" 2>/dev/null || true
+	if [[ "$sig" == KILL ]]; then kills=$((kills + 1)); else restarts=$((restarts + 1)); fi
+}
+# the daemon stops serving (SIGSTOP): the guest's requests stay on its
+# rings until the restart that follows (SIGKILL ends a stopped process)
+req_freeze() {
 	local pid
 	pid=$(daemon_pid) || { lab_reply="no daemon under the keeper"; return 1; }
-	vbus_log "restart: SIGTERM to vbus-hostd pid $pid"
-	kill -TERM "$pid"
-	restarts=$((restarts + 1))
+	vbus_log "freeze: SIGSTOP to vbus-hostd pid $pid"
+	kill -STOP "$pid"
 }
 # which boot of the guest asks: 1, then 2 after the reboot it announced
 # (req_rebooting); any other reboot (a panic: panic=-1) is "unplanned"
@@ -106,9 +120,7 @@ req_rx_flood() {
 }
 # writes: what vbus-hostd wrote into guest memory, counted: events
 # posted, and per device the descriptors, bytes and signals out
-writes() {
-	ctl stats g1 | tr ' ' '\n' | grep -E '^(events_posted|id|descs|bytes|notify_out)=' | tr '\n' ' '
-}
+writes() { ctl stats g1 | counters; }
 # quiet: the new kernel runs, vbus not loaded yet, the old one's rings
 # forgotten: 40 more pings and ARPs reach the tap; vbus-hostd's writes
 # into the guest must not move (they would, into the new kernel's memory,
@@ -124,14 +136,67 @@ req_quiet() {
 	return 1
 }
 
+# asleep_watch: in the background, until asleep_result. Each `ctl stats`
+# answer gives the guest's state and vbus-hostd's write counters at once:
+# from the first answer in which the guest's bridge has detached its
+# eventq (going to sleep: state "connected", no longer "registered") the
+# host pings the guest, and every answer while it sleeps must show the
+# counters of the first; at least ASLEEP_MIN_MS of pings between the
+# first and the last such answer, else the check proved nothing.
+ASLEEP_MIN_MS=500
+ms_now() { echo $(($(date +%s%N) / 1000000)); }
+counters() { tr ' ' '\n' | grep -E '^(events_posted|id|descs|bytes|notify_out)=' | tr '\n' ' '; }
+asleep_watch() {
+	local o a="" b t0=0 t1=0 pinger=""
+	while [[ ! -e "$out/asleep.woke" ]]; do
+		o=$(ctl stats g1) || true
+		if grep -q 'state=connected' <<<"$o"; then
+			b=$(counters <<<"$o")
+			if [[ -z "$a" ]]; then
+				a=$b t0=$(ms_now)
+				nsx "$tool_ping" -q -i 0.02 -W 1 "$guest_ip" >/dev/null 2>&1 &
+				pinger=$!
+			fi
+			t1=$(ms_now)
+			[[ "$a" == "$b" ]] || break
+		elif [[ -n "$a" ]]; then
+			break	# awake again
+		fi
+		sleep 0.02
+	done
+	[[ -z "$pinger" ]] || kill "$pinger" 2>/dev/null
+	[[ -n "$a" ]] ||
+		{ echo "the guest slept and woke without detaching its eventq: vbus-hostd could write into it all along"; return 1; }
+	[[ "$a" == "$b" ]] ||
+		{ echo "vbus-hostd wrote into the sleeping guest: first: $a; then: $b"; return 1; }
+	((t1 - t0 >= ASLEEP_MIN_MS)) ||
+		{ echo "asleep for $((t1 - t0)) ms of pings only (< $ASLEEP_MIN_MS): it proved nothing"; return 1; }
+	echo "asleep: nothing written during $((t1 - t0)) ms of pings ($a)"
+}
+req_asleep_watch() {
+	rm -f "$out/asleep.rc" "$out/asleep.woke"
+	{ asleep_watch >"$out/asleep.txt" 2>&1; echo $? >"$out/asleep.rc"; } &
+	_lab_bg+=($!)
+	asleep_pid=$!
+}
+req_asleep_result() {
+	touch "$out/asleep.woke"
+	wait "${asleep_pid:-}" 2>/dev/null || true
+	lab_reply=$(tail -n 1 "$out/asleep.txt" 2>/dev/null)
+	[[ "$(cat "$out/asleep.rc" 2>/dev/null)" == 0 ]]
+}
+
 # without -no-reboot (--reboot): the guest's reboot resets QEMU and the
 # same kernel and initramfs boot again
-# panic_on_warn: a WARN is a panic, as on the guests the threat model
-# promises; page_poison: a write into a freed page (a ring is one) shows
-lab_run guest --guest g1 --reboot --append "panic_on_warn=1 page_poison=1"
+# page_poison: a write into a freed page (a ring is one) shows
+# (panic_on_warn=1 is on every suite's command line: boot.sh)
+lab_run guest --guest g1 --reboot --append "page_poison=1"
 [[ -z "${ping_pid:-}" ]] || kill "$ping_pid" 2>/dev/null || true
 if lab_want reattach; then
 	h_check "host-restarted-$restarts" test "$restarts" = 1
+fi
+if lab_want disconnect_timeout; then
+	h_check "host-killed-$kills" test "$kills" = 1
 fi
 ctl fault g1 status >"$out/fault-status.txt" 2>&1 || true
 sed 's/^/    fault status: /' "$out/fault-status.txt"
