@@ -448,7 +448,7 @@ static unsigned int log_count(const char *log, const char *what)
  * the multi-conn filter in @mode */
 static void server_logged(struct nfx *x, const char *log, const char *mode)
 {
-	char file[600], logarg[400], modearg[64];
+	char file[600], logarg[600], modearg[64];
 
 	snprintf(file, sizeof(file), "file=%s", x->f.path);
 	snprintf(logarg, sizeof(logarg), "logfile=%s", log);

@@ -81,10 +81,9 @@ static int reap_len(struct fg_ring *r, __u64 *len, __u64 *ptr)
 	struct ioq_ring_desc d;
 	int n = fg_ring_reap_bulk(r, &d, 1);
 
-	if (n == 1) {
-		*len = d.len;
-		*ptr = d.ptr;
-	}
+	/* defined either way: callers compare them after asserting n */
+	*len = n == 1 ? d.len : 0;
+	*ptr = n == 1 ? d.ptr : 0;
 	return n;
 }
 
