@@ -138,9 +138,21 @@ static void ioq_shm_signal(struct shm_signal_notifier *notifier)
 	/* read once: the owner may clear it at teardown */
 	struct ioq_notifier *n = VBUS_READ(ioq->notifier);
 
-	vbus_waitq_wake(&ioq->wq);
+	/*
+	 * The notifier first, then the sleepers: a waiter on ioq->wq may be
+	 * waiting for what the notifier records (a count, a timestamp). Woken
+	 * first, it could re-check on another CPU before the notifier ran,
+	 * find nothing, sleep again and lose this wakeup until its timeout
+	 * (vbus_test's event latency: a 5 s stall now and then under load).
+	 * The wake orders the notifier's stores before the woken task's
+	 * re-check: wake_up()'s barrier pairs with set_current_state() in
+	 * the waiter's wait_event (memory-barriers.txt, "Sleep and wake-up
+	 * functions"); a waiter already running re-checks under its own
+	 * ordering, as for any wait_event condition.
+	 */
 	if (n)
 		n->signal(n);
+	vbus_waitq_wake(&ioq->wq);
 }
 
 /*

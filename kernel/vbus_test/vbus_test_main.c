@@ -73,7 +73,7 @@ static void vtest_notify(struct ioq_notifier *n)
 	 */
 	smp_wmb();
 	atomic_long_inc(&vt->notifies);
-	/* the ioq core wakes ioq->wq for us */
+	/* the ioq core wakes ioq->wq for us, once this returns */
 }
 
 static __printf(2, 3)

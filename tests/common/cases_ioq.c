@@ -689,6 +689,31 @@ VT_CASE(wakeup_runs_ioq_notifier)
 	VT_ASSERT_EQ(r->north.side.notifies, 0);
 }
 
+/*
+ * A sleeper on ioq->wq waits for what the notifier records: it is woken
+ * after the notifier ran, never before (woken first, it re-checked too
+ * early and slept through the event: vbus_test's event latency stalled).
+ */
+VT_CASE(wakeup_wakes_waiters_after_ioq_notifier)
+{
+	struct vt_ring *r = vt_ring_new(N);
+	struct vt_waitq_watch *w = vt_alloc(sizeof(*w));
+	long woken;
+
+	VT_ASSERT(r && w);
+	ioq_notify_enable(&r->south.q, 0);
+	VT_ASSERT_EQ(vt_post(r, 0, IOQ_ITER_AUTOUPDATE), 0);
+	vt_waitq_watch(w, &r->south.q.wq);
+	r->south.side.watch = w;
+	r->south.side.woken_at_notify = -1;
+	_shm_signal_wakeup(r->south.q.signal);
+	woken = vt_waitq_woken(w);
+	vt_waitq_unwatch(w);
+	VT_ASSERT_EQ(r->south.side.notifies, 1);
+	VT_ASSERT_EQ(r->south.side.woken_at_notify, 0);
+	VT_ASSERT_EQ(woken, 1);
+}
+
 VT_CASE(protocol_post_consume_reap)
 {
 	struct vt_ring *r = vt_ring_new(4);
@@ -860,6 +885,7 @@ VT_SUITE(ioq,
 	VT_ENTRY(pop_autoupdate_signals_peer),
 	VT_ENTRY(notify_disable_suppresses_signal),
 	VT_ENTRY(wakeup_runs_ioq_notifier),
+	VT_ENTRY(wakeup_wakes_waiters_after_ioq_notifier),
 	VT_ENTRY(protocol_post_consume_reap),
 	VT_ENTRY(corrupt_indexes_fault_queries),
 	VT_ENTRY(corrupt_head_past_tail_faults),

@@ -27,6 +27,13 @@
  *                               1 if @d is scheduled and has not run yet
  *   int vt_defer_flush(vbus_defer_t *d)
  *                               run @d now if it is scheduled; 1 if it ran
+ *   void vt_waitq_watch(struct vt_waitq_watch *w, vbus_waitq_t *q)
+ *                               count @q's wakeups from now on (@w in
+ *                               vt_alloc() memory)
+ *   long vt_waitq_woken(struct vt_waitq_watch *w)
+ *                               @q's wakeups since vt_waitq_watch()
+ *   void vt_waitq_unwatch(struct vt_waitq_watch *w)
+ *                               stop counting (before @q is freed)
  *
  * "Leave the case": cmocka longjmps out; the kernel adaptor returns from
  * the case function. So a helper that is not itself a case must not

@@ -114,6 +114,29 @@ static inline int vt_defer_flush(vbus_defer_t *d)
 	return vbus_defer_run(d);
 }
 
+/* vbus_waitq_t is a wakeup counter here: remember where it stood */
+struct vt_waitq_watch {
+	vbus_waitq_t *q;
+	unsigned long base;
+};
+
+static inline void vt_waitq_watch(struct vt_waitq_watch *w, vbus_waitq_t *q)
+{
+	w->q = q;
+	w->base = __atomic_load_n(&q->wakeups, __ATOMIC_RELAXED);
+}
+
+static inline long vt_waitq_woken(struct vt_waitq_watch *w)
+{
+	return (long)(__atomic_load_n(&w->q->wakeups, __ATOMIC_RELAXED) -
+		      w->base);
+}
+
+static inline void vt_waitq_unwatch(struct vt_waitq_watch *w)
+{
+	w->q = NULL;
+}
+
 static inline int vt_teardown(void **state)
 {
 	(void)state;

@@ -31,6 +31,9 @@ struct vt_side {
 	const char *fault_msg;
 	int releases;		/* ops->release calls */
 	int notifies;		/* notifier runs */
+	/* set by a case: its ioq's wakeups when the ioq notifier last ran */
+	struct vt_waitq_watch *watch;
+	long woken_at_notify;
 
 	/* scripted: what ops->inject returns, what the notifier does */
 	int inject_ret;
@@ -109,7 +112,11 @@ static inline void vt_sig_notify(struct shm_signal_notifier *n)
 
 static inline void vt_ioq_notify(struct ioq_notifier *n)
 {
-	vt_side_notified(vt_container_of(n, struct vt_side, ioq_notifier));
+	struct vt_side *v = vt_container_of(n, struct vt_side, ioq_notifier);
+
+	if (v->watch)
+		v->woken_at_notify = vt_waitq_woken(v->watch);
+	vt_side_notified(v);
 }
 
 static inline void vt_side_init(struct vt_side *v,

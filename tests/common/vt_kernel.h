@@ -287,4 +287,41 @@ static inline int vt_krun(const char *suite, const struct vt_kentry *tests,
 			       ARRAY_SIZE(vt_tests_), filter);		\
 	}
 
+/* A wait queue entry that counts the wake_up()s of its queue. */
+struct vt_waitq_watch {
+	struct wait_queue_entry e;
+	wait_queue_head_t *q;
+	atomic_t woken;
+};
+
+static inline int vt_waitq_watch_fn(struct wait_queue_entry *e,
+				    unsigned int mode, int flags, void *key)
+{
+	struct vt_waitq_watch *w = container_of(e, struct vt_waitq_watch, e);
+
+	atomic_inc(&w->woken);
+	return 0;
+}
+
+static inline void vt_waitq_watch(struct vt_waitq_watch *w,
+				  wait_queue_head_t *q)
+{
+	atomic_set(&w->woken, 0);
+	init_waitqueue_func_entry(&w->e, vt_waitq_watch_fn);
+	w->q = q;
+	add_wait_queue(q, &w->e);
+}
+
+static inline long vt_waitq_woken(struct vt_waitq_watch *w)
+{
+	return atomic_read(&w->woken);
+}
+
+static inline void vt_waitq_unwatch(struct vt_waitq_watch *w)
+{
+	if (w->q)
+		remove_wait_queue(w->q, &w->e);
+	w->q = NULL;
+}
+
 #endif /* VT_KERNEL_H */

@@ -211,6 +211,7 @@ enum ioq_role {
 	ioq_role_reap,		/* north on ioq_idx_reap */
 };
 
+/* Runs on each wakeup, before the sleepers on ioq->wq are woken. */
 struct ioq_notifier {
 	void (*signal)(struct ioq_notifier *);
 };
