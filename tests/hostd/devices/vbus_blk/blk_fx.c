@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 #include "blk_fx.h"
 
@@ -192,4 +193,19 @@ __u64 buf_new(__u32 len, int fill)
 
 	memset(fgd_ram(g), fill, len);
 	return g;
+}
+
+/* run @argv to its end; its exit status */
+int blk_run(const char *const *argv)
+{
+	pid_t pid = fork();
+	int st;
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }

@@ -30,6 +30,8 @@ struct fx {
 void tmp_path(char *buf, size_t len, const char *tag);
 void make_file(const char *path, __u64 size, int fill);
 void file_read(const char *path, __u64 off, void *buf, size_t len);
+/* run @argv (a tool: qemu-img, nbdkit...) to its end; its exit status */
+int blk_run(const char *const *argv);
 __u64 file_blocks(const char *path);
 
 /* create with @params, open, GETCONFIG into f->cfg */

@@ -235,21 +235,6 @@ static void resize_refused(void **state)
 	assert_int_equal(fgd_stat(f->dev, "capacity"), DISK_SIZE / SEC);
 }
 
-/* run @argv to its end; its exit status */
-static int run(const char *const *argv)
-{
-	pid_t pid = fork();
-	int st;
-
-	assert_true(pid >= 0);
-	if (!pid) {
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static struct hostd_dev *cap_dev;
 static __u64 cap_want;
 
@@ -290,7 +275,7 @@ static void resize_image(void **state)
 		const char *create[] = { "qemu-img", "create", "-q", "-f",
 					 "qcow2", img, "8M", NULL };
 
-		assert_int_equal(run(create), 0);
+		assert_int_equal(blk_run(create), 0);
 	}
 	setenv("RUNTIME_DIRECTORY", dir, 1);
 	snprintf(params, sizeof(params), "image=%s,image_format=qcow2", img);

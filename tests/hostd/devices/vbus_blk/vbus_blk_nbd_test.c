@@ -123,21 +123,6 @@ static void server_file(struct nfx *x, const char *filter, const char *arg)
 		server_start(x, "file", file, NULL);
 }
 
-/* run @argv to its end; its exit status */
-static int run(const char *const *argv)
-{
-	pid_t pid = fork();
-	int st;
-
-	assert_true(pid >= 0);
-	if (!pid) {
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 /*
  * qemu-nbd on a new qcow2 image of @size: --fork returns once it serves;
  * its server process is ours to reap (a child subreaper, main()).
@@ -151,9 +136,9 @@ static void server_qemu_nbd(struct nfx *x, const char *size)
 	char buf[32] = "";
 	FILE *pf;
 
-	assert_int_equal(run(create), 0);
+	assert_int_equal(blk_run(create), 0);
 	unlink(x->pidfile);
-	assert_int_equal(run(serve), 0);
+	assert_int_equal(blk_run(serve), 0);
 	pf = fopen(x->pidfile, "r");
 	assert_non_null(pf);
 	assert_non_null(fgets(buf, sizeof(buf), pf));
@@ -823,7 +808,7 @@ static void nbd_qemu_nbd_qcow2(void **state)
 			 VBUS_BLK_S_OK);
 	assert_memory_equal(fgd_ram(r), fgd_ram(w), len);
 	server_kill(x);
-	assert_int_equal(run(check), 0);
+	assert_int_equal(blk_run(check), 0);
 }
 
 /* image=: a base with a pattern, a qcow2 overlay on it; the device on it */
@@ -837,9 +822,9 @@ static void image_up(struct nfx *x)
 				  "-b", x->base, "-F", "qcow2", x->image, NULL };
 	char params[1024];
 
-	assert_int_equal(run(base), 0);
-	assert_int_equal(run(fill), 0);
-	assert_int_equal(run(overlay), 0);
+	assert_int_equal(blk_run(base), 0);
+	assert_int_equal(blk_run(fill), 0);
+	assert_int_equal(blk_run(overlay), 0);
 	snprintf(params, sizeof(params), "image=%s", x->image);
 	blk_create_params(&x->f, params);
 	blk_negotiate(&x->f, x->f.cfg.features, 2, 16);
@@ -868,9 +853,9 @@ static void image_qcow2_overlay(void **state)
 			 VBUS_BLK_S_OK);
 	assert_int_equal(noseg(&x->f, VBUS_BLK_OP_FLUSH, 0, 0, 0),
 			 VBUS_BLK_S_OK);
-	assert_int_equal(run(in_overlay), 0);
-	assert_int_equal(run(base_kept), 0);
-	assert_int_equal(run(check), 0);
+	assert_int_equal(blk_run(in_overlay), 0);
+	assert_int_equal(blk_run(base_kept), 0);
+	assert_int_equal(blk_run(check), 0);
 }
 
 /* a second user of the image is refused, with the storage daemon's reason */
@@ -906,7 +891,7 @@ static void image_daemon_restarted(void **state)
 	assert_int_equal(noseg(&x->f, VBUS_BLK_OP_FLUSH, 0, 0, 0),
 			 VBUS_BLK_S_OK);
 	assert_true(fgd_stat(x->f.dev, "nbd_reconnects") >= 1);
-	assert_int_equal(run(landed), 0);
+	assert_int_equal(blk_run(landed), 0);
 }
 
 /* the storage daemon holds no descriptor of ours: no guest RAM, no pipe */
