@@ -296,26 +296,35 @@ static struct vbus_driver *bound_driver(struct vbus_pci_device *dev)
 }
 
 /*
+ * Tell the bound driver, once per outage, that its rings are going: it
+ * takes back what it posted (its disconnect op).
+ */
+static void vbus_pci_dev_tell_driver(struct vbus_pci_device *dev)
+{
+	struct vbus_driver *drv;
+
+	if (dev->disconnected)
+		return;
+	dev->disconnected = true;
+	device_lock(&dev->vdev.dev);
+	drv = bound_driver(dev);
+	if (drv && drv->ops->disconnect)
+		drv->ops->disconnect(&dev->vdev);
+	device_unlock(&dev->vdev.dev);
+}
+
+/*
  * The host forgot everything of @dev: its driver lets go of the shms
  * (once per outage), then the handle and signals are forgotten without
  * asking the host.
  */
 static void vbus_pci_dev_disconnect(struct vbus_pci_device *dev)
 {
-	struct vbus_driver *drv;
-
 	mutex_lock(&dev->lock);
 	WRITE_ONCE(dev->stale, true);
 	mutex_unlock(&dev->lock);
 
-	if (!dev->disconnected) {
-		dev->disconnected = true;
-		device_lock(&dev->vdev.dev);
-		drv = bound_driver(dev);
-		if (drv && drv->ops->disconnect)
-			drv->ops->disconnect(&dev->vdev);
-		device_unlock(&dev->vdev.dev);
-	}
+	vbus_pci_dev_tell_driver(dev);
 
 	mutex_lock(&dev->lock);
 	if (dev->handle) {
@@ -673,19 +682,11 @@ void vbus_pci_devices_quiesce(struct vbus_pci_bridge *b)
 void vbus_pci_devices_sleep(struct vbus_pci_bridge *b)
 {
 	struct vbus_pci_device *dev;
-	struct vbus_driver *drv;
 
 	mutex_lock(&b->dev_lock);
 	list_for_each_entry(dev, &b->devices, node) {
 		dev->announced = false;
-		if (!dev->disconnected) {
-			dev->disconnected = true;
-			device_lock(&dev->vdev.dev);
-			drv = bound_driver(dev);
-			if (drv && drv->ops->disconnect)
-				drv->ops->disconnect(&dev->vdev);
-			device_unlock(&dev->vdev.dev);
-		}
+		vbus_pci_dev_tell_driver(dev);
 		mutex_lock(&dev->lock);
 		if (dev->handle)
 			vbus_pci_dev_close_locked(dev);
