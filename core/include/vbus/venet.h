@@ -18,6 +18,20 @@
 #define VENET_QUEUE_RX 0
 #define VENET_QUEUE_TX 1
 
+/*
+ * Queue pairs (VENET_FUNC_QUEUES): pair p's rx ring is DEVSHM id 2p, its
+ * tx ring 2p + 1, so pair 0 keeps the single-queue ids above and a guest
+ * or host that never calls QUEUES runs exactly one pair.
+ */
+#define VENET_MAX_QUEUE_PAIRS 16
+#define VENET_QUEUE_RX_ID(p) (2u * (p))
+#define VENET_QUEUE_TX_ID(p) (2u * (p) + 1u)
+
+struct venet_queues {
+	__u32 pairs;	/* QUEUES: in wanted (>= 1), out granted; SETACTIVE: in */
+	__u32 reserved;	/* 0 */
+};
+
 struct venet_capabilities {
 	__u32 gid;
 	__u32 bits;
@@ -94,11 +108,14 @@ VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, gso.size) == 24,
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, count) == 28, "sg.count");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct venet_sg, iov) == 32, "sg.iov");
 VBUS_STATIC_ASSERT(sizeof(struct venet_sg) == 32, "venet_sg");
+VBUS_STATIC_ASSERT(sizeof(struct venet_queues) == 8, "venet_queues");
 
 #define VENET_FUNC_LINKUP   0
 #define VENET_FUNC_LINKDOWN 1
 #define VENET_FUNC_MACQUERY 2
 #define VENET_FUNC_NEGCAP   3	/* negotiate capabilities */
 #define VENET_FUNC_FLUSHRX  4
+#define VENET_FUNC_QUEUES   5	/* negotiate queue pairs (struct venet_queues) */
+#define VENET_FUNC_SETACTIVE 6	/* pairs the host delivers rx to */
 
 #endif /* VBUS_VENET_H */
