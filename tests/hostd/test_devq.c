@@ -11,6 +11,9 @@
  *   - a drain callback that stops leaves that descriptor posted
  *   - the first drain after a sleep teaches the poll window, others don't
  *   - a guest that rewrites valid's head makes the hand-back fail
+ *   - the poll window spins on the ring: it returns once the guest
+ *     posts, says "unmask" once the window closes, and yields at once
+ *     to another ready fd or queued kick on the loop (its fairness rule)
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "dev.h"
 #include "devq.h"
@@ -27,7 +33,8 @@
 
 struct fx {
 	struct ioq_ring_head *head;
-	struct hostd_dev dev;		/* only its fault flag is used */
+	struct hostd_dev dev;		/* its fault flag and loop */
+	struct hostd_loop loop;		/* what the poll window yields to */
 	struct hostd_shm shm;
 	struct shm_signal south_sig, north_sig;
 	struct ioq north;		/* the guest */
@@ -83,6 +90,8 @@ static int setup(void **state)
 	shm_signal_init(&f->south_sig, shm_locality_south, &south_ops,
 			&f->head->signal);
 	hostd_list_init(&f->dev.shms);
+	assert_int_equal(hostd_loop_init(&f->loop), 0);
+	f->dev.env.loop = &f->loop;
 	f->shm = (struct hostd_shm){
 		.dev = &f->dev, .len = (__u32)len, .ptr = f->head,
 		.signal = &f->south_sig,
@@ -99,6 +108,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 
 	hostd_devq_detach(&f->q);
+	hostd_loop_fini(&f->loop);
 	free(f->head);
 	free(f);
 	return 0;
@@ -240,6 +250,84 @@ static void a_rewritten_head_fails_the_hand_back(void **state)
 	assert_int_equal(f->signals, 0);
 }
 
+/* A window of @ns opened by a batch just now. */
+static void window_open(struct fx *f, __u64 ns)
+{
+	f->q.window.cap_ns = f->q.window.ns = ns;
+	f->q.last_ns = hostd_now_ns();
+}
+
+/* An idle ring inside its window: the spin ends only when it closes. */
+static void polling_spins_until_the_window_closes(void **state)
+{
+	struct fx *f = *state;
+
+	window_open(f, 2000000);	/* 2 ms */
+	assert_false(hostd_devq_polling(&f->q));
+	assert_true(hostd_now_ns() - f->q.last_ns >= f->q.window.ns);
+}
+
+static void *post_one(void *arg)
+{
+	guest_post(arg, 1, false);
+	return NULL;
+}
+
+/* A post during the spin ends it: "come back", with the post there. */
+static void polling_returns_when_the_guest_posts(void **state)
+{
+	struct fx *f = *state;
+	pthread_t t;
+
+	window_open(f, 10ULL * 1000000000ULL);
+	assert_int_equal(pthread_create(&t, NULL, post_one, f), 0);
+	assert_true(hostd_devq_polling(&f->q));
+	assert_true(hostd_devq_more(&f->q, 0));
+	pthread_join(t, NULL);
+}
+
+static void nop_fd(void *arg, int fd, __u32 events)
+{
+	(void)arg;
+	(void)fd;
+	(void)events;
+}
+
+/* Fairness: another fd of the loop ready ends the spin, ring empty. */
+static void polling_yields_to_a_ready_fd(void **state)
+{
+	struct fx *f = *state;
+	int efd = hostd_eventfd_new();
+
+	assert_true(efd >= 0);
+	assert_int_equal(hostd_loop_add(&f->loop, efd, EPOLLIN, nop_fd, NULL),
+			 0);
+	hostd_eventfd_write(efd);
+	window_open(f, 2ULL * 1000000000ULL);	/* a mutant's bound */
+	assert_true(hostd_devq_polling(&f->q));
+	assert_false(hostd_devq_more(&f->q, 0));
+	hostd_loop_del(&f->loop, efd);
+	close(efd);
+}
+
+static void nop_soon(void *arg)
+{
+	(void)arg;
+}
+
+/* Fairness: another device's kick (soon work) ends the spin too. */
+static void polling_yields_to_a_queued_kick(void **state)
+{
+	struct fx *f = *state;
+	struct hostd_loop_soon other = { .fn = nop_soon };
+
+	hostd_loop_soon(&f->loop, &other);
+	window_open(f, 2ULL * 1000000000ULL);	/* a mutant's bound */
+	assert_true(hostd_devq_polling(&f->q));
+	assert_false(hostd_devq_more(&f->q, 0));
+	hostd_loop_soon_cancel(&other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +350,14 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			a_rewritten_head_fails_the_hand_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			polling_spins_until_the_window_closes, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			polling_returns_when_the_guest_posts, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			polling_yields_to_a_ready_fd, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			polling_yields_to_a_queued_kick, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

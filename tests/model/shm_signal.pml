@@ -36,7 +36,8 @@
  * -DUNMASK_LOOK: the consumer is a vbus-hostd device queue
  * (userspace/hostd/lib/devq.c): it drains with its side masked and goes
  * to sleep through hostd_devq_unmask(), "enable, then look at the ring
- * again; more arrived: mask and drain on". What that relies on is B2
+ * again; more arrived: mask and drain on", after polling the ring masked
+ * for a while (its poll window spin). What that relies on is B2
  * against B1 over the ring itself (the look, not the dirty bit): so this
  * variant takes enable's own dirty/pending check away, and the look alone
  * must catch a post that raced the unmask. It must verify, and fail with
@@ -259,6 +260,15 @@ end_idle:
 		do
 		:: true ->
 			notifier();
+			/*
+			 * the poll window (hostd_devq_polling()): still
+			 * masked, look at the ring and drain again, any
+			 * number of times, before the unmask
+			 */
+			do
+			:: notifier()
+			:: break
+			od;
 			unmask_look();
 			if
 			:: more -> disable()	/* more arrived: drain on */

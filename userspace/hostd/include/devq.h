@@ -23,7 +23,9 @@
  *   the poll window
  *              how long after its last batch the queue is polled before
  *              it unmasks (device.h, struct hostd_poll_window; KVM's
- *              halt-polling rule); the drain learns from each wakeup
+ *              halt-polling rule); the drain learns from each wakeup;
+ *              hostd_devq_polling() spins on the ring while it is open,
+ *              yielding to the rest of the loop (its fairness rule)
  *
  * Models: libvhost-user's vu_queue_pop/vu_queue_push/vu_queue_notify and
  * vhost-user-backend's enable_notification(). Everything runs on the
@@ -142,11 +144,24 @@ bool hostd_devq_unmask(struct hostd_devq *q, unsigned int held);
 /* Posted beyond the @held the device holds: a look, nothing claimed. */
 bool hostd_devq_more(struct hostd_devq *q, unsigned int held);
 
-/* Within the poll window of the last batch: keep polling, don't unmask. */
-static inline bool hostd_devq_polling(const struct hostd_devq *q)
-{
-	return hostd_poll_window_open(&q->window, q->last_ns);
-}
+/*
+ * The poll window, after a pass that drained the ring (masked, nothing
+ * held): true means "keep polling, come back through a kick", false that
+ * the window closed since the last batch (unmask and look:
+ * hostd_devq_unmask()).
+ *
+ * Within the window it spins here rather than round the loop (a kick per
+ * empty pass was most of a polling host's time): it looks at the ring
+ * (a load of the tail, as hostd_devq_more()) and returns true once the
+ * guest posted. Fairness: every HOSTD_DEVQ_SPIN_LOOK looks it also asks
+ * the loop whether anything else waits on it (hostd_loop_busy(): another
+ * ready fd, another device's kick, deferred work, a command, a stop) and
+ * then returns true too, so the loop serves the others before this
+ * device's kick runs. Nothing on the loop thus waits longer than
+ * HOSTD_DEVQ_SPIN_LOOK looks (a few microseconds) plus one device pass.
+ */
+#define HOSTD_DEVQ_SPIN_LOOK	64
+bool hostd_devq_polling(struct hostd_devq *q);
 
 #ifdef __cplusplus
 }

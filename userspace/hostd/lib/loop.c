@@ -168,6 +168,61 @@ static void run_deferred(struct hostd_loop *l)
 		watch_reap(l);
 }
 
+/* ---- soon work ---------------------------------------------------------------- */
+
+void hostd_loop_soon(struct hostd_loop *l, struct hostd_loop_soon *s)
+{
+	if (s->queued)
+		return;
+	s->queued = true;
+	hostd_list_add_tail(&s->node, &l->soon);
+}
+
+void hostd_loop_soon_cancel(struct hostd_loop_soon *s)
+{
+	if (!s->queued)
+		return;
+	s->queued = false;
+	hostd_list_del(&s->node);
+}
+
+/*
+ * What was queued before this run, oldest first; what it queues again
+ * runs in the next pass, after that pass's fds (a device that kicks
+ * itself at every pass never holds the loop).
+ */
+static void run_soon(struct hostd_loop *l)
+{
+	struct hostd_list batch;
+
+	if (hostd_list_empty(&l->soon))
+		return;
+	/* splice the list into @batch */
+	batch = l->soon;
+	batch.next->prev = &batch;
+	batch.prev->next = &batch;
+	hostd_list_init(&l->soon);
+	while (!hostd_list_empty(&batch)) {
+		struct hostd_loop_soon *s = hostd_container_of(batch.next,
+						struct hostd_loop_soon, node);
+
+		hostd_list_del(&s->node);
+		s->queued = false;
+		s->fn(s->arg);
+	}
+}
+
+bool hostd_loop_busy(struct hostd_loop *l)
+{
+	struct epoll_event ev;
+
+	if (l->deferred || !hostd_list_empty(&l->soon) ||
+	    hostd_loop_stopping(l))
+		return true;
+	/* level-triggered: what this reports stays ready for the loop */
+	return epoll_wait(l->epfd, &ev, 1, 0) > 0;
+}
+
 /* ---- the loop --------------------------------------------------------------- */
 
 int hostd_loop_poll(struct hostd_loop *l, int timeout_ms)
@@ -175,7 +230,7 @@ int hostd_loop_poll(struct hostd_loop *l, int timeout_ms)
 	struct epoll_event evs[LOOP_BATCH];
 	int i, n;
 
-	if (l->deferred)
+	if (l->deferred || !hostd_list_empty(&l->soon))
 		timeout_ms = 0;
 	n = epoll_wait(l->epfd, evs, LOOP_BATCH, timeout_ms);
 	if (n < 0)
@@ -188,6 +243,7 @@ int hostd_loop_poll(struct hostd_loop *l, int timeout_ms)
 			w->fn(w->arg, w->fd, evs[i].events);
 	}
 	l->depth--;
+	run_soon(l);
 	run_deferred(l);
 	return n;
 }
@@ -403,6 +459,7 @@ int hostd_loop_init(struct hostd_loop *l)
 
 	memset(l, 0, sizeof(*l));
 	hostd_list_init(&l->watches);
+	hostd_list_init(&l->soon);
 	pthread_mutex_init(&l->cmd_lock, NULL);
 	l->live = true;
 	l->wake_fd = -1;

@@ -8,6 +8,11 @@
  * (an event for it may still sit in the batch) and freed after the batch.
  * The deferred hook runs after a batch whenever hostd_loop_defer() was
  * called since its last run; until then the loop does not sleep.
+ * Soon work (hostd_loop_soon(): a device's kick) runs after the batch's
+ * fds, once per queueing, without a system call of its own; while any
+ * is queued the loop does not sleep either, and every pass still looks
+ * at its fds first (epoll_wait with timeout 0): the fds that were ready
+ * when work was queued are served before it runs.
  */
 #ifndef VBUS_HOSTD_LOOP_H
 #define VBUS_HOSTD_LOOP_H
@@ -29,6 +34,14 @@ struct hostd_loop_watch {
 
 struct hostd_loop_cmd;
 
+/* Work queued to run once after the current (or next) batch. */
+struct hostd_loop_soon {
+	struct hostd_list node;		/* in loop->soon while queued */
+	bool queued;
+	void (*fn)(void *arg);
+	void *arg;
+};
+
 struct hostd_loop {
 	bool live;			/* between init and fini */
 	int epfd;
@@ -38,6 +51,7 @@ struct hostd_loop {
 	bool deferred;			/* hostd_loop_defer() since last run */
 	void (*run_deferred)(void *arg);
 	void *deferred_arg;
+	struct hostd_list soon;		/* struct hostd_loop_soon, FIFO */
 
 	pthread_t thread;
 	bool thread_started;
@@ -65,7 +79,23 @@ void hostd_loop_defer(struct hostd_loop *l);
 void hostd_loop_defer_kick(void *loop);
 bool hostd_loop_deferred(const struct hostd_loop *l);
 
-/* One pass: wait up to @timeout_ms, dispatch, run deferred work. */
+/*
+ * Run @s->fn(@s->arg) once, on the loop's thread, after the current (or
+ * next) batch's fds. Queued already: nothing. Loop thread only.
+ */
+void hostd_loop_soon(struct hostd_loop *l, struct hostd_loop_soon *s);
+/* Unqueue @s (it will not run). Loop thread only. */
+void hostd_loop_soon_cancel(struct hostd_loop_soon *s);
+
+/*
+ * Anything besides the caller waiting on this loop: a ready fd (a
+ * non-blocking epoll_wait: a system call), queued soon or deferred work,
+ * a stop. For a device queue that spins inside its poll window
+ * (devq.c): true means "end the spin, let the loop serve the others".
+ */
+bool hostd_loop_busy(struct hostd_loop *l);
+
+/* One pass: wait up to @timeout_ms, dispatch, run soon and deferred work. */
 int hostd_loop_poll(struct hostd_loop *l, int timeout_ms);
 
 /*
