@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* The synthetic guest of the host-side tests (see fakeguest.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include "fakeguest.h"
 
@@ -42,8 +44,9 @@ __u64 fg_alloc(struct fg *f, __u64 size)
 	return fg_alloc_align(f, size, 64);
 }
 
-static void fg_init_cfg(struct fg *f, const char *name, __u64 low,
-			__u64 high, unsigned int vectors)
+/* The guest's hostd side, its RAM and scratch; no QEMU connection yet. */
+static void fg_init_guest(struct fg *f, const char *name, __u64 low,
+			  __u64 high, unsigned int vectors)
 {
 	struct hostd_guest_cfg cfg;
 	char err[256];
@@ -62,11 +65,52 @@ static void fg_init_cfg(struct fg *f, const char *name, __u64 low,
 		die(err);
 	/* QEMU's rule would put a small RAM all below 4G: make a hole */
 	hostd_mem_layout(&f->g.mem, cfg.size, low);
-	if (hostd_ivshmem_open(&f->g.iv))
-		die("hostd_ivshmem_open");
 	f->low = low;
 	f->brk = 0x1000;
 	f->scratch = fg_alloc(f, 4096);
+}
+
+static void fg_init_cfg(struct fg *f, const char *name, __u64 low,
+			__u64 high, unsigned int vectors)
+{
+	fg_init_guest(f, name, low, high, vectors);
+	if (hostd_ivshmem_open(&f->g.iv))
+		die("hostd_ivshmem_open");
+}
+
+static int dup_fd(int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	if (d < 0)
+		die("dup");
+	return d;
+}
+
+void fg_restart(struct fg *f, unsigned int vectors, unsigned int nr_msix,
+		int *conn_peer)
+{
+	struct hostd_ivshmem_fds fds = { .nr_msix = nr_msix };
+	char name[sizeof(f->g.name)], err[256];
+	unsigned int i;
+	int sv[2];
+
+	if (nr_msix > f->g.iv.nr_msix)
+		die("fg_restart: more vectors than the connection has");
+	fds.bar2 = dup_fd(f->g.iv.bar2_fd);
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++)
+		fds.db[i] = dup_fd(f->g.iv.db_fd[i]);
+	for (i = 0; i < VBUS_PCI_MAX_VECTORS; i++)
+		fds.msix[i] = i < nr_msix ? dup_fd(f->g.iv.msix_fd[i]) : -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		die("socketpair");
+	fds.conn = sv[0];
+	*conn_peer = sv[1];
+	snprintf(name, sizeof(name), "%s", f->g.name);
+	fg_fini(f);
+	fg_init_guest(f, name, FG_LOW, FG_HIGH, vectors);
+	if (hostd_guest_adopt(&f->g, &fds, err, sizeof(err)))
+		die(err);
 }
 
 void fg_init_ram(struct fg *f, const char *name, __u64 low, __u64 high)

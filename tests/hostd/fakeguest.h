@@ -65,6 +65,16 @@ void fg_init_ram(struct fg *f, const char *name, __u64 low, __u64 high);
 /* fg_init() of a guest configured with vectors=@vectors (0: default). */
 void fg_init_vectors(struct fg *f, const char *name, unsigned int vectors);
 void fg_fini(struct fg *f);
+/*
+ * The daemon restarted under a fg_init_vectors() guest: a new hostd side
+ * (vectors=@vectors) takes over the connection as a descriptor store
+ * hands it over, with the first @nr_msix of its vectors (an older
+ * daemon's store: 2). The guest starts over as a re-attaching bridge
+ * (RAM, eventq and hypercall sequence anew; BAR2 and the eventfds
+ * kept). *@conn_peer: the stand-in QEMU's end of the socket, to close.
+ */
+void fg_restart(struct fg *f, unsigned int vectors, unsigned int nr_msix,
+		int *conn_peer);
 void *fg_ptr(struct fg *f, __u64 gpa, __u64 len);
 /* Zeroed, 64-byte aligned, in the low block; never gpa 0. */
 __u64 fg_alloc(struct fg *f, __u64 size);

@@ -7,7 +7,10 @@
  * fails takes back what was stored (the failure is a descriptor of -1:
  * EBADF, the same path as a send timing out on a full queue);
  * an incomplete set, or one with a name twice, is dropped and removed,
- * never taken over, and costs no other guest its connection.
+ * never taken over, and costs no other guest its connection. Every
+ * vector's eventfd is stored (the queue vectors before the marker) and
+ * taken back; a set without queue vectors (an older daemon's) is taken
+ * over as it is, and a queue vector after a gap is dropped.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,8 +28,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "fdstore.h"
+#include "logcap.h"
 
 #define MAX_MSGS	16
+#define QVECS		4	/* the sets of the queue vector tests: vectors=4 */
 
 struct env {
 	char dir[64], path[96];
@@ -57,8 +62,9 @@ static int setup(void **state)
 	e->fds.bar2 = memfd_create("vbus-test-bar2", MFD_CLOEXEC);
 	e->fds.db[0] = eventfd(0, EFD_CLOEXEC);
 	e->fds.db[1] = eventfd(0, EFD_CLOEXEC);
-	e->fds.msix[0] = eventfd(0, EFD_CLOEXEC);
-	e->fds.msix[1] = eventfd(0, EFD_CLOEXEC);
+	for (int i = 0; i < VBUS_PCI_MAX_VECTORS; i++)
+		e->fds.msix[i] = i < QVECS ? eventfd(0, EFD_CLOEXEC) : -1;
+	e->fds.nr_msix = VBUS_PCI_NR_VECTORS;
 	*state = e;
 	return 0;
 }
@@ -70,10 +76,10 @@ static int teardown(void **state)
 
 	close(e->sock);
 	close(e->pair[1]);
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 2; i++)
 		close(e->fds.db[i]);
+	for (i = 0; i < QVECS; i++)
 		close(e->fds.msix[i]);
-	}
 	close(e->fds.conn);
 	close(e->fds.bar2);
 	unlink(e->path);
@@ -183,8 +189,37 @@ static void test_unpublish_marker_first(void **state)
 	};
 	struct env *e = *state;
 
-	daemon_fdstore_unpublish("g1");
+	daemon_fdstore_unpublish("g1", VBUS_PCI_NR_VECTORS);
 	expect_msgs(e, want, 6);
+}
+
+/* vectors=4: both queue vectors' eventfds too, before the marker. */
+static void test_publish_queue_vectors_before_marker(void **state)
+{
+	static const char *const want[] = {
+		"FDSTORE g1/bar2", "FDSTORE g1/db0", "FDSTORE g1/db1",
+		"FDSTORE g1/msix0", "FDSTORE g1/msix1", "FDSTORE g1/msix2",
+		"FDSTORE g1/msix3", "FDSTORE g1/conn",
+	};
+	struct env *e = *state;
+
+	e->fds.nr_msix = QVECS;
+	assert_int_equal(daemon_fdstore_publish("g1", &e->fds), 0);
+	expect_msgs(e, want, 8);
+}
+
+/* ... and removed after the marker. */
+static void test_unpublish_queue_vectors(void **state)
+{
+	static const char *const want[] = {
+		"REMOVE g1/conn", "REMOVE g1/msix3", "REMOVE g1/msix2",
+		"REMOVE g1/msix1", "REMOVE g1/msix0", "REMOVE g1/db1",
+		"REMOVE g1/db0", "REMOVE g1/bar2",
+	};
+	struct env *e = *state;
+
+	daemon_fdstore_unpublish("g1", QVECS);
+	expect_msgs(e, want, 8);
 }
 
 static void put(struct daemon_fdstore *s, const char *name, int fd)
@@ -307,6 +342,101 @@ static void test_take_name_twice(void **state)
 	free(s);
 }
 
+/* g1's six and the queue vectors named in @qvecs ("msix2 msix3"). */
+static struct daemon_fdstore *store_with(struct env *e, const char *qvecs)
+{
+	struct daemon_fdstore *s = calloc(1, sizeof(*s));
+	char name[HOSTD_FDNAME_MAX];
+	int v;
+
+	assert_non_null(s);
+	put_set(e, s, "g1", NULL);
+	for (v = VBUS_PCI_NR_VECTORS; v < QVECS; v++) {
+		snprintf(name, sizeof(name), "msix%d", v);
+		if (!strstr(qvecs, name))
+			continue;
+		snprintf(name, sizeof(name), "g1/msix%d", v);
+		put(s, name, e->fds.msix[v]);
+	}
+	return s;
+}
+
+static void release(struct hostd_ivshmem_fds *got)
+{
+	unsigned int i;
+
+	close(got->conn);
+	close(got->bar2);
+	close(got->db[0]);
+	close(got->db[1]);
+	for (i = 0; i < got->nr_msix; i++)
+		close(got->msix[i]);
+}
+
+/* A set stored with vectors=4 comes back with both queue vectors. */
+static void test_take_keeps_queue_vectors(void **state)
+{
+	struct env *e = *state;
+	struct daemon_fdstore *s = store_with(e, "msix2 msix3");
+	struct hostd_ivshmem_fds got;
+	char err[256] = "";
+	unsigned int i;
+
+	assert_int_equal(daemon_fdstore_take(s, "g1", &got, err, sizeof(err)), 1);
+	assert_int_equal(got.nr_msix, QVECS);
+	assert_int_equal(got.msix[2], s->fd[6]);
+	assert_int_equal(got.msix[3], s->fd[7]);
+	assert_int_equal(got.msix[4], -1);
+	for (i = 0; i < s->n; i++)
+		assert_true(s->taken[i]);
+	daemon_fdstore_drop_rest(s);	/* nothing left: sends nothing */
+	expect_msgs(e, NULL, 0);
+	release(&got);
+	free(s);
+}
+
+/* An older daemon's set, HC and EVENTQ only: taken over as it is. */
+static void test_take_old_store_without_queue_vectors(void **state)
+{
+	struct env *e = *state;
+	struct daemon_fdstore *s = store_with(e, "");
+	struct hostd_ivshmem_fds got;
+	char err[256] = "";
+
+	assert_int_equal(daemon_fdstore_take(s, "g1", &got, err, sizeof(err)), 1);
+	assert_int_equal(got.nr_msix, VBUS_PCI_NR_VECTORS);
+	assert_int_equal(got.msix[2], -1);
+	expect_msgs(e, NULL, 0);
+	release(&got);
+	free(s);
+}
+
+/*
+ * msix3 without msix2 (a store cut short, a manager that lost one):
+ * it cannot be numbered, so it is dropped and removed, said in the log;
+ * the connection is taken over without queue vectors.
+ */
+static void test_take_queue_vector_after_gap_dropped(void **state)
+{
+	static const char *const want[] = { "REMOVE g1/msix3" };
+	struct env *e = *state;
+	struct daemon_fdstore *s = store_with(e, "msix3");
+	struct hostd_ivshmem_fds got;
+	struct logcap log;
+	char err[256] = "";
+	const char *text;
+
+	logcap_begin(&log);
+	assert_int_equal(daemon_fdstore_take(s, "g1", &got, err, sizeof(err)), 1);
+	text = logcap_end(&log);
+	assert_non_null(strstr(text, "stored connection of guest g1: 'g1/msix3' without 'g1/msix2': queue vectors from msix2 on dropped"));
+	assert_int_equal(got.nr_msix, VBUS_PCI_NR_VECTORS);
+	assert_false(is_open(s->fd[6]));
+	expect_msgs(e, want, 1);
+	release(&got);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +454,19 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_take_name_twice, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_publish_queue_vectors_before_marker, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_unpublish_queue_vectors,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_keeps_queue_vectors,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_take_old_store_without_queue_vectors, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_take_queue_vector_after_gap_dropped, setup,
+			teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

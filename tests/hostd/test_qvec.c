@@ -5,7 +5,10 @@
  * vectors and says so in BAR2, NEGOTIATE accepts VBUS_PCI_CAP_QVEC only
  * when there are queue vectors and the guest offered it, a shm bound to
  * a vector is signalled on that vector's eventfd and not on the eventq,
- * and every bad vector a guest names is refused without losing anything.
+ * and every bad vector a guest names is refused without losing anything;
+ * a daemon restarted under the guest keeps the vectors the descriptor
+ * store kept, and one whose store has none (an older daemon's) declines
+ * them with a log line that says so.
  * The guest is fakeguest.c (the in-memory transport).
  */
 #include <stdarg.h>
@@ -16,10 +19,12 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "fakeguest.h"
+#include "logcap.h"
 #include "qvec.h"
 
 #define COOKIE 0xc0ffee
@@ -37,21 +42,30 @@ static __u64 negotiate(struct fg *f, __u64 offer)
 	return n.capabilities;
 }
 
+/* A vbus-test added, the bus negotiated with @offer (the answer), open. */
+static __u64 attach(struct fg *f, __u64 offer, __u64 *h)
+{
+	char err[256];
+	__u64 caps;
+	int ret;
+
+	assert_int_equal(fg_add_dev(f, "type=vbus-test,id=1", err,
+				    sizeof(err)), 0);
+	caps = negotiate(f, offer);
+	assert_int_equal(fg_busreg(f, 64, 64), 0);
+	*h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
+	assert_int_equal(ret, 0);
+	return caps;
+}
+
 /* A guest with vectors=@vectors, negotiated with @offer, a vbus-test open. */
 static struct fg *up(unsigned int vectors, __u64 offer, __u64 *h)
 {
 	struct fg *f = calloc(1, sizeof(*f));
-	char err[256];
-	int ret;
 
 	assert_non_null(f);
 	fg_init_vectors(f, "q", vectors);
-	assert_int_equal(fg_add_dev(f, "type=vbus-test,id=1", err,
-				    sizeof(err)), 0);
-	negotiate(f, offer);
-	assert_int_equal(fg_busreg(f, 64, 64), 0);
-	*h = fg_devopen(f, 1, VBUS_TEST_VERSION, &ret);
-	assert_int_equal(ret, 0);
+	attach(f, offer, h);
 	return f;
 }
 
@@ -265,48 +279,67 @@ static void test_bad_vector(void **state)
 }
 
 /*
- * A daemon restarted under a running guest adopts the stored connection,
- * which holds HC and EVENTQ only: whatever vectors= says, it has no queue
- * vectors and declines the capability (the guest re-attaches to the eventq).
+ * A daemon restarted under a running guest (vectors=4) takes over every
+ * vector the store kept: the re-attached guest is granted the capability
+ * again and a ring bound to a queue vector is signalled on it, not on
+ * the eventq.
  */
-static void test_adopted_declines(void **state)
+static void test_adopted_keeps_vectors(void **state)
 {
-	struct hostd_guest_cfg cfg = { .name = "a", .size = FG_LOW + FG_HIGH,
-				       .machine = HOSTD_MACHINE_Q35,
-				       .vectors = 4 };
-	struct hostd_guest *g = calloc(1, sizeof(*g));
-	struct hostd_ivshmem_fds fds;
-	struct fg f;
-	char err[256];
-	int sv[2], i, ram;
+	struct fg_ring r;
+	struct fg *f = calloc(1, sizeof(*f));
+	int peer, ret;
+	__u64 h;
 
 	(void)state;
-	assert_non_null(g);
-	fg_init_vectors(&f, "q", 4);
-	ram = memfd_create("adopt-ram", MFD_CLOEXEC);
-	assert_true(ram >= 0);
-	assert_int_equal(hostd_guest_init(g, &cfg, ram, err, sizeof(err)), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	fds.conn = sv[0];
-	fds.bar2 = fcntl(f.g.iv.bar2_fd, F_DUPFD_CLOEXEC, 0);
-	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
-		fds.db[i] = hostd_eventfd_new();
-		fds.msix[i] = hostd_eventfd_new();
-	}
-	assert_int_equal(hostd_ivshmem_adopt(&g->iv, &fds, err, sizeof(err)), 0);
-	/* the new epoch interrupted the guest on HC and EVENTQ */
-	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
-		__u64 v = 0;
+	assert_non_null(f);
+	fg_init_vectors(f, "q", 4);
+	fg_restart(f, 4, 4, &peer);
+	assert_int_equal(hostd_ivshmem_qvecs(&f->g.iv), 2);
+	assert_true(attach(f, VBUS_PCI_CAP_QVEC, &h) == VBUS_PCI_CAP_QVEC);
+	shmsignals(f);
+	ret = fg_ring_open_vector(f, &r, h, VBUS_TEST_SHM_RING, 32, COOKIE, 3);
+	assert_true(ret >= 1 && ret < VBUS_PCI_MAX_SIGNALS);
+	fg_msix(f, 3);		/* the new epoch's interrupts are not ours */
+	traffic(f, &r);
+	assert_true(fg_msix(f, 3) >= 1);
+	assert_int_equal(shmsignals(f), 0);
+	fg_ring_close(&r);
+	close(peer);
+	down(f);
+}
 
-		assert_int_equal(read(g->iv.msix_fd[i], &v, sizeof(v)), sizeof(v));
-		assert_true(v >= 1);
-	}
-	assert_int_equal(hostd_ivshmem_qvecs(&g->iv), 0);
-	assert_true(hostd_qvec_accept(&g->iv, VBUS_PCI_CAP_QVEC) == 0);
-	hostd_guest_fini(g);
-	free(g);
-	close(sv[1]);
-	fg_fini(&f);
+/*
+ * An older daemon's store kept HC and EVENTQ only: the restarted daemon
+ * says so, declines the capability, and the guest's ring is signalled
+ * through the eventq.
+ */
+static void test_adopted_without_vector_fds_declines(void **state)
+{
+	struct logcap log;
+	struct fg_ring r;
+	struct fg *f = calloc(1, sizeof(*f));
+	const char *text;
+	int peer;
+	__u64 h;
+
+	(void)state;
+	assert_non_null(f);
+	fg_init_vectors(f, "q", 4);
+	logcap_begin(&log);
+	fg_restart(f, 4, VBUS_PCI_NR_VECTORS, &peer);
+	text = logcap_end(&log);
+	assert_non_null(strstr(text, "the stored connection has no queue vector eventfds (vectors=4; stored by an older vbus-hostd"));
+	assert_non_null(strstr(text, "per-queue vectors declined, the guest's queues are signalled through the eventq until QEMU connects again"));
+	assert_int_equal(hostd_ivshmem_qvecs(&f->g.iv), 0);
+	assert_true(attach(f, VBUS_PCI_CAP_QVEC, &h) == 0);
+	shmsignals(f);
+	assert_true(fg_ring_open(f, &r, h, VBUS_TEST_SHM_RING, 32, COOKIE) >= 1);
+	traffic(f, &r);
+	assert_true(shmsignals(f) >= 1);
+	fg_ring_close(&r);
+	close(peer);
+	down(f);
 }
 
 int main(void)
@@ -318,7 +351,8 @@ int main(void)
 		cmocka_unit_test(test_signal_on_vector),
 		cmocka_unit_test(test_old_guest_eventq),
 		cmocka_unit_test(test_bad_vector),
-		cmocka_unit_test(test_adopted_declines),
+		cmocka_unit_test(test_adopted_keeps_vectors),
+		cmocka_unit_test(test_adopted_without_vector_fds_declines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

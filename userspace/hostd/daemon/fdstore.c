@@ -9,16 +9,21 @@
  * to the next daemon the sd_listen_fds way: fds 3 .. 3+LISTEN_FDS-1,
  * named in order by the colon-separated LISTEN_FDNAMES, for the process
  * LISTEN_PID. A guest's connection is six names, "GUEST/KIND" with the
- * KINDs below. They are stored once QEMU connected and removed when it
- * disconnects; a taken-over connection stays stored as it was.
+ * KINDs below, and one more per queue vector: "GUEST/msix2" up to
+ * "GUEST/msixN-1" for vectors=N. They are stored once QEMU connected and
+ * removed when it disconnects; a taken-over connection stays stored as
+ * it was.
  *
- * Six datagrams are not one step: a crash, or a send that times out on a
+ * The datagrams are not one step: a crash, or a send that times out on a
  * full queue, can cut a store or a removal short. So "GUEST/conn" is the
  * commit marker: stored last, removed first. A set without it is what
- * such a cut left behind, and a set with it lacks nothing unless an
- * older daemon (which stored conn first) was cut short: either way the
- * guest is not taken over, its leftovers are closed and removed, and the
- * other guests are taken over as usual. So is a set with a name twice.
+ * such a cut left behind, and a set with it lacks none of the six unless
+ * an older daemon (which stored conn first) was cut short: either way
+ * the guest is not taken over, its leftovers are closed and removed, and
+ * the other guests are taken over as usual. So is a set with a name
+ * twice. Queue vectors are optional (an older daemon stored none): the
+ * guest is taken over with those stored from msix2 on without a gap,
+ * and one after a gap is dropped (logged).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +37,13 @@
 
 #define LISTEN_FDS_START	3
 
+/*
+ * K_NR kinds every set has; then K_QVEC + i is queue vector
+ * VBUS_PCI_NR_VECTORS + i ("msix2" ...), optional.
+ */
 enum { K_CONN, K_BAR2, K_DB0, K_DB1, K_MSIX0, K_MSIX1, K_NR };
+#define K_QVEC	K_NR
+#define K_ALL	(K_NR + VBUS_PCI_MAX_VECTORS - VBUS_PCI_NR_VECTORS)
 
 static const char *const kinds[K_NR] = {
 	[K_CONN] = "conn", [K_BAR2] = "bar2", [K_DB0] = "db0",
@@ -43,6 +54,29 @@ static const char *const kinds[K_NR] = {
 static const int store_order[K_NR] = {
 	K_BAR2, K_DB0, K_DB1, K_MSIX0, K_MSIX1, K_CONN,
 };
+
+/* "conn" ... "msix1", "msix2" ...: in @buf (at least 8 bytes) */
+static const char *kind_name(int kind, char *buf, size_t len)
+{
+	if (kind < K_NR)
+		return kinds[kind];
+	snprintf(buf, len, "msix%d", kind - K_QVEC + VBUS_PCI_NR_VECTORS);
+	return buf;
+}
+
+/* "msixN" for a queue vector N (2 .. 63, no leading zero): its kind */
+static int qvec_kind(const char *s)
+{
+	char *end;
+	long n;
+
+	if (strncmp(s, "msix", 4) || s[4] < '1' || s[4] > '9')
+		return -1;
+	n = strtol(s + 4, &end, 10);
+	if (*end || n < VBUS_PCI_NR_VECTORS || n >= VBUS_PCI_MAX_VECTORS)
+		return -1;
+	return K_QVEC + (int)n - VBUS_PCI_NR_VECTORS;
+}
 
 /* ---- loading ------------------------------------------------------------ */
 
@@ -56,7 +90,7 @@ static int kind_of(const char *name)
 	for (k = 0; k < K_NR; k++)
 		if (!strcmp(slash + 1, kinds[k]))
 			return k;
-	return -1;
+	return qvec_kind(slash + 1);
 }
 
 /* LISTEN_FDS as a count; -1 when it is not one. */
@@ -101,8 +135,9 @@ static int check_names(struct daemon_fdstore *s, char *err, size_t errlen)
 	for (i = 0; i < s->n; i++)
 		if (kind_of(s->name[i]) < 0) {
 			snprintf(err, errlen,
-				 "stored descriptor %u is named '%s', not GUEST/{conn,bar2,db0,db1,msix0,msix1}",
-				 LISTEN_FDS_START + i, s->name[i]);
+				 "stored descriptor %u is named '%s', not GUEST/{conn,bar2,db0,db1,msix0,msix1,msix2..msix%d}",
+				 LISTEN_FDS_START + i, s->name[i],
+				 VBUS_PCI_MAX_VECTORS - 1);
 			return -1;
 		}
 	return 0;
@@ -186,10 +221,11 @@ int daemon_fdstore_load(struct daemon_fdstore *s, char *err, size_t errlen)
 static int find(const struct daemon_fdstore *s, const char *guest, int kind,
 		int after)
 {
-	char want[HOSTD_FDNAME_MAX];
+	char want[HOSTD_FDNAME_MAX], buf[16];
 	unsigned int i;
 
-	snprintf(want, sizeof(want), "%s/%s", guest, kinds[kind]);
+	snprintf(want, sizeof(want), "%s/%s", guest,
+		 kind_name(kind, buf, sizeof(buf)));
 	for (i = (unsigned int)(after + 1); i < s->n; i++)
 		if (!s->taken[i] && !strcmp(s->name[i], want))
 			return (int)i;
@@ -213,6 +249,7 @@ static int check_kind(int fd, int kind, const char *guest, char *err,
 		      size_t errlen)
 {
 	struct stat st;
+	char buf[16];
 	bool ok;
 
 	if (fstat(fd, &st) < 0)
@@ -225,7 +262,7 @@ static int check_kind(int fd, int kind, const char *guest, char *err,
 		ok = is_eventfd(fd);
 	if (!ok)
 		snprintf(err, errlen, "stored descriptor '%s/%s' (fd %d) is not %s",
-			 guest, kinds[kind], fd,
+			 guest, kind_name(kind, buf, sizeof(buf)), fd,
 			 kind == K_CONN ? "a socket" :
 			 kind == K_BAR2 ? "a memfd" : "an eventfd");
 	return ok ? 0 : -1;
@@ -244,24 +281,26 @@ static void drop(struct daemon_fdstore *s, unsigned int i)
  * short. One line says what was found; then they go.
  */
 static void drop_incomplete(struct daemon_fdstore *s, const char *guest,
-			    const int idx[K_NR])
+			    const int idx[K_ALL])
 {
-	char found[64] = "";
+	char found[512] = "", buf[16];
 	size_t len = 0;
 	int k, missing = -1;
 
-	for (k = 0; k < K_NR; k++) {
+	for (k = 0; k < K_ALL; k++) {
 		if (idx[k] < 0) {
 			if (missing < 0)
 				missing = k;
 			continue;
 		}
-		len += (size_t)snprintf(found + len, sizeof(found) - len, "%s%s",
-					len ? "," : "", kinds[k]);
+		if (len < sizeof(found))
+			len += (size_t)snprintf(found + len, sizeof(found) - len,
+						"%s%s", len ? "," : "",
+						kind_name(k, buf, sizeof(buf)));
 	}
 	hostd_log("stored connection of guest %s is incomplete: no '%s/%s' (found %s; a store or removal was cut short): dropped, guest %s is not taken over (a QEMU that connects again is a new guest)",
 		  guest, guest, kinds[missing], found, guest);
-	for (k = 0; k < K_NR; k++)
+	for (k = 0; k < K_ALL; k++)
 		if (idx[k] >= 0)
 			drop(s, (unsigned int)idx[k]);
 }
@@ -272,43 +311,72 @@ static void drop_incomplete(struct daemon_fdstore *s, const char *guest,
  * told, so none is taken.
  */
 static bool drop_ambiguous(struct daemon_fdstore *s, const char *guest,
-			   const int idx[K_NR])
+			   const int idx[K_ALL])
 {
+	char buf[16];
 	int k, again = -1;
 
-	for (k = 0; k < K_NR; k++)
+	for (k = 0; k < K_ALL; k++)
 		if (idx[k] >= 0 && (again = find(s, guest, k, idx[k])) >= 0)
 			break;
-	if (k == K_NR)
+	if (k == K_ALL)
 		return false;
 	hostd_log("stored connection of guest %s is ambiguous: '%s/%s' passed twice (fds %d and %d): dropped, guest %s is not taken over (a QEMU that connects again is a new guest)",
-		  guest, guest, kinds[k], LISTEN_FDS_START + idx[k],
-		  LISTEN_FDS_START + again, guest);
-	for (k = 0; k < K_NR; k++)
+		  guest, guest, kind_name(k, buf, sizeof(buf)),
+		  LISTEN_FDS_START + idx[k], LISTEN_FDS_START + again, guest);
+	for (k = 0; k < K_ALL; k++)
 		while ((again = find(s, guest, k, -1)) >= 0)
 			drop(s, (unsigned int)again);
 	return true;
 }
 
+/*
+ * Queue vectors after a gap (msix3 without msix2: a store cut short,
+ * or a manager that lost one) cannot be numbered: dropped, logged. The
+ * number of those before the gap.
+ */
+static int drop_after_gap(struct daemon_fdstore *s, const char *guest,
+			  int idx[K_ALL])
+{
+	char buf[16];
+	int k, nq = 0;
+
+	while (K_QVEC + nq < K_ALL && idx[K_QVEC + nq] >= 0)
+		nq++;
+	for (k = K_QVEC + nq; k < K_ALL; k++) {
+		if (idx[k] < 0)
+			continue;
+		hostd_log("stored connection of guest %s: '%s/%s' without '%s/msix%d': queue vectors from msix%d on dropped",
+			  guest, guest, kind_name(k, buf, sizeof(buf)), guest,
+			  nq + VBUS_PCI_NR_VECTORS, nq + VBUS_PCI_NR_VECTORS);
+		drop(s, (unsigned int)idx[k]);
+		idx[k] = -1;
+	}
+	return nq;
+}
+
 int daemon_fdstore_take(struct daemon_fdstore *s, const char *guest,
 		       struct hostd_ivshmem_fds *fds, char *err, size_t errlen)
 {
-	int idx[K_NR], k, have = 0;
+	int idx[K_ALL], k, have = 0, all = 0, nq, i;
 
-	for (k = 0; k < K_NR; k++) {
+	for (k = 0; k < K_ALL; k++) {
 		idx[k] = find(s, guest, k, -1);
-		have += idx[k] >= 0;
+		have += k < K_NR && idx[k] >= 0;
+		all += idx[k] >= 0;
 	}
-	if (!have || drop_ambiguous(s, guest, idx))
+	if (!all || drop_ambiguous(s, guest, idx))
 		return 0;
 	if (have < K_NR) {
 		drop_incomplete(s, guest, idx);
 		return 0;
 	}
-	for (k = 0; k < K_NR; k++)
-		if (check_kind(s->fd[idx[k]], k, guest, err, errlen) < 0)
+	for (k = 0; k < K_ALL; k++)
+		if (idx[k] >= 0 &&
+		    check_kind(s->fd[idx[k]], k, guest, err, errlen) < 0)
 			return -1;
-	for (k = 0; k < K_NR; k++)
+	nq = drop_after_gap(s, guest, idx);
+	for (k = 0; k < K_NR + nq; k++)
 		s->taken[idx[k]] = true;
 	fds->conn = s->fd[idx[K_CONN]];
 	fds->bar2 = s->fd[idx[K_BAR2]];
@@ -316,6 +384,10 @@ int daemon_fdstore_take(struct daemon_fdstore *s, const char *guest,
 	fds->db[1] = s->fd[idx[K_DB1]];
 	fds->msix[0] = s->fd[idx[K_MSIX0]];
 	fds->msix[1] = s->fd[idx[K_MSIX1]];
+	for (i = VBUS_PCI_NR_VECTORS; i < VBUS_PCI_MAX_VECTORS; i++)
+		fds->msix[i] = i - VBUS_PCI_NR_VECTORS < nq ?
+			       s->fd[idx[K_QVEC + i - VBUS_PCI_NR_VECTORS]] : -1;
+	fds->nr_msix = (unsigned int)(VBUS_PCI_NR_VECTORS + nq);
 	return 1;
 }
 
@@ -335,9 +407,40 @@ void daemon_fdstore_drop_rest(struct daemon_fdstore *s)
 /* ---- storing -------------------------------------------------------------- */
 
 /*
+ * The kinds of a set with @nr_msix vectors, in the order they are
+ * stored: store_order with the queue vectors before the marker. The
+ * count.
+ */
+static int set_order(unsigned int nr_msix, int order[K_ALL])
+{
+	int i, n = 0, nq = 0;
+
+	if (nr_msix > VBUS_PCI_NR_VECTORS)
+		nq = (int)(nr_msix > VBUS_PCI_MAX_VECTORS ? VBUS_PCI_MAX_VECTORS :
+			   nr_msix) - VBUS_PCI_NR_VECTORS;
+	for (i = 0; i < K_NR - 1; i++)
+		order[n++] = store_order[i];
+	for (i = 0; i < nq; i++)
+		order[n++] = K_QVEC + i;
+	order[n++] = K_CONN;
+	return n;
+}
+
+static int fd_of(const struct hostd_ivshmem_fds *fds, int kind)
+{
+	switch (kind) {
+	case K_CONN: return fds->conn;
+	case K_BAR2: return fds->bar2;
+	case K_DB0: return fds->db[0];
+	case K_DB1: return fds->db[1];
+	default: return fds->msix[kind - K_MSIX0];
+	}
+}
+
+/*
  * One message per name: FDNAME= names every fd of its message. FDPOLL=0:
  * a memfd cannot be polled, and the store must not drop an eventfd or
- * the socket on its own; we remove them when QEMU goes. In store_order:
+ * the socket on its own; we remove them when QEMU goes. In set_order():
  * when a send fails, the marker has not been sent, so what was stored is
  * removed again (a removal that fails too leaves leftovers without the
  * marker, which the next daemon drops) and the connection, still served,
@@ -346,37 +449,33 @@ void daemon_fdstore_drop_rest(struct daemon_fdstore *s)
 int daemon_fdstore_publish(const char *guest,
 			  const struct hostd_ivshmem_fds *fds)
 {
-	const int fd[K_NR] = {
-		[K_CONN] = fds->conn, [K_BAR2] = fds->bar2,
-		[K_DB0] = fds->db[0], [K_DB1] = fds->db[1],
-		[K_MSIX0] = fds->msix[0], [K_MSIX1] = fds->msix[1],
-	};
-	char msg[160];
-	int i, k;
+	int order[K_ALL], n = set_order(fds->nr_msix, order), i, fd;
+	char msg[160], buf[16];
 
-	for (i = 0; i < K_NR; i++) {
-		k = store_order[i];
+	for (i = 0; i < n; i++) {
+		fd = fd_of(fds, order[i]);
 		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s/%s",
-			 guest, kinds[k]);
-		if (daemon_sd_notify_fds(msg, &fd[k], 1) < 0)
+			 guest, kind_name(order[i], buf, sizeof(buf)));
+		if (daemon_sd_notify_fds(msg, &fd, 1) < 0)
 			break;
 	}
-	if (i == K_NR)
+	if (i == n)
 		return 0;
 	hostd_log("guest %s: storing '%s/%s' failed: its connection is not stored and will not survive a restart",
-		  guest, guest, kinds[store_order[i]]);
+		  guest, guest, kind_name(order[i], buf, sizeof(buf)));
 	while (i-- > 0)
 		daemon_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s/%s", guest,
-				 kinds[store_order[i]]);
+				 kind_name(order[i], buf, sizeof(buf)));
 	return -1;
 }
 
-/* The reverse of store_order: the marker goes first. */
-void daemon_fdstore_unpublish(const char *guest)
+/* The reverse of set_order(): the marker goes first. */
+void daemon_fdstore_unpublish(const char *guest, unsigned int nr_msix)
 {
-	int i;
+	int order[K_ALL], i = set_order(nr_msix, order);
+	char buf[16];
 
-	for (i = K_NR - 1; i >= 0; i--)
+	while (i-- > 0)
 		daemon_sd_notifyf("FDSTOREREMOVE=1\nFDNAME=%s/%s", guest,
-				 kinds[store_order[i]]);
+				 kind_name(order[i], buf, sizeof(buf)));
 }

@@ -29,21 +29,24 @@ struct daemon_fdstore {
 int daemon_fdstore_load(struct daemon_fdstore *s, char *err, size_t errlen);
 /*
  * The stored connection of guest @guest: 1 (@fds filled, now the
- * caller's), 0 none stored or an incomplete or ambiguous set (logged,
- * closed and removed from the store: the leftovers of a store or removal
- * cut short, a name passed twice), -1 one of the wrong kind (@err).
+ * caller's, with the queue vectors stored from msix2 on without a gap;
+ * one after a gap is logged, closed and removed), 0 none stored or an
+ * incomplete or ambiguous set (logged, closed and removed from the
+ * store: the leftovers of a store or removal cut short, a name passed
+ * twice), -1 one of the wrong kind (@err).
  */
 int daemon_fdstore_take(struct daemon_fdstore *s, const char *guest,
 		       struct hostd_ivshmem_fds *fds, char *err, size_t errlen);
 /* Close what no guest took and remove it from the store (logged). */
 void daemon_fdstore_drop_rest(struct daemon_fdstore *s);
 /*
- * Store guest @guest's connection ("GUEST/conn", the marker, last): 0, or
- * -1 when a send failed (logged; what was stored is removed again).
- * Unpublish removes it (QEMU gone for good), the marker first.
+ * Store guest @guest's connection, every vector's eventfd too
+ * ("GUEST/conn", the marker, last): 0, or -1 when a send failed (logged;
+ * what was stored is removed again). Unpublish removes a set of
+ * @nr_msix vectors (QEMU gone for good), the marker first.
  */
 int daemon_fdstore_publish(const char *guest,
 			  const struct hostd_ivshmem_fds *fds);
-void daemon_fdstore_unpublish(const char *guest);
+void daemon_fdstore_unpublish(const char *guest, unsigned int nr_msix);
 
 #endif /* VBUS_HOSTD_FDSTORE_H */

@@ -286,9 +286,12 @@ static void conn_hook(void *arg, bool up)
 	struct hostd_guest *g = arg;
 	struct hostd_ivshmem_fds fds;
 
+	/* called before the vectors close: @fds says how many were stored */
+	if (!hostd_ivshmem_fds(&g->iv, &fds))
+		return;
 	if (!up)
-		daemon_fdstore_unpublish(g->name);
-	else if (hostd_ivshmem_fds(&g->iv, &fds))
+		daemon_fdstore_unpublish(g->name, fds.nr_msix);
+	else
 		daemon_fdstore_publish(g->name, &fds);
 }
 

@@ -353,23 +353,52 @@ bool hostd_ivshmem_fds(const struct hostd_ivshmem *iv,
 		return false;
 	fds->conn = iv->conn_fd;
 	fds->bar2 = iv->bar2_fd;
-	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++)
 		fds->db[i] = iv->db_fd[i];
-		fds->msix[i] = iv->msix_fd[i];
-	}
+	for (i = 0; i < VBUS_PCI_MAX_VECTORS; i++)
+		fds->msix[i] = i < (int)iv->nr_msix ? iv->msix_fd[i] : -1;
+	fds->nr_msix = iv->nr_msix;
 	return true;
+}
+
+/* How many of @fds' vectors count: HC and EVENTQ at least, at most all. */
+static unsigned int fds_nr_msix(const struct hostd_ivshmem_fds *fds)
+{
+	if (fds->nr_msix < VBUS_PCI_NR_VECTORS)
+		return VBUS_PCI_NR_VECTORS;
+	if (fds->nr_msix > VBUS_PCI_MAX_VECTORS)
+		return VBUS_PCI_MAX_VECTORS;
+	return fds->nr_msix;
 }
 
 static void fds_close(const struct hostd_ivshmem_fds *fds)
 {
-	int i;
+	unsigned int i;
 
 	close(fds->conn);
 	close(fds->bar2);
-	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++)
 		close(fds->db[i]);
+	for (i = 0; i < fds_nr_msix(fds); i++)
 		close(fds->msix[i]);
-	}
+}
+
+/*
+ * The adopted connection has the vectors that were stored; vectors= may
+ * have wanted more (a store of an older daemon, HC and EVENTQ only, or
+ * vectors= raised since QEMU started). Said once, at adoption.
+ */
+static void adopt_vectors_log(const struct hostd_ivshmem *iv)
+{
+	if (iv->nr_msix >= iv->vectors)
+		return;
+	if (iv->nr_msix == VBUS_PCI_NR_VECTORS)
+		hostd_log("%sthe stored connection has no queue vector eventfds (vectors=%u; stored by an older vbus-hostd, or vectors= raised since QEMU started): per-queue vectors declined, the guest's queues are signalled through the eventq until QEMU connects again",
+			  iv->log->prefix, iv->vectors);
+	else
+		hostd_log("%sthe stored connection has %u MSI-X eventfds, vectors= says %u: %u queue vectors until QEMU connects again",
+			  iv->log->prefix, iv->nr_msix, iv->vectors,
+			  iv->nr_msix - VBUS_PCI_NR_VECTORS);
 }
 
 /* Map a BAR2 an earlier daemon made; it must carry our line 0. */
@@ -442,16 +471,15 @@ int hostd_ivshmem_adopt(struct hostd_ivshmem *iv,
 		return ret;
 	}
 	iv->conn_fd = fds->conn;
-	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++) {
+	for (i = 0; i < VBUS_PCI_NR_VECTORS; i++)
 		iv->db_fd[i] = fds->db[i];
-		iv->msix_fd[i] = fds->msix[i];
-	}
 	/*
-	 * The store keeps HC and EVENTQ only: this connection has no queue
-	 * vectors, so NEGOTIATE declines VBUS_PCI_CAP_QVEC and the guest's
-	 * shms are signalled through the eventq again.
+	 * Every stored vector: QEMU has them all, and NEGOTIATE accepts
+	 * VBUS_PCI_CAP_QVEC again when there are queue vectors among them.
 	 */
-	iv->nr_msix = VBUS_PCI_NR_VECTORS;
+	iv->nr_msix = fds_nr_msix(fds);
+	for (i = 0; i < (int)iv->nr_msix; i++)
+		iv->msix_fd[i] = fds->msix[i];
 	ret = hostd_loop_add(iv->loop, iv->db_fd[VBUS_PCI_DB_HC], EPOLLIN,
 			     on_db_hc, iv);
 	if (!ret)
@@ -471,6 +499,7 @@ int hostd_ivshmem_adopt(struct hostd_ivshmem *iv,
 	epoch_set(iv, (VBUS_READ(iv->shm->host_epoch) | 1) + 1);
 	hostd_log("%sQEMU connection taken over (host epoch %u)",
 		  iv->log->prefix, VBUS_READ(iv->shm->host_epoch));
+	adopt_vectors_log(iv);
 	return 0;
 }
 

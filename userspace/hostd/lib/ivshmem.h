@@ -56,7 +56,7 @@ struct hostd_ivshmem {
 	/*
 	 * Guest vectors: @vectors is the configuration (vectors=, the
 	 * next connection's count, in BAR2 msix_vectors); @nr_msix how
-	 * many this connection has (an adopted one: VBUS_PCI_NR_VECTORS).
+	 * many this connection has (an adopted one: those stored).
 	 */
 	unsigned int vectors;
 	unsigned int nr_msix;
@@ -68,13 +68,16 @@ struct hostd_ivshmem {
 
 /*
  * The descriptors of one QEMU connection, as a descriptor store keeps
- * them across a restart (docs/operations.md, "Restarts").
+ * them across a restart (docs/operations.md, "Restarts"): every guest
+ * vector's eventfd, HC and EVENTQ and the queue vectors (@nr_msix of
+ * them, VBUS_PCI_NR_VECTORS .. VBUS_PCI_MAX_VECTORS).
  */
 struct hostd_ivshmem_fds {
 	int conn;
 	int bar2;
 	int db[VBUS_PCI_NR_VECTORS];
-	int msix[VBUS_PCI_NR_VECTORS];
+	int msix[VBUS_PCI_MAX_VECTORS];
+	unsigned int nr_msix;
 };
 
 /* Creates BAR2; nothing listens yet. 0 or -errno. */
@@ -101,7 +104,10 @@ bool hostd_ivshmem_connected(const struct hostd_ivshmem *iv);
  * ours, also on failure). No handshake: QEMU already has it. The guest
  * is told to re-attach (docs/transport.md, "Host restarts"): a pending
  * hypercall is answered -ENOTCONN, host_epoch goes to the next even
- * value, both vectors fire. 0, or -errno with the reason in @err.
+ * value, HC and EVENTQ fire. The connection has the queue vectors @fds
+ * carries; fewer than vectors= wires (a store of an older daemon kept
+ * HC and EVENTQ only) is logged, and without any the re-attached guest
+ * is declined VBUS_PCI_CAP_QVEC. 0, or -errno with the reason in @err.
  */
 int hostd_ivshmem_adopt(struct hostd_ivshmem *iv,
 			const struct hostd_ivshmem_fds *fds,

@@ -10,7 +10,7 @@ __u64 hostd_qvec_accept(const struct hostd_ivshmem *iv, __u64 offered)
 {
 	__u64 caps = 0;
 
-	/* an adopted connection has none (the store keeps HC and EVENTQ) */
+	/* an adopted connection has those the store kept (ivshmem.c) */
 	if ((offered & VBUS_PCI_CAP_QVEC) && hostd_ivshmem_qvecs(iv))
 		caps |= VBUS_PCI_CAP_QVEC;
 	return caps;
