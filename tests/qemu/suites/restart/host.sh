@@ -104,9 +104,9 @@ if ((blk)); then
 fi
 # hostd_pid is the keeper's; it stops its daemon on SIGTERM and exits
 LAB_HOSTD_WRAP=("$keeper" --restart-delay 100 --)
-# per-queue vectors: the first daemon serves them, a restarted one (the
-# store keeps HC and EVENTQ only) declines them and the guest goes back to
-# the eventq
+# per-queue vectors: the first daemon serves them, and so does a restarted
+# one (the store keeps every vector's eventfd): after the restarts the
+# disk's completions still arrive on a queue vector
 lab_hostd --ns -- --guest "$(lab_guest g1),vectors=4" \
 	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1" \
 	--device "g1:type=vbus-test,id=2" "${blk_dev[@]}"
