@@ -191,12 +191,13 @@ void hostd_loop_soon_cancel(struct hostd_loop_soon *s)
  * runs in the next pass, after that pass's fds (a device that kicks
  * itself at every pass never holds the loop).
  */
-static void run_soon(struct hostd_loop *l)
+static int run_soon(struct hostd_loop *l)
 {
 	struct hostd_list batch;
+	int ran = 0;
 
 	if (hostd_list_empty(&l->soon))
-		return;
+		return 0;
 	/* splice the list into @batch */
 	batch = l->soon;
 	batch.next->prev = &batch;
@@ -209,7 +210,9 @@ static void run_soon(struct hostd_loop *l)
 		hostd_list_del(&s->node);
 		s->queued = false;
 		s->fn(s->arg);
+		ran++;
 	}
+	return ran;
 }
 
 bool hostd_loop_busy(struct hostd_loop *l)
@@ -243,7 +246,7 @@ int hostd_loop_poll(struct hostd_loop *l, int timeout_ms)
 			w->fn(w->arg, w->fd, evs[i].events);
 	}
 	l->depth--;
-	run_soon(l);
+	n += run_soon(l);
 	run_deferred(l);
 	return n;
 }

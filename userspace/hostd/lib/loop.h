@@ -95,7 +95,11 @@ void hostd_loop_soon_cancel(struct hostd_loop_soon *s);
  */
 bool hostd_loop_busy(struct hostd_loop *l);
 
-/* One pass: wait up to @timeout_ms, dispatch, run soon and deferred work. */
+/*
+ * One pass: wait up to @timeout_ms, dispatch, run soon and deferred work.
+ * The number of fd events dispatched and soon work run (0: idle), or
+ * -errno.
+ */
 int hostd_loop_poll(struct hostd_loop *l, int timeout_ms);
 
 /*
