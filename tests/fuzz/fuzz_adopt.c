@@ -3,7 +3,8 @@
  * Fuzz target "adopt": a restarted daemon taking over a QEMU connection
  * (docs/operations.md, "Restarts"): LISTEN_FDS/LISTEN_FDNAMES as the
  * service manager passes them (names missing, twice, of other guests,
- * garbage), descriptors of the right kind or not, and a stored BAR2 the
+ * garbage; queue vectors msix2 and msix3 too, with or without a gap),
+ * descriptors of the right kind or not, and a stored BAR2 the
  * guest could write all along: any line 0, host epoch, mailbox, size or
  * seals. The store (daemon/fdstore.c) picks the guest's set, the guest
  * adopts it (lib/ivshmem.c), and the fake guest then re-attaches over
@@ -30,8 +31,9 @@
 static const char *const devices[] = {
 	"type=vbus-test,id=1", "type=vbus-test,id=2", NULL
 };
+/* the six of every set, then two queue vectors (vectors=4) */
 static const char *const kinds[] = {
-	"conn", "bar2", "db0", "db1", "msix0", "msix1"
+	"conn", "bar2", "db0", "db1", "msix0", "msix1", "msix2", "msix3"
 };
 static struct daemon_fdstore store;
 static int qemu_end = -1;	/* QEMU's end of the adopted connection */
@@ -123,11 +125,12 @@ static void op_restart(struct fuzz_in *in)
 			name[l] = 0;
 		} else {
 			snprintf(name, sizeof(name), "%s/%s",
-				 sel & 0x40 ? "other" : "fuzz", kinds[sel % 6]);
+				 sel & 0x40 ? "other" : "fuzz", kinds[sel % 8]);
 		}
 		snprintf(names + len, sizeof(names) - len, "%s%s",
 			 i ? ":" : "", name);
-		fds[i] = stored_fd(in, sel % 6, sel & 0x20);
+		/* a queue vector is an eventfd, as db0 */
+		fds[i] = stored_fd(in, sel % 8 < 6 ? sel % 8 : 2, sel & 0x20);
 	}
 	snprintf(count, sizeof(count), "%u", (sub & 1) ? fuzz_u8(in) % 16 : n);
 	setenv("LISTEN_FDS", count, 1);
