@@ -27,8 +27,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 #include <dirent.h>
@@ -363,6 +366,81 @@ static void nbd_many_inflight(void **state)
 		file_read(x->f.path, 8 * i * SEC, file, len);
 		assert_memory_equal(file, fgd_ram(w[i]), len);
 	}
+}
+
+/* the fd of our connection to the server's socket (nbd_conns=1: one) */
+static int conn_fd(struct nfx *x)
+{
+	char link[300], target[64];
+	struct sockaddr_un peer;
+	struct dirent *e;
+	int fd = -1;
+	DIR *d = opendir("/proc/self/fd");
+
+	assert_non_null(d);
+	while (fd < 0 && (e = readdir(d))) {
+		socklen_t len = sizeof(peer);
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0 || strncmp(target, "socket:", 7))
+			continue;
+		memset(&peer, 0, sizeof(peer));
+		if (!getpeername(atoi(e->d_name), (struct sockaddr *)&peer, &len) &&
+		    peer.sun_family == AF_UNIX && !strcmp(peer.sun_path, x->sock))
+			fd = atoi(e->d_name);
+	}
+	closedir(d);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/* until @fd holds @bytes unread (the loop does not run meanwhile) */
+static void wait_unread(int fd, int bytes)
+{
+	__u64 end = hostd_now_ns() + TIMEOUT_MS * 1000000ull;
+	int n = 0;
+
+	while (!ioctl(fd, FIONREAD, &n) && n < bytes) {
+		struct timespec ts = { 0, 1000000 };
+
+		assert_true(hostd_now_ns() < end);
+		nanosleep(&ts, NULL);	/* the byte count has no fd to wait on */
+	}
+	assert_int_equal(n, bytes);
+}
+
+/*
+ * The answers of many requests that are at the server together go back
+ * to the guest together: one hand-back (one publication, one signal),
+ * not one per NBD reply. The loop does not run while the server
+ * answers, so all 16 replies (16 bytes each: nbdkit answers a WRITE with
+ * a simple reply) wait in the socket before the device sees one.
+ */
+static void nbd_replies_one_hand_back(void **state)
+{
+	struct nfx *x = *state;
+	__u32 len = 4096;
+	__u64 w, req[16], batches;
+	unsigned int i;
+
+	server_file(x, NULL, NULL);
+	nbd_up(x, "nbd_conns=1");
+	wait_state(x, "up");
+	w = buf_new(len, 0x5a);
+	for (i = 0; i < 16; i++) {
+		req[i] = req_new(VBUS_BLK_OP_WRITE, 0, 8 * i, 0, 1, &w, &len);
+		assert_int_equal(fgd_post(&x->f.r[0], req[i],
+					  VBUS_BLK_REQ_SIZE(1), i + 1), 0);
+	}
+	wait_stat(x, "inflight", 16);
+	batches = fgd_stat(x->f.dev, "batches");
+	wait_unread(conn_fd(x), 16 * 16);
+	reap_n(&x->f.r[0], 16, NULL);
+	for (i = 0; i < 16; i++)
+		assert_int_equal(req_status(req[i]), VBUS_BLK_S_OK);
+	assert_int_equal(fgd_stat(x->f.dev, "batches") - batches, 1);
 }
 
 /* the server killed mid-request: the request waits, is resent, lands */
@@ -942,6 +1020,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(nbd_config), T(nbd_read_write), T(nbd_flush_fua),
 		T(nbd_discard_zeroes), T(nbd_many_inflight),
+		T(nbd_replies_one_hand_back),
 		T(nbd_server_killed), T(nbd_flushed_survives),
 		T(nbd_server_gone), T(nbd_server_stalls), T(nbd_refused),
 		T(nbd_param_errors), T(nbd_odd_block_sizes),

@@ -29,6 +29,7 @@
 #define NBD_TICK_MS		100	/* deadlines and reconnects */
 #define NBD_BACKOFF_MIN_MS	100	/* first reconnect after a loss */
 #define NBD_BACKOFF_MAX_MS	2000
+#define NBD_READS_PER_WAKE	256	/* notify_reads per socket wakeup */
 
 enum nbd_conn_state {
 	NBD_DOWN,		/* no connection: a reconnect is due at retry_ns */

@@ -356,6 +356,41 @@ void nbd_conn_lost(struct nbd_conn *k, const char *why)
 	nbd_tick_update(n);
 }
 
+/* more to read now: libnbd wants to read and the socket has bytes */
+static bool readable(struct nbd_conn *k)
+{
+	struct pollfd p = { .fd = k->fd, .events = POLLIN };
+
+	if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h) ||
+	    !(nbd_aio_get_direction(k->h) & LIBNBD_AIO_DIRECTION_READ))
+		return false;
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/*
+ * Every reply the socket holds, in one wakeup. libnbd's state machine
+ * takes one reply per nbd_aio_notify_read (it stops at READY after each),
+ * so reading once per wakeup answered each reply in a pass of its own:
+ * one hand-back and one signal to the guest per request, at any queue
+ * depth. Reading on while the socket has bytes gathers them all, then
+ * nbd_settle() hands them back together: one publication and one signal
+ * per queue per pass, like the io_uring path's reap. Only while there
+ * are bytes: libnbd must never be asked to read into EAGAIN outside
+ * READY. Bounded (NBD_READS_PER_WAKE): a server that keeps answering
+ * cannot keep the loop from its other fds; the socket stays readable,
+ * so the rest comes on the next pass.
+ */
+static int notify_read_all(struct nbd_conn *k)
+{
+	unsigned int i = 0;
+	int r;
+
+	do
+		r = nbd_aio_notify_read(k->h);
+	while (r != -1 && ++i < NBD_READS_PER_WAKE && readable(k));
+	return r;
+}
+
 static void on_socket(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 {
 	struct nbd_conn *k = arg;
@@ -371,7 +406,7 @@ static void on_socket(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 	/* a hang-up or an error is read as such by the state machine */
 	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
 	    (dir & LIBNBD_AIO_DIRECTION_READ))
-		r = nbd_aio_notify_read(k->h);
+		r = notify_read_all(k);
 	if (r != -1 && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) &&
 	    (dir & LIBNBD_AIO_DIRECTION_WRITE) && !nbd_aio_is_dead(k->h))
 		r = nbd_aio_notify_write(k->h);
