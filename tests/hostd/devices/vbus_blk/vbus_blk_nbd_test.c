@@ -685,6 +685,70 @@ static void nbd_refused(void **state)
 	assert_non_null(strstr(fgd_last_error(), x->sock));
 }
 
+/* a server that takes the connection and never says a word */
+static int stalled_server(struct nfx *x)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(s >= 0);
+	assert_true(strlen(x->sock) < sizeof(a.sun_path));
+	memcpy(a.sun_path, x->sock, strlen(x->sock) + 1);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	/* the kernel completes the connect from its backlog: never accepted */
+	assert_int_equal(listen(s, 4), 0);
+	return s;
+}
+
+/*
+ * `ctl add` of an NBD disk on a running guest waits for nothing: the
+ * device is pending (the guest is not told of it: DEVOPEN refused)
+ * while the handshake runs on the loop, another disk's reads keep
+ * completing meanwhile, and a server that never answers gives the add
+ * up at nbd_timeout, saying so, the other disk untouched.
+ */
+static void nbd_add_stalled_server(void **state)
+{
+	struct nfx *x = *state;
+	struct fx other = { 0 };
+	__u32 len = 4096;
+	__u64 r = buf_new(len, 0);
+	char params[2048];
+	struct hostd_dev *dev;
+	unsigned int reads = 0;
+	int ls = stalled_server(x), err;
+
+	tmp_path(other.path, sizeof(other.path), "nbd-other");
+	make_file(other.path, DISK_SIZE, 0x22);
+	blk_create(&other, NULL);
+	blk_negotiate(&other, other.cfg.features, 1, 16);
+	snprintf(params, sizeof(params), "nbd=%s,nbd_timeout=1", x->uri);
+	dev = fgd_dev_add("vbus-blk", params, &err);
+	assert_non_null(dev);
+	assert_true(fgd_dev_pending(dev));
+	assert_string_equal(fgd_stat_str(dev, "state"), "pending");
+	assert_string_equal(fgd_stat_str(dev, "nbd_state"), "connecting");
+	assert_int_equal(fgd_dev_open(dev, VBUS_BLK_VERSION), -ENODEV);
+	/* served while the add waits; `dev` is gone once it gave up */
+	while (!fgd_add_error()[0]) {
+		assert_int_equal(rw(&other, VBUS_BLK_OP_READ, 0, 8, 1, &r, &len),
+				 VBUS_BLK_S_OK);
+		reads++;
+	}
+	assert_true(reads > 0);
+	assert_non_null(strstr(fgd_add_error(), "nbd=nbd+unix:///?socket="));
+	assert_non_null(strstr(fgd_add_error(), ": no answer from the server "
+			       "within nbd_timeout=1 s"));
+	assert_int_equal(((unsigned char *)fgd_ram(r))[0], 0x22);
+	assert_int_equal(fgd_stat(other.dev, "io_errors"), 0);
+	assert_false(fgd_dev_faulted(other.dev));
+	fprintf(stderr, "[test] %u reads of the other disk while the add "
+		"waited\n", reads);
+	fgd_dev_destroy(other.dev);
+	unlink(other.path);
+	close(ls);
+}
+
 /* file= and nbd= together, or an nbd param with a file: refused */
 static void nbd_param_errors(void **state)
 {
@@ -1023,6 +1087,7 @@ int main(void)
 		T(nbd_replies_one_hand_back),
 		T(nbd_server_killed), T(nbd_flushed_survives),
 		T(nbd_server_gone), T(nbd_server_stalls), T(nbd_refused),
+		T(nbd_add_stalled_server),
 		T(nbd_param_errors), T(nbd_odd_block_sizes),
 		T(nbd_block_size_refused), T(nbd_malformed),
 		T(nbd_export_shrinks), T(nbd_export_grows), T(nbd_read_only),

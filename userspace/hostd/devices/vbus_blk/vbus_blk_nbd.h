@@ -15,10 +15,13 @@
  * answered on all of them), one per queue (nbd_conns=N: at most N; the
  * guest's queue qi uses connection qi % N). Each is driven by the
  * guest's loop through nbd_aio_get_fd / nbd_aio_get_direction /
- * nbd_aio_notify_{read,write}: nothing here waits for the server (the
- * first connect at create is bounded by nbd_timeout, like opening a
- * file; the others connect on the loop, their queues' requests parked
- * until they are up).
+ * nbd_aio_notify_{read,write}: nothing here waits for the server. The
+ * first connect of a device added to a running guest (`ctl add`) is made
+ * on the loop too: the device is pending (HOSTD_DEV_PENDING), the guest
+ * sees it once the handshake gave its size and limits; at the daemon's
+ * start it is waited for in create, bounded by nbd_timeout, like opening
+ * a file. The others connect on the loop, their queues' requests parked
+ * until they are up.
  */
 #ifndef VBUS_HOSTD_VBUS_BLK_NBD_H
 #define VBUS_HOSTD_VBUS_BLK_NBD_H
@@ -103,6 +106,8 @@ struct vbus_blk_nbd {
 	bool tfd_watched, ticking;
 	__u64 size;			/* the export's bytes, last connect */
 	bool settling;			/* in nbd_settle: none nests */
+	bool pending;			/* first connect on the loop, not up yet */
+	bool gave_up;			/* it failed: the device goes */
 	unsigned int orphans;		/* sent, of a closed session */
 	char why[256];			/* the last loss or refusal */
 	struct nbd_cmd_list done;
@@ -122,8 +127,9 @@ void nbd_settle(struct vbus_blk_nbd *n);
 void nbd_cmd_fail(struct vbus_blk_nbd *n, struct nbd_cmd *c, int err);
 
 /* vbus_blk_nbd_conn.c */
-/* the first connection, at create: bounded by nbd_timeout; limits set;
- * the others (multi-conn) started, not waited for */
+/* the first connection, at create: started; on a running guest left to
+ * the loop (HOSTD_DEV_PENDING), else waited for, bounded by nbd_timeout;
+ * once up the limits are set and the others (multi-conn) started */
 int nbd_conn_first(struct vbus_blk_nbd *n);
 /* after issuing or notifying: a dead connection is a loss; the watch
  * follows libnbd's direction */

@@ -9,9 +9,19 @@
  *
  * The first connection is made at create (`ctl add`, the config): the
  * device's limits come from the server (size, block sizes, flags), so
- * there is no device without it. That wait polls the socket with the
- * remaining time of nbd_timeout; a refused or unreachable server fails
- * at once with libnbd's reason. A server that advertises multi-conn
+ * the guest sees no device without it. On a running guest (`ctl add`:
+ * hostd_dev_hot) create only starts it: the device is pending
+ * (HOSTD_DEV_PENDING, nothing blocks the guest's loop), its handshake
+ * runs on the loop like a reconnect's, and once up the device is ready
+ * (hostd_dev_ready: the guest gets DEVADD); a handshake that fails or
+ * does not finish within nbd_timeout gives the device up
+ * (hostd_dev_give_up: dropped, the why logged and in `ctl stats`'s
+ * add_error), with the message create would have given. At the daemon's
+ * start (the config) create waits for it instead (a guest that
+ * re-attaches after a restart drops a device not announced at once):
+ * that wait polls the socket with the remaining time of nbd_timeout. A
+ * refused or unreachable server fails at once with libnbd's reason
+ * either way. A server that advertises multi-conn
  * gets more connections, one per queue (nbd_conns=, default the
  * device's queues), started then and made on the loop like a
  * reconnect: a queue whose connection is not up yet parks its requests.
@@ -247,6 +257,39 @@ static int take_limits(struct nbd_conn *k)
 	return 0;
 }
 
+static void reconnect(struct nbd_conn *k);
+
+/* a pending device's handshake is done: its limits, the others, DEVADD */
+static int first_ready(struct nbd_conn *k)
+{
+	struct vbus_blk_nbd *n = k->n;
+	unsigned int i;
+	int ret = take_limits(k);
+
+	if (ret < 0)
+		return ret;
+	/* the server's preferred block, as vbus_blk_create would have it */
+	n->b->topo.io_min = n->b->pbs;
+	n->pending = false;
+	for (i = 1; i < n->nconns; i++)
+		reconnect(&n->conn[i]);
+	hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: connected, the guest is "
+		      "told of the disk", n->b->path);
+	hostd_dev_ready(n->b->dev);
+	return 0;
+}
+
+/* a pending device's first connect failed (hostd_dev_fail said why) */
+static void first_give_up(struct nbd_conn *k)
+{
+	struct vbus_blk_nbd *n = k->n;
+
+	handle_drop(k);
+	n->gave_up = true;
+	n->st.connect_failures++;
+	hostd_dev_give_up(n->b->dev);
+}
+
 /* handshake done: the first time the limits, later the parked go again */
 static int conn_up(struct nbd_conn *k)
 {
@@ -258,7 +301,8 @@ static int conn_up(struct nbd_conn *k)
 
 	if (size < 0) {
 		set_why(n, "the export has no size", nbd_get_error());
-		return -EIO;
+		return first ? hostd_dev_fail(n->b->dev, -EIO, "nbd=%s: %s",
+					      n->b->path, n->why) : -EIO;
 	}
 	if (!first && (__u64)size < n->size)
 		hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: the export shrank from "
@@ -271,7 +315,7 @@ static int conn_up(struct nbd_conn *k)
 	k->backoff_ms = 0;
 	n->st.connects++;
 	if (first)
-		return take_limits(k);
+		return n->pending ? first_ready(k) : take_limits(k);
 	if (again) {
 		n->st.reconnects++;
 		hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: connection %u "
@@ -300,15 +344,28 @@ static int conn_up(struct nbd_conn *k)
  */
 static void conn_progress(struct nbd_conn *k, const char *why)
 {
+	struct vbus_blk *b = k->n->b;
+
 	if (!k->h)
 		return;
 	if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h)) {
+		if (k->n->pending) {
+			/* as first_wait() says it */
+			hostd_dev_fail(b->dev, -ECONNREFUSED,
+				       "nbd=%s: cannot connect: %s", b->path,
+				       why ? why : "the server closed the connection");
+			first_give_up(k);
+			return;
+		}
 		nbd_conn_lost(k, why ? why : "the server closed the connection");
 		return;
 	}
 	if (k->state == NBD_CONNECTING && nbd_aio_is_ready(k->h) &&
 	    conn_up(k) < 0) {
-		nbd_conn_lost(k, k->n->why);
+		if (k->n->pending)
+			first_give_up(k);	/* conn_up said why */
+		else
+			nbd_conn_lost(k, k->n->why);
 		return;
 	}
 	watch_update(k);
@@ -471,6 +528,23 @@ static int first_wait(struct nbd_conn *k)
 	return 0;
 }
 
+/* the first connection on the loop: create returns HOSTD_DEV_PENDING */
+static int first_start(struct nbd_conn *k)
+{
+	struct vbus_blk_nbd *n = k->n;
+	int ret = watch_start(k);
+
+	if (!ret)
+		ret = nbd_tick_init(n);
+	if (ret < 0)
+		return hostd_dev_fail(n->b->dev, ret, "nbd=%s: cannot watch "
+				      "the connection: %s", n->b->path,
+				      strerror(-ret));
+	n->pending = true;
+	nbd_tick_update(n);	/* bounds the handshake (tick_conn) */
+	return HOSTD_DEV_PENDING;
+}
+
 int nbd_conn_first(struct vbus_blk_nbd *n)
 {
 	struct vbus_blk *b = n->b;
@@ -480,6 +554,8 @@ int nbd_conn_first(struct vbus_blk_nbd *n)
 
 	if (ret < 0)
 		return hostd_dev_fail(b->dev, ret, "nbd=%s: %s", b->path, n->why);
+	if (hostd_dev_hot(b->dev))
+		return first_start(k);
 	ret = first_wait(k);
 	if (ret < 0)
 		return ret;
@@ -530,6 +606,19 @@ static void fail_overdue(struct nbd_conn *k, __u64 now)
 
 static void tick_conn(struct nbd_conn *k, __u64 now)
 {
+	struct vbus_blk *b = k->n->b;
+
+	if (k->n->gave_up)
+		return;		/* the device goes after this pass */
+	if (k->n->pending && k->state == NBD_CONNECTING &&
+	    now >= k->connect_deadline_ns) {
+		/* as first_wait() says it */
+		hostd_dev_fail(b->dev, -ETIMEDOUT, "nbd=%s: no answer from the "
+			       "server within nbd_timeout=%u s", b->path,
+			       b->nbd_timeout_s);
+		first_give_up(k);
+		return;
+	}
 	if (k->state == NBD_UP && overdue(&k->sent, now)) {
 		k->n->st.stalls++;
 		nbd_conn_lost(k, "the server did not answer within nbd_timeout");
