@@ -108,6 +108,7 @@ struct vbus_blk_nbd {
 	bool settling;			/* in nbd_settle: none nests */
 	bool pending;			/* first connect on the loop, not up yet */
 	bool gave_up;			/* it failed: the device goes */
+	__u64 start_deadline_ns;	/* pending on image='s start: until */
 	unsigned int orphans;		/* sent, of a closed session */
 	char why[256];			/* the last loss or refusal */
 	struct nbd_cmd_list done;

@@ -47,6 +47,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include "vbus_blk_image.h"
 #include "vbus_blk_nbd.h"
 
 #define SECTOR 512u
@@ -528,21 +529,66 @@ static int first_wait(struct nbd_conn *k)
 	return 0;
 }
 
-/* the first connection on the loop: create returns HOSTD_DEV_PENDING */
-static int first_start(struct nbd_conn *k)
+/* a pending device's first connect: started, watched, bounded (tick) */
+static int first_connect(struct nbd_conn *k)
 {
 	struct vbus_blk_nbd *n = k->n;
-	int ret = watch_start(k);
+	int ret = conn_start(k);
 
-	if (!ret)
-		ret = nbd_tick_init(n);
 	if (ret < 0)
+		return hostd_dev_fail(n->b->dev, ret, "nbd=%s: %s", n->b->path,
+				      n->why);
+	ret = watch_start(k);
+	if (ret < 0) {
+		handle_drop(k);
 		return hostd_dev_fail(n->b->dev, ret, "nbd=%s: cannot watch "
 				      "the connection: %s", n->b->path,
 				      strerror(-ret));
-	n->pending = true;
+	}
 	nbd_tick_update(n);	/* bounds the handshake (tick_conn) */
-	return HOSTD_DEV_PENDING;
+	return 0;
+}
+
+/* image=, pending: its storage daemon's start ended (vbus_blk_image.c) */
+static void image_started(struct vbus_blk *b, const char *why)
+{
+	struct vbus_blk_nbd *n = b->be_priv;
+	struct nbd_conn *k = &n->conn[0];
+
+	if (!n->pending || n->gave_up || k->h)
+		return;
+	if (why)	/* as start_first() in vbus_blk_image.c says it */
+		hostd_dev_fail(b->dev, -EIO, "image=%s: %s", b->image->image,
+			       why);
+	if (why || first_connect(k) < 0)
+		first_give_up(k);
+}
+
+/*
+ * On a running guest: create returns HOSTD_DEV_PENDING once the first
+ * connect is under way, or (image=) once its storage daemon is starting
+ * (image_started() connects when its export is up).
+ */
+static int first_start(struct nbd_conn *k)
+{
+	struct vbus_blk_nbd *n = k->n;
+	struct vbus_blk *b = n->b;
+	int ret = nbd_tick_init(n);
+
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret, "nbd=%s: cannot watch "
+				      "the connection: %s", b->path,
+				      strerror(-ret));
+	n->pending = true;
+	if (b->image && !vbus_blk_image_up(b)) {
+		n->start_deadline_ns = hostd_now_ns() +
+				       b->nbd_timeout_s * 1000000000ull;
+		b->image->started = image_started;
+		nbd_tick_update(n);	/* bounds the start (tick_conn) */
+		return HOSTD_DEV_PENDING;
+	}
+	ret = first_connect(k);
+	return ret < 0 ? ret : HOSTD_DEV_PENDING;
 }
 
 int nbd_conn_first(struct vbus_blk_nbd *n)
@@ -550,12 +596,13 @@ int nbd_conn_first(struct vbus_blk_nbd *n)
 	struct vbus_blk *b = n->b;
 	struct nbd_conn *k = &n->conn[0];
 	unsigned int i;
-	int ret = conn_start(k);
+	int ret;
 
-	if (ret < 0)
-		return hostd_dev_fail(b->dev, ret, "nbd=%s: %s", b->path, n->why);
 	if (hostd_dev_hot(b->dev))
 		return first_start(k);
+	ret = conn_start(k);
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret, "nbd=%s: %s", b->path, n->why);
 	ret = first_wait(k);
 	if (ret < 0)
 		return ret;
@@ -610,6 +657,17 @@ static void tick_conn(struct nbd_conn *k, __u64 now)
 
 	if (k->n->gave_up)
 		return;		/* the device goes after this pass */
+	if (k->n->pending && !k->h) {
+		/* image=: its storage daemon still starting (first_start) */
+		if (now < k->n->start_deadline_ns)
+			return;
+		/* as start_first() in vbus_blk_image.c says it */
+		hostd_dev_fail(b->dev, -ETIMEDOUT, "image=%s: qemu-storage-daemon "
+			       "did not start within %u s", b->image->image,
+			       b->nbd_timeout_s);
+		first_give_up(k);
+		return;
+	}
 	if (k->n->pending && k->state == NBD_CONNECTING &&
 	    now >= k->connect_deadline_ns) {
 		/* as first_wait() says it */
