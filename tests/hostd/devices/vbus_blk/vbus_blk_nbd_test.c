@@ -717,6 +717,7 @@ static void nbd_add_stalled_server(void **state)
 	struct hostd_dev *dev;
 	unsigned int reads = 0;
 	int ls = stalled_server(x), err;
+	__u64 end = hostd_now_ns() + TIMEOUT_MS * 1000000ull;
 
 	tmp_path(other.path, sizeof(other.path), "nbd-other");
 	make_file(other.path, DISK_SIZE, 0x22);
@@ -731,6 +732,7 @@ static void nbd_add_stalled_server(void **state)
 	assert_int_equal(fgd_dev_open(dev, VBUS_BLK_VERSION), -ENODEV);
 	/* served while the add waits; `dev` is gone once it gave up */
 	while (!fgd_add_error()[0]) {
+		assert_true(hostd_now_ns() < end);
 		assert_int_equal(rw(&other, VBUS_BLK_OP_READ, 0, 8, 1, &r, &len),
 				 VBUS_BLK_S_OK);
 		reads++;
