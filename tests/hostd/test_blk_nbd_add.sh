@@ -26,7 +26,7 @@ pids+=($!)
 wait_file "$T/stall.up" || { fail "the stalled server did not start"; finish; }
 # image='s storage daemons keep their private directories in $T
 export RUNTIME_DIRECTORY=$T
-NBD="type=vbus-blk,id=3,nbd=nbd+unix:///?socket=$T/stall.sock,nbd_timeout=1"
+NBD="type=vbus-blk,id=3,nbd=nbd+unix:///?socket=$T/stall.sock,nbd_timeout=2"
 GUEST=(--guest "g1:sock=$T/g1.sock,mem=$T/g1.ram,size=8M")
 
 start_daemon "${C[@]}" "${GUEST[@]}" || finish
@@ -47,10 +47,10 @@ wait_stats() {
 	done
 	return 1
 }
-# given up at nbd_timeout (1 s)
+# given up at nbd_timeout (2 s: the checks above have 2 s on a loaded host)
 wait_stats "add_error=" g1
 expect_ok "the guest's add_error says why" \
-	"add_error=\"guest g1: device 3 \(vbus-blk\): nbd=.*: no answer from the server within nbd_timeout=1 s\"" \
+	"add_error=\"guest g1: device 3 \(vbus-blk\): nbd=.*: no answer from the server within nbd_timeout=2 s\"" \
 	stats g1
 if "$HOSTD" ctl "${C[@]}" stats g1 3 >"$T/out" 2>&1; then
 	fail "device 3 is still there after it gave up: $(cat "$T/out")"
