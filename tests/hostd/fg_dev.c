@@ -32,6 +32,8 @@ int fgd_init(void)
 	fg_init_ram(fg, "fgd", FGD_RAM_SIZE, 64 << 10);
 	if (fg_negotiate(fg) || fg_busreg(fg, 64, 64))
 		return -EIO;
+	/* the test's thread runs the loop: adds are a running guest's */
+	hostd_bus_set_live(&fg->g.bus);
 	fg->lazy = true;
 	return 0;
 }
@@ -95,21 +97,66 @@ const char *fgd_last_error(void)
 	return last_error;
 }
 
-struct hostd_dev *fgd_dev_create(const char *type, const char *params,
-				 int *err)
+struct hostd_dev *fgd_dev_add(const char *type, const char *params, int *err)
 {
 	char spec[4200];
 	__u32 id = next_id++;
+	int ret;
 
 	snprintf(spec, sizeof(spec), "type=%s,id=%u%s%s", type, id,
 		 params && *params ? "," : "", params ? params : "");
 	last_error[0] = '\0';
-	*err = fg_add_dev(fg, spec, last_error, sizeof(last_error));
-	if (*err) {
+	ret = fg_add_dev(fg, spec, last_error, sizeof(last_error));
+	*err = ret < 0 ? ret : 0;
+	if (ret < 0) {
 		fprintf(stderr, "[fgd] %s\n", last_error);
 		return NULL;
 	}
 	return hostd_bus_find(&fg->g.bus, id);
+}
+
+bool fgd_dev_pending(struct hostd_dev *dev)
+{
+	return dev->pending;
+}
+
+const char *fgd_add_error(void)
+{
+	return fg->g.bus.add_error;
+}
+
+static bool settled(void *arg)
+{
+	struct hostd_dev *d = hostd_bus_find(&fg->g.bus, *(__u32 *)arg);
+
+	return !d || !d->pending;
+}
+
+struct hostd_dev *fgd_dev_create(const char *type, const char *params,
+				 int *err)
+{
+	struct hostd_dev *d = fgd_dev_add(type, params, err);
+	__u32 id;
+
+	if (!d || !d->pending)
+		return d;
+	/* pending: ready or given up on the loop, as after a `ctl add` */
+	id = d->id;
+	fgd_run_until(settled, &id, FGD_PENDING_MS);
+	d = hostd_bus_find(&fg->g.bus, id);
+	if (d && !d->pending)
+		return d;
+	if (d) {
+		snprintf(last_error, sizeof(last_error), "still pending after "
+			 "%u ms", FGD_PENDING_MS);
+		fgd_dev_destroy(d);
+	} else {
+		snprintf(last_error, sizeof(last_error), "%s",
+			 fg->g.bus.add_error);
+	}
+	*err = -EIO;
+	fprintf(stderr, "[fgd] %s\n", last_error);
+	return NULL;
 }
 
 /* The guest lets go of its side of @dev's rings (the host closed them). */

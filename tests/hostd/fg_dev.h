@@ -26,9 +26,19 @@ void *fgd_ram(__u64 gpa);
 /* Bump allocator in guest RAM; zeroed; never returns gpa 0. */
 __u64 fgd_alloc(size_t len, size_t align);
 
-/* A device of @type with "k=v,..." @params (ctl add), or NULL and *@err. */
+/*
+ * A device of @type with "k=v,..." @params (ctl add), or NULL and *@err;
+ * one that is added pending (HOSTD_DEV_PENDING) is waited for, up to
+ * FGD_PENDING_MS: returned once ready, NULL when it gave up.
+ */
+#define FGD_PENDING_MS	60000
 struct hostd_dev *fgd_dev_create(const char *type, const char *params,
 				 int *err);
+/* the same, not waited for: the device may be pending */
+struct hostd_dev *fgd_dev_add(const char *type, const char *params, int *err);
+bool fgd_dev_pending(struct hostd_dev *dev);
+/* the last pending add that gave up, as `ctl stats` shows it (add_error) */
+const char *fgd_add_error(void);
 /* why the last fgd_dev_create() failed, as `ctl add` prints it */
 const char *fgd_last_error(void);
 void fgd_dev_destroy(struct hostd_dev *dev);	/* ctl drop */

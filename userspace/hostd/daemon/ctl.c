@@ -41,6 +41,7 @@ struct ctl_req {
 	bool one;			/* stats: of device id only */
 	__u32 id;
 	struct daemon_dev_cfg dc;
+	bool pending;			/* add: HOSTD_DEV_PENDING */
 	char err[512];
 };
 
@@ -93,8 +94,12 @@ static int on_add(struct hostd_guest *g, void *arg)
 {
 	struct ctl_req *r = arg;
 
-	return hostd_bus_add(&g->bus, r->dc.type, r->dc.id, &r->dc.params,
-			     r->err, sizeof(r->err));
+	int ret = hostd_bus_add(&g->bus, r->dc.type, r->dc.id, &r->dc.params,
+				r->err, sizeof(r->err));
+
+	/* created, not ready: not CTL_LEFT, whatever the value */
+	r->pending = ret == HOSTD_DEV_PENDING;
+	return ret < 0 ? ret : 0;
 }
 
 static int on_drop(struct hostd_guest *g, void *arg)
@@ -225,7 +230,14 @@ static int cmd_add(struct ctl_req *r)
 	ret = on_guest_or_leave(r, on_add);
 	if (ret == CTL_LEFT)
 		return ret;
-	if (!ret)
+	if (!ret && r->pending)
+		hostd_buf_printf(&r->body, "adding %s device %u to %s: pending "
+				 "until its backend is ready, then the guest "
+				 "sees it (ctl stats %s %u: state; if it gives "
+				 "up, the log and the guest's add_error say "
+				 "why)\n", r->dc.type, r->dc.id, r->g->name,
+				 r->g->name, r->dc.id);
+	else if (!ret)
 		hostd_buf_printf(&r->body, "added %s device %u to %s\n",
 				 r->dc.type, r->dc.id, r->g->name);
 	daemon_dev_cfg_free(&r->dc);

@@ -189,6 +189,29 @@ int hostd_dev_fail(struct hostd_dev *dev, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /*
+ * A device that needs what it cannot learn without waiting (a network
+ * server's handshake gives a disk its size and limits) need not block
+ * its guest's loop in create: when hostd_dev_hot(), create may return
+ * HOSTD_DEV_PENDING. The device then exists (`ctl stats` shows it, state
+ * "connecting") but the guest is not told (no DEVADD; DEVOPEN of its id
+ * is refused) until the device calls hostd_dev_ready() on its loop. A
+ * device that cannot get ready calls hostd_dev_fail() (the why, as create
+ * would; the ctl op's dev->err is untouched) and then hostd_dev_give_up():
+ * after the loop's current pass the device is dropped, the why logged as
+ * create's refusal reads ("guest G: device N (TYPE): why") and kept for
+ * `ctl stats` (the guest's add_error).
+ */
+#define HOSTD_DEV_PENDING	1
+/*
+ * Created on a running guest (`ctl add`). Not at the daemon's start: a
+ * guest that re-attaches after a restart drops every device the new
+ * host does not announce at once, so those are created ready.
+ */
+bool hostd_dev_hot(const struct hostd_dev *dev);
+void hostd_dev_ready(struct hostd_dev *dev);
+void hostd_dev_give_up(struct hostd_dev *dev);
+
+/*
  * Claim a host resource (@what "tap", @name "vb0") for this device alone,
  * across every guest of the daemon; released when the device goes. 0, or
  * -EBUSY after hostd_dev_fail("tap vb0 is already used by device 1 of

@@ -190,6 +190,7 @@ int hostd_bus_add(struct hostd_bus *b, const char *type, __u32 id,
 	}
 	hostd_list_add_tail(&d->node, &b->devs);
 	b->ndevs++;
+	d->hot = b->live;
 	ret = hostd_dev_create(d, why, sizeof(why));
 	if (ret < 0) {
 		snprintf(err, errlen, "guest %s: %s: %s", b->env.guest, d->name,
@@ -197,9 +198,41 @@ int hostd_bus_add(struct hostd_bus *b, const char *type, __u32 id,
 		dev_destroy(b, d);
 		return ret;
 	}
-	if (b->busreg)
+	/* pending: announced once ready (hostd_bus_run_deferred) */
+	if (ret != HOSTD_DEV_PENDING && b->busreg)
 		post_devadd(b, d);
-	return 0;
+	return ret;
+}
+
+void hostd_bus_set_live(struct hostd_bus *b)
+{
+	b->live = true;
+}
+
+/* the guest knows of @d: announced, or to be announced by a BUSREG */
+static bool dev_seen(const struct hostd_dev *d)
+{
+	return !d->pending && !d->announce;
+}
+
+/* After a pass: DEVADD the devices that got ready, drop those that gave up. */
+static void run_pending(struct hostd_bus *b)
+{
+	struct hostd_dev *d;
+
+	hostd_list_for_each_entry(d, pos, &b->devs, struct hostd_dev, node) {
+		if (d->doomed) {
+			snprintf(b->add_error, sizeof(b->add_error),
+				 "guest %s: %s: %s", b->env.guest, d->name,
+				 d->why);
+			hostd_log("%s", b->add_error);
+			dev_destroy(b, d);
+		} else if (d->announce) {
+			d->announce = false;
+			if (b->busreg)
+				post_devadd(b, d);
+		}
+	}
 }
 
 int hostd_bus_drop(struct hostd_bus *b, __u32 id, char *err, size_t errlen)
@@ -212,7 +245,7 @@ int hostd_bus_drop(struct hostd_bus *b, __u32 id, char *err, size_t errlen)
 		return -ENOENT;
 	}
 	dev_close(b, d);
-	if (b->busreg)
+	if (b->busreg && dev_seen(d))
 		post_devdrop(b, id);
 	dev_destroy(b, d);
 	return 0;
@@ -256,6 +289,7 @@ void hostd_bus_run_deferred(struct hostd_bus *b)
 	unsigned int h;
 
 	hostd_evq_run_deferred(&b->evq);
+	run_pending(b);
 	for (h = 1; h < VBUS_PCI_MAX_SIGNALS; h++) {
 		struct hostd_shm_ent *e = b->sigs[h];
 
@@ -301,8 +335,12 @@ int hostd_bus_register(struct hostd_bus *b, const struct vbus_pci_busreg *r)
 	b->busreg = true;
 	if (b->faults && b->faults->busreg)
 		b->faults->busreg(b);
-	hostd_list_for_each_entry(d, pos, &b->devs, struct hostd_dev, node)
+	hostd_list_for_each_entry(d, pos, &b->devs, struct hostd_dev, node) {
+		if (d->pending)
+			continue;	/* announced once ready */
+		d->announce = false;
 		post_devadd(b, d);
+	}
 	return 0;
 }
 
@@ -312,7 +350,8 @@ int hostd_bus_open(struct hostd_bus *b, const struct vbus_pci_deviceopen *o,
 	struct hostd_dev *d = hostd_bus_find(b, o->devid);
 	int ret;
 
-	if (!d)
+	/* a pending device is not there for the guest yet */
+	if (!d || !dev_seen(d))
 		return -ENODEV;
 	if (d->open)
 		return -EBUSY;

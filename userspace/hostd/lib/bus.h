@@ -51,6 +51,8 @@ struct hostd_bus {
 	bool negotiated;
 	bool qvec;			/* VBUS_PCI_CAP_QVEC accepted (qvec.h) */
 	bool busreg;
+	bool live;			/* the guest runs: adds may be pending */
+	char add_error[320];		/* the last pending add that gave up */
 	__u64 next_handle;
 	struct hostd_list devs;		/* struct hostd_dev */
 	unsigned int ndevs;
@@ -71,7 +73,15 @@ bool hostd_bus_registered(const struct hostd_bus *b);
 void hostd_bus_connect(struct hostd_bus *b);
 /* Close every device and detach the eventq (the guest's bridge is gone). */
 void hostd_bus_reset(struct hostd_bus *b);
-/* The loop's deferred hook: signals' deferred notifies, fault cleanup. */
+/*
+ * From now on a device may be added pending (HOSTD_DEV_PENDING): the
+ * guest's loop runs (hostd_guest_start).
+ */
+void hostd_bus_set_live(struct hostd_bus *b);
+/*
+ * The loop's deferred hook: signals' deferred notifies, fault cleanup,
+ * the DEVADD of a device that got ready, the drop of one that gave up.
+ */
 void hostd_bus_run_deferred(struct hostd_bus *b);
 
 /* ---- the verbs of the hypercalls (hc.c); 0 / >= 0 or -errno ---- */

@@ -123,6 +123,11 @@ int hostd_dev_fail(struct hostd_dev *dev, int err, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(dev->err, dev->errlen, fmt, ap);
 		va_end(ap);
+	} else if (dev->pending) {
+		/* outside create and ctl: why a pending device gives up */
+		va_start(ap, fmt);
+		vsnprintf(dev->why, sizeof(dev->why), fmt, ap);
+		va_end(ap);
 	}
 	return err;
 }
@@ -526,7 +531,35 @@ int hostd_dev_create(struct hostd_dev *dev, char *err, size_t errlen)
 		return ret;
 	}
 	dev->created = true;
-	return 0;
+	if (ret != HOSTD_DEV_PENDING)
+		return 0;
+	dev->pending = true;
+	return HOSTD_DEV_PENDING;
+}
+
+bool hostd_dev_hot(const struct hostd_dev *dev)
+{
+	return dev->hot;
+}
+
+void hostd_dev_ready(struct hostd_dev *dev)
+{
+	if (!dev->pending)
+		return;
+	dev->pending = false;
+	dev->announce = true;	/* the bus posts DEVADD after this pass */
+	hostd_loop_defer(dev->env.loop);
+}
+
+void hostd_dev_give_up(struct hostd_dev *dev)
+{
+	if (!dev->pending || dev->doomed)
+		return;
+	if (!dev->why[0])
+		snprintf(dev->why, sizeof(dev->why), "%s", "not ready");
+	/* not destroyed here: the device's own code is still on the stack */
+	dev->doomed = true;
+	hostd_loop_defer(dev->env.loop);
 }
 
 int hostd_dev_ctl(struct hostd_dev *dev, const char *verb, const char *arg,
@@ -599,6 +632,8 @@ int hostd_dev_call(struct hostd_dev *dev, __u32 func, void *buf, __u32 len)
 
 static const char *hostd_dev_state(const struct hostd_dev *dev)
 {
+	if (dev->pending)
+		return "pending";
 	return dev->faulted ? "faulted" : dev->open ? "open" : "closed";
 }
 

@@ -57,6 +57,11 @@ struct hostd_dev {
 	char name[48];			/* "device 3 (venet)", for messages */
 	void *priv;
 	bool created;
+	bool hot;			/* hostd_dev_hot() */
+	bool pending;			/* HOSTD_DEV_PENDING, not ready yet */
+	bool announce;			/* ready: DEVADD in the deferred pass */
+	bool doomed;			/* gave up: dropped in the deferred pass */
+	char why[256];			/* a pending device's hostd_dev_fail() */
 	bool open;
 	bool faulted;
 	char fault[160];		/* the first reason, until reopened */

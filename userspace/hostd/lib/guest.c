@@ -124,6 +124,7 @@ int hostd_guest_start(struct hostd_guest *g)
 
 	/* "g:NAME": one thread per guest, each findable by its guest's name */
 	snprintf(name, sizeof(name), "g:%s", g->name);
+	hostd_bus_set_live(&g->bus);
 	return hostd_loop_start(&g->loop, name);
 }
 
@@ -250,6 +251,9 @@ int hostd_guest_stats(struct hostd_guest *g, struct hostd_stats_out *out,
 	hostd_stat_begin(out, NULL);
 	hostd_stat_str(out, "guest", g->name);
 	hostd_stat_str(out, "state", hostd_guest_state(g));
+	/* a pending `ctl add` that gave up (HOSTD_DEV_PENDING): why */
+	if (g->bus.add_error[0])
+		hostd_stat_str(out, "add_error", g->bus.add_error);
 	if (counters)
 		guest_counters(g, out);
 	else

@@ -20,11 +20,23 @@
  *   build/tests/hostd/devices/vbus_blk/hostd_vbus_blk_bench [direct=0|1] [runs]
  *
  * The file (64 MiB) goes to $VBUS_BLK_TEST_DIR or the current directory.
+ *
+ * With nbd=URI instead, the NBD backend (vbus_blk_nbd*.c) against that
+ * server (an export of 64 MiB or more, e.g. `qemu-nbd -k SOCK -f qcow2
+ * IMG.qcow2` or `nbdkit -U SOCK memory 64M`): 4 KiB random reads at
+ * QD32, the guest's interrupt handler run after each loop pass (it takes
+ * the signal and re-arms it, as vbus_blk.ko does): IOPS and, per I/O,
+ * the hand-backs (publications), the signals injected into the guest and
+ * its doorbells, the figures a guest under KVM pays a VM exit or an
+ * interrupt for:
+ *
+ *   hostd_vbus_blk_bench nbd=nbd+unix:///?socket=SOCK [runs]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -39,6 +51,7 @@
 #define FILE_SIZE	(64u << 20)
 #define IO		4096u
 #define MAXQD		16
+#define NBD_QD		32	/* nbd=URI: the queue depth */
 #define RUN_NS		1000000000ull
 
 static __u64 rnd_state = 0x9e3779b97f4a7c15ull;
@@ -70,7 +83,7 @@ static void die(const char *what)
 struct dev_side {
 	struct hostd_dev *dev;
 	struct fg_ring ring;
-	__u64 req[MAXQD], buf[MAXQD];
+	__u64 req[NBD_QD], buf[NBD_QD];
 };
 
 static void dev_post(struct dev_side *d, unsigned int i)
@@ -115,25 +128,32 @@ static double dev_run(struct dev_side *d, unsigned int qd)
 	return (double)n * 1e9 / (double)(t - t0);
 }
 
-static void dev_setup(struct dev_side *d, const char *path, int direct,
-		      const char *extra)
+/* the device with @params, one queue of NBD_QD * 2 */
+static void dev_open(struct dev_side *d, const char *params)
 {
-	struct vbus_blk_negotiate neg = { 0, 1, MAXQD * 2, 0 };
-	char params[600];
+	struct vbus_blk_negotiate neg = { 0, 1, NBD_QD * 2, 0 };
 	unsigned int i;
 	int err;
 
-	snprintf(params, sizeof(params), "file=%s,direct=%d,queues=1%s", path,
-		 direct, extra);
 	d->dev = fgd_dev_create("vbus-blk", params, &err);
 	if (!d->dev || fgd_dev_open(d->dev, VBUS_BLK_VERSION) ||
 	    fgd_call(d->dev, VBUS_BLK_FUNC_NEGOTIATE, &neg, sizeof(neg)) ||
-	    fgd_ring_attach(d->dev, 0, MAXQD * 2, &d->ring))
-		die("device");
-	for (i = 0; i < MAXQD; i++) {
+	    fgd_ring_attach(d->dev, 0, NBD_QD * 2, &d->ring))
+		die(d->dev ? "device" : fgd_last_error());
+	for (i = 0; i < NBD_QD; i++) {
 		d->req[i] = fgd_alloc(VBUS_BLK_REQ_SIZE(1), 64);
 		d->buf[i] = fgd_alloc(IO, 4096);
 	}
+}
+
+static void dev_setup(struct dev_side *d, const char *path, int direct,
+		      const char *extra)
+{
+	char params[600];
+
+	snprintf(params, sizeof(params), "file=%s,direct=%d,queues=1%s", path,
+		 direct, extra);
+	dev_open(d, params);
 }
 
 /* ---- QD1, the guest in a thread of its own -------------------------------------- */
@@ -256,6 +276,120 @@ static void raw_setup(struct raw_side *r, const char *path, int direct)
 			die("memalign");
 }
 
+/* ---- nbd=URI: the NBD backend at QD32 ---------------------------------------------- */
+
+struct nbd_fig {
+	double iops, handbacks, signals, doorbells;	/* the last three per I/O */
+};
+
+static __u64 stat_of(struct dev_side *d, const char *key)
+{
+	return fgd_stat(d->dev, key);
+}
+
+static void nbd_run(struct dev_side *d, struct nbd_fig *f)
+{
+	__u64 b0 = stat_of(d, "batches"), o0 = stat_of(d, "notify_out");
+	__u64 i0 = stat_of(d, "notify_in"), n = 0, cookie, t0, t;
+	unsigned int i;
+
+	fgd_irqs(&d->ring);
+	t0 = now_ns();
+	for (i = 0; i < NBD_QD; i++)
+		dev_post(d, i);
+	while ((t = now_ns()) - t0 < RUN_NS) {
+		fgd_poll(1);
+		fgd_irqs(&d->ring);	/* the guest's interrupt handler */
+		while (fgd_reap(&d->ring, NULL, &cookie) == 1) {
+			if (((struct vbus_blk_req *)fgd_ram(d->req[cookie]))->status !=
+			    VBUS_BLK_S_OK)
+				die("status");
+			n++;
+			dev_post(d, (unsigned int)cookie);
+		}
+	}
+	if (!n)
+		die("no I/O");
+	f->iops = (double)n * 1e9 / (double)(t - t0);
+	f->handbacks = (double)(stat_of(d, "batches") - b0) / (double)n;
+	f->signals = (double)(stat_of(d, "notify_out") - o0) / (double)n;
+	f->doorbells = (double)(stat_of(d, "notify_in") - i0) / (double)n;
+	for (i = 0; i < NBD_QD;) {	/* the last ones land before the next run */
+		fgd_poll(1);
+		fgd_irqs(&d->ring);
+		while (fgd_reap(&d->ring, NULL, &cookie) == 1)
+			i++;
+	}
+}
+
+static int cmp_fig(const void *a, const void *b, size_t off)
+{
+	double x = *(const double *)((const char *)a + off);
+	double y = *(const double *)((const char *)b + off);
+
+	return x < y ? -1 : x > y;
+}
+
+#define FIG_SORT(name)							\
+	static int cmp_##name(const void *a, const void *b)		\
+	{								\
+		return cmp_fig(a, b, offsetof(struct nbd_fig, name));	\
+	}
+FIG_SORT(iops)
+FIG_SORT(handbacks)
+FIG_SORT(signals)
+FIG_SORT(doorbells)
+
+/* one figure of the runs: median (min..max), sorted by it */
+static void nbd_print(struct nbd_fig *f, int runs, const char *what,
+		      int (*cmp)(const void *, const void *), size_t off,
+		      int prec)
+{
+	qsort(f, (size_t)runs, sizeof(*f), cmp);
+#define V(i) (*(double *)((char *)&f[i] + off))
+	printf("  %-14s %.*f (%.*f..%.*f)\n", what, prec, V(runs / 2), prec,
+	       V(0), prec, V(runs - 1));
+#undef V
+}
+
+static int nbd_main(const char *uri, int runs)
+{
+	struct nbd_fig f[99];
+	struct dev_side d = { 0 };
+	char params[600];
+	int i;
+
+	if (fgd_init())
+		die("fgd_init");
+	snprintf(params, sizeof(params), "%s,queues=1,nbd_conns=1", uri);
+	dev_open(&d, params);
+	if (fgd_stat(d.dev, "capacity") * 512 < FILE_SIZE) {
+		fprintf(stderr, "vbus_blk_bench: %s: the export is smaller than "
+			"%u MiB\n", uri, FILE_SIZE >> 20);
+		return 1;
+	}
+	for (i = 0; i < runs; i++)
+		nbd_run(&d, &f[i]);
+	printf("vbus-blk nbd backend (%s), 4 KiB random reads at QD%u, %d "
+	       "runs of 1 s: median (min..max)\n", uri, NBD_QD, runs);
+	for (i = 0; i < runs; i++)
+		f[i].iops /= 1000;
+	nbd_print(f, runs, "kIOPS", cmp_iops, offsetof(struct nbd_fig, iops), 2);
+	nbd_print(f, runs, "hand-backs/IO", cmp_handbacks,
+		  offsetof(struct nbd_fig, handbacks), 3);
+	nbd_print(f, runs, "signals/IO", cmp_signals,
+		  offsetof(struct nbd_fig, signals), 3);
+	nbd_print(f, runs, "doorbells/IO", cmp_doorbells,
+		  offsetof(struct nbd_fig, doorbells), 3);
+	printf("device: reads=%llu io_errors=%llu faulted=%d\n",
+	       (unsigned long long)fgd_stat(d.dev, "reads"),
+	       (unsigned long long)fgd_stat(d.dev, "io_errors"),
+	       fgd_dev_faulted(d.dev));
+	fgd_dev_destroy(d.dev);
+	fgd_fini();
+	return 0;
+}
+
 /* ---- main ----------------------------------------------------------------------- */
 
 static int cmp_double(const void *a, const void *b)
@@ -295,6 +429,8 @@ int main(int argc, char **argv)
 
 	if (runs < 1 || runs > 99)
 		runs = 5;
+	if (argc > 1 && !strncmp(argv[1], "nbd=", 4))
+		return nbd_main(argv[1], runs);
 	snprintf(path, sizeof(path), "%s/vbus-blk-bench-%d.img",
 		 dir ? dir : ".", (int)getpid());
 	snprintf(path2, sizeof(path2), "%s/vbus-blk-bench-%d-2.img",

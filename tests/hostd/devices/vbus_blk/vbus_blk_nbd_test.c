@@ -27,8 +27,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 #include <dirent.h>
@@ -365,6 +368,81 @@ static void nbd_many_inflight(void **state)
 	}
 }
 
+/* the fd of our connection to the server's socket (nbd_conns=1: one) */
+static int conn_fd(struct nfx *x)
+{
+	char link[300], target[64];
+	struct sockaddr_un peer;
+	struct dirent *e;
+	int fd = -1;
+	DIR *d = opendir("/proc/self/fd");
+
+	assert_non_null(d);
+	while (fd < 0 && (e = readdir(d))) {
+		socklen_t len = sizeof(peer);
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0 || strncmp(target, "socket:", 7))
+			continue;
+		memset(&peer, 0, sizeof(peer));
+		if (!getpeername(atoi(e->d_name), (struct sockaddr *)&peer, &len) &&
+		    peer.sun_family == AF_UNIX && !strcmp(peer.sun_path, x->sock))
+			fd = atoi(e->d_name);
+	}
+	closedir(d);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/* until @fd holds @bytes unread (the loop does not run meanwhile) */
+static void wait_unread(int fd, int bytes)
+{
+	__u64 end = hostd_now_ns() + TIMEOUT_MS * 1000000ull;
+	int n = 0;
+
+	while (!ioctl(fd, FIONREAD, &n) && n < bytes) {
+		struct timespec ts = { 0, 1000000 };
+
+		assert_true(hostd_now_ns() < end);
+		nanosleep(&ts, NULL);	/* the byte count has no fd to wait on */
+	}
+	assert_int_equal(n, bytes);
+}
+
+/*
+ * The answers of many requests that are at the server together go back
+ * to the guest together: one hand-back (one publication, one signal),
+ * not one per NBD reply. The loop does not run while the server
+ * answers, so all 16 replies (16 bytes each: nbdkit answers a WRITE with
+ * a simple reply) wait in the socket before the device sees one.
+ */
+static void nbd_replies_one_hand_back(void **state)
+{
+	struct nfx *x = *state;
+	__u32 len = 4096;
+	__u64 w, req[16], batches;
+	unsigned int i;
+
+	server_file(x, NULL, NULL);
+	nbd_up(x, "nbd_conns=1");
+	wait_state(x, "up");
+	w = buf_new(len, 0x5a);
+	for (i = 0; i < 16; i++) {
+		req[i] = req_new(VBUS_BLK_OP_WRITE, 0, 8 * i, 0, 1, &w, &len);
+		assert_int_equal(fgd_post(&x->f.r[0], req[i],
+					  VBUS_BLK_REQ_SIZE(1), i + 1), 0);
+	}
+	wait_stat(x, "inflight", 16);
+	batches = fgd_stat(x->f.dev, "batches");
+	wait_unread(conn_fd(x), 16 * 16);
+	reap_n(&x->f.r[0], 16, NULL);
+	for (i = 0; i < 16; i++)
+		assert_int_equal(req_status(req[i]), VBUS_BLK_S_OK);
+	assert_int_equal(fgd_stat(x->f.dev, "batches") - batches, 1);
+}
+
 /* the server killed mid-request: the request waits, is resent, lands */
 static void nbd_server_killed(void **state)
 {
@@ -605,6 +683,72 @@ static void nbd_refused(void **state)
 	assert_true(err < 0);
 	assert_non_null(strstr(fgd_last_error(), "cannot connect"));
 	assert_non_null(strstr(fgd_last_error(), x->sock));
+}
+
+/* a server that takes the connection and never says a word */
+static int stalled_server(struct nfx *x)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(s >= 0);
+	assert_true(strlen(x->sock) < sizeof(a.sun_path));
+	memcpy(a.sun_path, x->sock, strlen(x->sock) + 1);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	/* the kernel completes the connect from its backlog: never accepted */
+	assert_int_equal(listen(s, 4), 0);
+	return s;
+}
+
+/*
+ * `ctl add` of an NBD disk on a running guest waits for nothing: the
+ * device is pending (the guest is not told of it: DEVOPEN refused)
+ * while the handshake runs on the loop, another disk's reads keep
+ * completing meanwhile, and a server that never answers gives the add
+ * up at nbd_timeout, saying so, the other disk untouched.
+ */
+static void nbd_add_stalled_server(void **state)
+{
+	struct nfx *x = *state;
+	struct fx other = { 0 };
+	__u32 len = 4096;
+	__u64 r = buf_new(len, 0);
+	char params[2048];
+	struct hostd_dev *dev;
+	unsigned int reads = 0;
+	int ls = stalled_server(x), err;
+	__u64 end = hostd_now_ns() + TIMEOUT_MS * 1000000ull;
+
+	tmp_path(other.path, sizeof(other.path), "nbd-other");
+	make_file(other.path, DISK_SIZE, 0x22);
+	blk_create(&other, NULL);
+	blk_negotiate(&other, other.cfg.features, 1, 16);
+	snprintf(params, sizeof(params), "nbd=%s,nbd_timeout=1", x->uri);
+	dev = fgd_dev_add("vbus-blk", params, &err);
+	assert_non_null(dev);
+	assert_true(fgd_dev_pending(dev));
+	assert_string_equal(fgd_stat_str(dev, "state"), "pending");
+	assert_string_equal(fgd_stat_str(dev, "nbd_state"), "connecting");
+	assert_int_equal(fgd_dev_open(dev, VBUS_BLK_VERSION), -ENODEV);
+	/* served while the add waits; `dev` is gone once it gave up */
+	while (!fgd_add_error()[0]) {
+		assert_true(hostd_now_ns() < end);
+		assert_int_equal(rw(&other, VBUS_BLK_OP_READ, 0, 8, 1, &r, &len),
+				 VBUS_BLK_S_OK);
+		reads++;
+	}
+	assert_true(reads > 0);
+	assert_non_null(strstr(fgd_add_error(), "nbd=nbd+unix:///?socket="));
+	assert_non_null(strstr(fgd_add_error(), ": no answer from the server "
+			       "within nbd_timeout=1 s"));
+	assert_int_equal(((unsigned char *)fgd_ram(r))[0], 0x22);
+	assert_int_equal(fgd_stat(other.dev, "io_errors"), 0);
+	assert_false(fgd_dev_faulted(other.dev));
+	fprintf(stderr, "[test] %u reads of the other disk while the add "
+		"waited\n", reads);
+	fgd_dev_destroy(other.dev);
+	unlink(other.path);
+	close(ls);
 }
 
 /* file= and nbd= together, or an nbd param with a file: refused */
@@ -942,8 +1086,10 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(nbd_config), T(nbd_read_write), T(nbd_flush_fua),
 		T(nbd_discard_zeroes), T(nbd_many_inflight),
+		T(nbd_replies_one_hand_back),
 		T(nbd_server_killed), T(nbd_flushed_survives),
 		T(nbd_server_gone), T(nbd_server_stalls), T(nbd_refused),
+		T(nbd_add_stalled_server),
 		T(nbd_param_errors), T(nbd_odd_block_sizes),
 		T(nbd_block_size_refused), T(nbd_malformed),
 		T(nbd_export_shrinks), T(nbd_export_grows), T(nbd_read_only),

@@ -174,8 +174,9 @@ nbd_start() {
 }
 # dev_stat ID KEY: the value of KEY in `ctl stats g1 ID`
 dev_stat() { ctl stats g1 "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-# add_dev ID SPEC: ctl add SPEC, which may answer "busy" while the device still starts on
-# the guest's thread (image=: the storage daemon): then its stats, 30 s
+# add_dev ID SPEC: ctl add SPEC (image=, nbd=: answered at once, the device pending
+# until its server answers; the guest waits for the disk); should it answer "busy"
+# (the guest's thread taken): then its stats, 30 s
 add_dev() {
 	ctl add g1 "$2" >>"$out/ctl.log" 2>&1 && return 0
 	local i

@@ -306,6 +306,7 @@ static void vbus_blk_free(struct vbus_blk *b)
 static int vbus_blk_create(struct hostd_dev *dev, const struct hostd_params *p)
 {
 	struct vbus_blk *b = calloc(1, sizeof(*b));
+	bool pending;
 	int ret;
 
 	if (!b)
@@ -318,6 +319,10 @@ static int vbus_blk_create(struct hostd_dev *dev, const struct hostd_params *p)
 					  hostd_param_get(p, "image_format"));
 	if (!ret)
 		ret = b->be->open(b);
+	/* nbd on a running guest: ready once connected (vbus_blk_nbd_conn.c) */
+	pending = ret == HOSTD_DEV_PENDING;
+	if (pending)
+		ret = 0;
 	/* a backend that knows nothing better: the physical block */
 	if (!ret && !b->topo.io_min)
 		b->topo.io_min = b->pbs;
@@ -335,7 +340,7 @@ static int vbus_blk_create(struct hostd_dev *dev, const struct hostd_params *p)
 		return ret;
 	}
 	hostd_dev_set_priv(dev, b);
-	return 0;
+	return pending ? HOSTD_DEV_PENDING : 0;
 }
 
 static void vbus_blk_destroy(struct hostd_dev *dev)

@@ -20,9 +20,14 @@
  * whose reconnect backoff also covers the restart's start-up). One
  * that dies while starting is not restarted (`ctl stats`:
  * image_state=failed); the requests then fail at their nbd_timeout. At
- * create the start is waited for (bounded by nbd_timeout): the pid file
- * it writes once its export is up. On the loop nothing is waited for
- * (but `ctl resize`, bounded: vbus_blk_image_qmp.c, on its QMP socket).
+ * the daemon's start create waits for the start (bounded by
+ * nbd_timeout): the pid file it writes once its export is up. On a
+ * running guest (`ctl add`: hostd_dev_hot) nothing is waited for: an
+ * inotify watch on the loop sees the pid file, the pidfd the daemon's
+ * exit, and started() tells the NBD backend, whose pending first
+ * connect goes on from there (and bounds the start by nbd_timeout). On
+ * the loop nothing is waited for (but `ctl resize`, bounded:
+ * vbus_blk_image_qmp.c, on its QMP socket).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -290,6 +295,47 @@ static bool pidfile_there(const struct vbus_blk_image *im)
 	return !access(im->pidfile, F_OK);
 }
 
+/* a start not waited for ended (@why NULL: the export is up) */
+static void tell_started(struct vbus_blk_image *im, const char *why)
+{
+	void (*fn)(struct vbus_blk *b, const char *why) = im->started;
+
+	unwatch(im, &im->infd);
+	im->started = NULL;
+	if (fn)
+		fn(im->b, why);
+}
+
+/* pending start: something in the private directory; the pid file? */
+static void on_dir(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+{
+	struct vbus_blk_image *im = arg;
+	char ev[4096];
+
+	(void)dev;
+	(void)events;
+	while (read(fd, ev, sizeof(ev)) > 0)
+		;
+	if (!pidfile_there(im))
+		return;
+	im->ready = true;
+	/* from now on its stderr is logged as it comes (watch()) */
+	if (hostd_fd_add(dev, im->errfd, EPOLLIN, on_daemon_stderr, im) < 0) {
+		tell_started(im, "cannot watch its stderr");
+		return;
+	}
+	tell_started(im, NULL);
+}
+
+bool vbus_blk_image_up(struct vbus_blk *b)
+{
+	struct vbus_blk_image *im = b->image;
+
+	if (im && !im->ready && pidfile_there(im))
+		im->ready = true;
+	return !im || im->ready;
+}
+
 /*
  * The daemon exited. One that had served (its pid file written after
  * its export was up) is started again: the NBD backend reconnects to
@@ -300,7 +346,8 @@ static void on_daemon_exit(struct hostd_dev *dev, int fd, __u32 events,
 			   void *arg)
 {
 	struct vbus_blk_image *im = arg;
-	bool served = im->ready || pidfile_there(im);
+	/* a start not waited for that did not reach on_dir(): not served */
+	bool served = (im->ready || pidfile_there(im)) && !im->started;
 	int ret;
 
 	(void)fd;
@@ -314,6 +361,7 @@ static void on_daemon_exit(struct hostd_dev *dev, int fd, __u32 events,
 		hostd_dev_log(dev, "vbus-blk: image=%s: qemu-storage-daemon did "
 			      "not start: %s; not starting it again", im->image,
 			      im->why);
+		tell_started(im, im->why);
 		return;
 	}
 	im->restarts++;
@@ -400,6 +448,38 @@ static int start_first(struct vbus_blk *b, struct vbus_blk_image *im,
 	return watch(im);
 }
 
+/* on a running guest: started, watched; the pid file seen on the loop */
+static int start_hot(struct vbus_blk *b, struct vbus_blk_image *im)
+{
+	int ret = start(im);
+
+	if (ret == -EINVAL)
+		return hostd_dev_fail(b->dev, ret, "image=%s: a comma in the path "
+				      "is not supported", im->image);
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret, "image=%s: cannot start "
+				      "qemu-storage-daemon: %s", im->image,
+				      strerror(-ret));
+	im->infd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (im->infd < 0 ||
+	    inotify_add_watch(im->infd, im->dir, IN_CREATE | IN_MOVED_TO) < 0)
+		ret = -errno;
+	if (!ret)
+		ret = hostd_fd_add(b->dev, im->infd, EPOLLIN, on_dir, im);
+	if (ret < 0) {
+		if (im->infd >= 0)
+			close(im->infd);
+		im->infd = -1;
+		return hostd_dev_fail(b->dev, ret, "image=%s: inotify: %s",
+				      im->image, strerror(-ret));
+	}
+	/*
+	 * its exit only: its stderr stays unread until it is up or gone,
+	 * so a refusal's words are taken whole, as start_first() takes them
+	 */
+	return hostd_fd_add(b->dev, im->daemon_fd, EPOLLIN, on_daemon_exit, im);
+}
+
 int vbus_blk_image_open(struct vbus_blk *b, const char *path,
 			const char *format)
 {
@@ -410,7 +490,7 @@ int vbus_blk_image_open(struct vbus_blk *b, const char *path,
 	if (!im)
 		return -ENOMEM;
 	im->b = b;
-	im->daemon_fd = im->errfd = -1;
+	im->daemon_fd = im->errfd = im->infd = -1;
 	b->image = im;
 	if (!realpath(path, im->image))
 		return hostd_dev_fail(b->dev, -errno, "image=%s: %s", path,
@@ -439,7 +519,8 @@ int vbus_blk_image_open(struct vbus_blk *b, const char *path,
 	if (!ret)
 		ret = check_format(b, im);
 	if (!ret)
-		ret = start_first(b, im, b->nbd_timeout_s);
+		ret = hostd_dev_hot(b->dev) ? start_hot(b, im) :
+		      start_first(b, im, b->nbd_timeout_s);
 	if (ret < 0)
 		return ret;
 	snprintf(b->path, sizeof(b->path), "nbd+unix:///disk?socket=%s",
@@ -466,6 +547,8 @@ void vbus_blk_image_close(struct vbus_blk *b)
 
 	if (!im)
 		return;
+	unwatch(im, &im->infd);
+	im->started = NULL;
 	unwatch(im, &im->daemon_fd);
 	unwatch(im, &im->errfd);
 	if (im->pid > 0) {

@@ -26,13 +26,26 @@ struct vbus_blk_image {
 	int daemon_fd;			/* its pidfd, watched, -1 */
 	bool ready;			/* its export was up (the pid file) */
 	bool failed;			/* a restart failed: no more */
+	int infd;			/* pending start: inotify on dir, -1 */
+	/*
+	 * A start not waited for (a pending device: vbus_blk_nbd_conn.c):
+	 * called on the loop once the export is up (@why NULL) or the
+	 * daemon died starting (@why: its words); then cleared.
+	 */
+	void (*started)(struct vbus_blk *b, const char *why);
 	__u64 restarts;
 	char why[512];			/* why a start failed */
 };
 
-/* start the daemon for @path (format @format, or probed); b->path = URI */
+/*
+ * start the daemon for @path (format @format, or probed); b->path = URI.
+ * Waits for its export (bounded by nbd_timeout), but on a running guest
+ * (hostd_dev_hot): then started() says when, and the caller bounds it.
+ */
 int vbus_blk_image_open(struct vbus_blk *b, const char *path,
 			const char *format);
+/* the export is up (the pid file), or the start is still under way */
+bool vbus_blk_image_up(struct vbus_blk *b);
 void vbus_blk_image_close(struct vbus_blk *b);
 void vbus_blk_image_stats(struct vbus_blk *b, struct hostd_stats_out *out);
 /*

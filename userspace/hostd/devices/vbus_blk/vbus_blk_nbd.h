@@ -15,10 +15,13 @@
  * answered on all of them), one per queue (nbd_conns=N: at most N; the
  * guest's queue qi uses connection qi % N). Each is driven by the
  * guest's loop through nbd_aio_get_fd / nbd_aio_get_direction /
- * nbd_aio_notify_{read,write}: nothing here waits for the server (the
- * first connect at create is bounded by nbd_timeout, like opening a
- * file; the others connect on the loop, their queues' requests parked
- * until they are up).
+ * nbd_aio_notify_{read,write}: nothing here waits for the server. The
+ * first connect of a device added to a running guest (`ctl add`) is made
+ * on the loop too: the device is pending (HOSTD_DEV_PENDING), the guest
+ * sees it once the handshake gave its size and limits; at the daemon's
+ * start it is waited for in create, bounded by nbd_timeout, like opening
+ * a file. The others connect on the loop, their queues' requests parked
+ * until they are up.
  */
 #ifndef VBUS_HOSTD_VBUS_BLK_NBD_H
 #define VBUS_HOSTD_VBUS_BLK_NBD_H
@@ -29,6 +32,7 @@
 #define NBD_TICK_MS		100	/* deadlines and reconnects */
 #define NBD_BACKOFF_MIN_MS	100	/* first reconnect after a loss */
 #define NBD_BACKOFF_MAX_MS	2000
+#define NBD_READS_PER_WAKE	256	/* notify_reads per socket wakeup */
 
 enum nbd_conn_state {
 	NBD_DOWN,		/* no connection: a reconnect is due at retry_ns */
@@ -102,6 +106,9 @@ struct vbus_blk_nbd {
 	bool tfd_watched, ticking;
 	__u64 size;			/* the export's bytes, last connect */
 	bool settling;			/* in nbd_settle: none nests */
+	bool pending;			/* first connect on the loop, not up yet */
+	bool gave_up;			/* it failed: the device goes */
+	__u64 start_deadline_ns;	/* pending on image='s start: until */
 	unsigned int orphans;		/* sent, of a closed session */
 	char why[256];			/* the last loss or refusal */
 	struct nbd_cmd_list done;
@@ -121,8 +128,9 @@ void nbd_settle(struct vbus_blk_nbd *n);
 void nbd_cmd_fail(struct vbus_blk_nbd *n, struct nbd_cmd *c, int err);
 
 /* vbus_blk_nbd_conn.c */
-/* the first connection, at create: bounded by nbd_timeout; limits set;
- * the others (multi-conn) started, not waited for */
+/* the first connection, at create: started; on a running guest left to
+ * the loop (HOSTD_DEV_PENDING), else waited for, bounded by nbd_timeout;
+ * once up the limits are set and the others (multi-conn) started */
 int nbd_conn_first(struct vbus_blk_nbd *n);
 /* after issuing or notifying: a dead connection is a loss; the watch
  * follows libnbd's direction */

@@ -9,9 +9,19 @@
  *
  * The first connection is made at create (`ctl add`, the config): the
  * device's limits come from the server (size, block sizes, flags), so
- * there is no device without it. That wait polls the socket with the
- * remaining time of nbd_timeout; a refused or unreachable server fails
- * at once with libnbd's reason. A server that advertises multi-conn
+ * the guest sees no device without it. On a running guest (`ctl add`:
+ * hostd_dev_hot) create only starts it: the device is pending
+ * (HOSTD_DEV_PENDING, nothing blocks the guest's loop), its handshake
+ * runs on the loop like a reconnect's, and once up the device is ready
+ * (hostd_dev_ready: the guest gets DEVADD); a handshake that fails or
+ * does not finish within nbd_timeout gives the device up
+ * (hostd_dev_give_up: dropped, the why logged and in `ctl stats`'s
+ * add_error), with the message create would have given. At the daemon's
+ * start (the config) create waits for it instead (a guest that
+ * re-attaches after a restart drops a device not announced at once):
+ * that wait polls the socket with the remaining time of nbd_timeout. A
+ * refused or unreachable server fails at once with libnbd's reason
+ * either way. A server that advertises multi-conn
  * gets more connections, one per queue (nbd_conns=, default the
  * device's queues), started then and made on the loop like a
  * reconnect: a queue whose connection is not up yet parks its requests.
@@ -37,6 +47,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include "vbus_blk_image.h"
 #include "vbus_blk_nbd.h"
 
 #define SECTOR 512u
@@ -247,6 +258,39 @@ static int take_limits(struct nbd_conn *k)
 	return 0;
 }
 
+static void reconnect(struct nbd_conn *k);
+
+/* a pending device's handshake is done: its limits, the others, DEVADD */
+static int first_ready(struct nbd_conn *k)
+{
+	struct vbus_blk_nbd *n = k->n;
+	unsigned int i;
+	int ret = take_limits(k);
+
+	if (ret < 0)
+		return ret;
+	/* the server's preferred block, as vbus_blk_create would have it */
+	n->b->topo.io_min = n->b->pbs;
+	n->pending = false;
+	for (i = 1; i < n->nconns; i++)
+		reconnect(&n->conn[i]);
+	hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: connected, the guest is "
+		      "told of the disk", n->b->path);
+	hostd_dev_ready(n->b->dev);
+	return 0;
+}
+
+/* a pending device's first connect failed (hostd_dev_fail said why) */
+static void first_give_up(struct nbd_conn *k)
+{
+	struct vbus_blk_nbd *n = k->n;
+
+	handle_drop(k);
+	n->gave_up = true;
+	n->st.connect_failures++;
+	hostd_dev_give_up(n->b->dev);
+}
+
 /* handshake done: the first time the limits, later the parked go again */
 static int conn_up(struct nbd_conn *k)
 {
@@ -258,7 +302,8 @@ static int conn_up(struct nbd_conn *k)
 
 	if (size < 0) {
 		set_why(n, "the export has no size", nbd_get_error());
-		return -EIO;
+		return first ? hostd_dev_fail(n->b->dev, -EIO, "nbd=%s: %s",
+					      n->b->path, n->why) : -EIO;
 	}
 	if (!first && (__u64)size < n->size)
 		hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: the export shrank from "
@@ -271,7 +316,7 @@ static int conn_up(struct nbd_conn *k)
 	k->backoff_ms = 0;
 	n->st.connects++;
 	if (first)
-		return take_limits(k);
+		return n->pending ? first_ready(k) : take_limits(k);
 	if (again) {
 		n->st.reconnects++;
 		hostd_dev_log(n->b->dev, "vbus-blk: nbd=%s: connection %u "
@@ -300,15 +345,28 @@ static int conn_up(struct nbd_conn *k)
  */
 static void conn_progress(struct nbd_conn *k, const char *why)
 {
+	struct vbus_blk *b = k->n->b;
+
 	if (!k->h)
 		return;
 	if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h)) {
+		if (k->n->pending) {
+			/* as first_wait() says it */
+			hostd_dev_fail(b->dev, -ECONNREFUSED,
+				       "nbd=%s: cannot connect: %s", b->path,
+				       why ? why : "the server closed the connection");
+			first_give_up(k);
+			return;
+		}
 		nbd_conn_lost(k, why ? why : "the server closed the connection");
 		return;
 	}
 	if (k->state == NBD_CONNECTING && nbd_aio_is_ready(k->h) &&
 	    conn_up(k) < 0) {
-		nbd_conn_lost(k, k->n->why);
+		if (k->n->pending)
+			first_give_up(k);	/* conn_up said why */
+		else
+			nbd_conn_lost(k, k->n->why);
 		return;
 	}
 	watch_update(k);
@@ -356,6 +414,41 @@ void nbd_conn_lost(struct nbd_conn *k, const char *why)
 	nbd_tick_update(n);
 }
 
+/* more to read now: libnbd wants to read and the socket has bytes */
+static bool readable(struct nbd_conn *k)
+{
+	struct pollfd p = { .fd = k->fd, .events = POLLIN };
+
+	if (nbd_aio_is_dead(k->h) || nbd_aio_is_closed(k->h) ||
+	    !(nbd_aio_get_direction(k->h) & LIBNBD_AIO_DIRECTION_READ))
+		return false;
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/*
+ * Every reply the socket holds, in one wakeup. libnbd's state machine
+ * takes one reply per nbd_aio_notify_read (it stops at READY after each),
+ * so reading once per wakeup answered each reply in a pass of its own:
+ * one hand-back and one signal to the guest per request, at any queue
+ * depth. Reading on while the socket has bytes gathers them all, then
+ * nbd_settle() hands them back together: one publication and one signal
+ * per queue per pass, like the io_uring path's reap. Only while there
+ * are bytes: libnbd must never be asked to read into EAGAIN outside
+ * READY. Bounded (NBD_READS_PER_WAKE): a server that keeps answering
+ * cannot keep the loop from its other fds; the socket stays readable,
+ * so the rest comes on the next pass.
+ */
+static int notify_read_all(struct nbd_conn *k)
+{
+	unsigned int i = 0;
+	int r;
+
+	do
+		r = nbd_aio_notify_read(k->h);
+	while (r != -1 && ++i < NBD_READS_PER_WAKE && readable(k));
+	return r;
+}
+
 static void on_socket(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 {
 	struct nbd_conn *k = arg;
@@ -371,7 +464,7 @@ static void on_socket(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 	/* a hang-up or an error is read as such by the state machine */
 	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
 	    (dir & LIBNBD_AIO_DIRECTION_READ))
-		r = nbd_aio_notify_read(k->h);
+		r = notify_read_all(k);
 	if (r != -1 && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) &&
 	    (dir & LIBNBD_AIO_DIRECTION_WRITE) && !nbd_aio_is_dead(k->h))
 		r = nbd_aio_notify_write(k->h);
@@ -436,13 +529,78 @@ static int first_wait(struct nbd_conn *k)
 	return 0;
 }
 
+/* a pending device's first connect: started, watched, bounded (tick) */
+static int first_connect(struct nbd_conn *k)
+{
+	struct vbus_blk_nbd *n = k->n;
+	int ret = conn_start(k);
+
+	if (ret < 0)
+		return hostd_dev_fail(n->b->dev, ret, "nbd=%s: %s", n->b->path,
+				      n->why);
+	ret = watch_start(k);
+	if (ret < 0) {
+		handle_drop(k);
+		return hostd_dev_fail(n->b->dev, ret, "nbd=%s: cannot watch "
+				      "the connection: %s", n->b->path,
+				      strerror(-ret));
+	}
+	nbd_tick_update(n);	/* bounds the handshake (tick_conn) */
+	return 0;
+}
+
+/* image=, pending: its storage daemon's start ended (vbus_blk_image.c) */
+static void image_started(struct vbus_blk *b, const char *why)
+{
+	struct vbus_blk_nbd *n = b->be_priv;
+	struct nbd_conn *k = &n->conn[0];
+
+	if (!n->pending || n->gave_up || k->h)
+		return;
+	if (why)	/* as start_first() in vbus_blk_image.c says it */
+		hostd_dev_fail(b->dev, -EIO, "image=%s: %s", b->image->image,
+			       why);
+	if (why || first_connect(k) < 0)
+		first_give_up(k);
+}
+
+/*
+ * On a running guest: create returns HOSTD_DEV_PENDING once the first
+ * connect is under way, or (image=) once its storage daemon is starting
+ * (image_started() connects when its export is up).
+ */
+static int first_start(struct nbd_conn *k)
+{
+	struct vbus_blk_nbd *n = k->n;
+	struct vbus_blk *b = n->b;
+	int ret = nbd_tick_init(n);
+
+	if (ret < 0)
+		return hostd_dev_fail(b->dev, ret, "nbd=%s: cannot watch "
+				      "the connection: %s", b->path,
+				      strerror(-ret));
+	n->pending = true;
+	if (b->image && !vbus_blk_image_up(b)) {
+		n->start_deadline_ns = hostd_now_ns() +
+				       b->nbd_timeout_s * 1000000000ull;
+		b->image->started = image_started;
+		nbd_tick_update(n);	/* bounds the start (tick_conn) */
+		return HOSTD_DEV_PENDING;
+	}
+	ret = first_connect(k);
+	return ret < 0 ? ret : HOSTD_DEV_PENDING;
+}
+
 int nbd_conn_first(struct vbus_blk_nbd *n)
 {
 	struct vbus_blk *b = n->b;
 	struct nbd_conn *k = &n->conn[0];
 	unsigned int i;
-	int ret = conn_start(k);
+	int ret;
 
+	if (hostd_dev_hot(b->dev))
+		return first_start(k);
+	ret = conn_start(k);
 	if (ret < 0)
 		return hostd_dev_fail(b->dev, ret, "nbd=%s: %s", b->path, n->why);
 	ret = first_wait(k);
@@ -495,6 +653,30 @@ static void fail_overdue(struct nbd_conn *k, __u64 now)
 
 static void tick_conn(struct nbd_conn *k, __u64 now)
 {
+	struct vbus_blk *b = k->n->b;
+
+	if (k->n->gave_up)
+		return;		/* the device goes after this pass */
+	if (k->n->pending && !k->h) {
+		/* image=: its storage daemon still starting (first_start) */
+		if (now < k->n->start_deadline_ns)
+			return;
+		/* as start_first() in vbus_blk_image.c says it */
+		hostd_dev_fail(b->dev, -ETIMEDOUT, "image=%s: qemu-storage-daemon "
+			       "did not start within %u s", b->image->image,
+			       b->nbd_timeout_s);
+		first_give_up(k);
+		return;
+	}
+	if (k->n->pending && k->state == NBD_CONNECTING &&
+	    now >= k->connect_deadline_ns) {
+		/* as first_wait() says it */
+		hostd_dev_fail(b->dev, -ETIMEDOUT, "nbd=%s: no answer from the "
+			       "server within nbd_timeout=%u s", b->path,
+			       b->nbd_timeout_s);
+		first_give_up(k);
+		return;
+	}
 	if (k->state == NBD_UP && overdue(&k->sent, now)) {
 		k->n->st.stalls++;
 		nbd_conn_lost(k, "the server did not answer within nbd_timeout");
