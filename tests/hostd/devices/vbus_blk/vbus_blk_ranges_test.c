@@ -185,9 +185,10 @@ static void refused(struct fx *f, const struct vbus_blk_range *rg, __u32 n,
 
 static const struct vbus_blk_range good = { 256, 64, 0 };
 
+/* nr_ranges 0, and a segment of 0 bytes to match */
 static void ranges_none(void **state)
 {
-	refused(*state, &good, 1, 0, 16);
+	refused(*state, &good, 0, 0, 0);
 }
 
 static void ranges_over_limit(void **state)
