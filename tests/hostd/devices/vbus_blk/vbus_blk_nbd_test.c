@@ -476,6 +476,33 @@ static void nbd_discard_ranges_fail(void **state)
 	assert_false(fgd_dev_faulted(x->f.dev));
 }
 
+/*
+ * One range fails, the last one succeeds: the request is S_IOERR all
+ * the same (the export came back smaller: the first range is past its
+ * end, nbd_past_end), and the good range was trimmed.
+ */
+static void nbd_discard_ranges_one_fails(void **state)
+{
+	struct nfx *x = *state;
+	static const struct vbus_blk_range rg[] = {
+		{ DISK_SIZE / SEC - 8, 8, 0 }, { 256, 64, 0 },
+	};
+	static const unsigned char zero[64 * SEC];
+	unsigned char file[64 * SEC];
+
+	server_file(x, NULL, NULL);
+	nbd_up(x, NULL);
+	server_kill(x);
+	wait_state(x, "down");
+	assert_int_equal(truncate(x->f.path, DISK_SIZE / 2), 0);
+	server_file(x, NULL, NULL);
+	wait_state(x, "up");
+	assert_int_equal(discard_ranges(&x->f, rg, 2), VBUS_BLK_S_IOERR);
+	assert_int_equal(fgd_stat(x->f.dev, "nbd_past_end"), 1);
+	file_read(x->f.path, 256 * SEC, file, sizeof(file));
+	assert_memory_equal(file, zero, sizeof(file));
+}
+
 /* a range off the server's 4 KiB block: refused, never sent */
 static void nbd_discard_ranges_unaligned(void **state)
 {
@@ -1030,7 +1057,7 @@ int main(void)
 		T(nbd_multi_conn_per_queue), T(nbd_no_multi_conn_one_conn),
 		T(nbd_conns_param), T(nbd_multi_conn_reconnect),
 		T(nbd_discard_ranges), T(nbd_discard_ranges_fail),
-		T(nbd_discard_ranges_unaligned),
+		T(nbd_discard_ranges_one_fails), T(nbd_discard_ranges_unaligned),
 #undef T
 	};
 
