@@ -104,10 +104,12 @@ old_host_disk() {
 	line=$(probe_line vbt-old)
 	log "compat=v1 disk $d: $line"
 	case "$line" in
-	*" topology"* | *" resize"*) echo "the old host's disk has later features: $line"; return 1 ;;
+	*" topology"* | *" resize"* | *" discard-ranges"*) echo "the old host's disk has later features: $line"; return 1 ;;
 	"") echo "no probe line for vbt-old"; return 1 ;;
 	esac
 	attr "$d" cache_type "write back" || return 1
+	# no range list from an old host: one range per DISCARD
+	attr "$d" queue/max_discard_segments 1 || return 1
 	write_pattern "$d" 0 1048576 >/tmp/old.sha || return 1
 	same_as_host "$d" old 0 1048576 || return 1
 	echo "$d" >/tmp/old.disk
