@@ -122,7 +122,8 @@ old_host_disk() {
 # second, which merges into the first's request (max_discard_segments >
 # 1). The host counts a request of more than one range, the discarded
 # bytes are zero in its file, the ones either side are what was written.
-MR_OFF=33554432		# 32 MiB into the rw disk, 1 MiB of data there
+MR_OFF=33554432		# 32 MiB into the rw disk, MR_DATA bytes of data there
+MR_DATA=131072
 MR_LEN=65536		# discarded from MR_OFF + 512
 multi_range() {
 	local d=$1 before after n gran zero head tail
@@ -130,7 +131,7 @@ multi_range() {
 	[ "$gran" -gt 512 ] || { echo "discard_granularity $gran: no head bio to split off"; return 1; }
 	before=$(vt_host qstat 1 multi_range_discards 0) || { echo "$before"; return 1; }
 	n=${before#*=}
-	write_pattern "$d" "$MR_OFF" 1048576 >/dev/null || return 1
+	write_pattern "$d" "$MR_OFF" "$MR_DATA" >/dev/null || return 1
 	/usr/sbin/blkdiscard -o $((MR_OFF + 512)) -l "$MR_LEN" "/dev/$d" || return 1
 	after=$(vt_host qstat 1 multi_range_discards $((n + 1))) ||
 		{ echo "$after"; return 1; }
@@ -143,7 +144,7 @@ multi_range() {
 		{ echo "the discarded range is not zero in the host's file"; return 1; }
 	[ "$(vt_host sha rw "$MR_OFF" 512)" = "$head" ] ||
 		{ echo "the 512 bytes before the range changed"; return 1; }
-	[ "$(vt_host sha rw $((MR_OFF + 512 + MR_LEN)) $((1048576 - 512 - MR_LEN)))" = "$tail" ] ||
+	[ "$(vt_host sha rw $((MR_OFF + 512 + MR_LEN)) $((MR_DATA - 512 - MR_LEN)))" = "$tail" ] ||
 		{ echo "the bytes after the range changed"; return 1; }
 }
 
