@@ -432,7 +432,7 @@ static void nbd_discard_ranges(void **state)
 	};
 	static const unsigned char zero[65536];
 	unsigned char file[65536];
-	char log[600];
+	char log[sizeof(x->dir) + 8];
 	unsigned int i;
 
 	snprintf(log, sizeof(log), "%s/log", x->dir);
