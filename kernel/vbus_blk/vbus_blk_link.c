@@ -173,10 +173,13 @@ static int vbus_blk_check_same_disk(struct vbus_blk *vblk)
 			vblk->config.logical_block_size, vblk->serial);
 		ret = -EINVAL;
 	}
-	if (ret)	/* the gendisk still describes the old one */
+	if (ret) {	/* the gendisk still describes the old one */
 		vbus_blk_shape_restore(vblk, &old);
-	else
+	} else {
+		/* the pdus hold as many ranges as at probe, no more */
+		vblk->max_discard_ranges = old.max_discard_ranges;
 		vbus_blk_capacity_apply(vblk, old.config.capacity);
+	}
 	return ret;
 }
 
