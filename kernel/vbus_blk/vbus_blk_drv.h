@@ -76,7 +76,12 @@ struct vbus_blk_cmd {
 	int nents;		/* sg entries mapped (dma_map_sg); 0 = none */
 	enum dma_data_direction dir;	/* of the mapping */
 	struct scatterlist *sg;	/* max_segments entries, after req */
-	/* last: followed by max_segments struct vbus_blk_seg, then sg[] */
+	/* a DISCARD's range list (max_discard_ranges), after sg[] */
+	struct vbus_blk_range *ranges;
+	/*
+	 * last: followed by max_segments struct vbus_blk_seg, then sg[],
+	 * then max_discard_ranges struct vbus_blk_range
+	 */
 	struct vbus_blk_req req __aligned(8);
 };
 
@@ -89,6 +94,8 @@ struct vbus_blk {
 	unsigned int nr_poll_queues;	/* the last ones of @queues */
 	unsigned int queue_depth;
 	unsigned int max_segs;	/* segments per request we use */
+	/* ranges per DISCARD we use (F_DISCARD_RANGES granted), else 0 */
+	unsigned int max_discard_ranges;
 	size_t req_stride;	/* bytes per header in a queue's reqs */
 	int index;		/* the N of vbdN */
 
@@ -148,7 +155,10 @@ static inline bool vbus_blk_faulted(struct vbus_blk *vblk)
 
 /* io */
 extern const struct blk_mq_ops vbus_blk_mq_ops;
-size_t vbus_blk_cmd_size(unsigned int max_segs);
+/* ranges per DISCARD the driver takes at most (its pdu holds them) */
+#define VBUS_BLK_DISCARD_RANGES	64
+size_t vbus_blk_cmd_size(unsigned int max_segs,
+			 unsigned int max_discard_ranges);
 void vbus_blk_io_init(struct vbus_blk *vblk);
 void vbus_blk_fault(struct vbus_blk *vblk, const char *why);
 int vbus_blk_close_locked(struct vbus_blk *vblk);

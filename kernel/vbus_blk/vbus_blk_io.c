@@ -32,11 +32,13 @@
 
 #include "vbus_blk_drv.h"
 
-size_t vbus_blk_cmd_size(unsigned int max_segs)
+size_t vbus_blk_cmd_size(unsigned int max_segs,
+			 unsigned int max_discard_ranges)
 {
 	return sizeof(struct vbus_blk_cmd) +
 	       max_segs * sizeof(struct vbus_blk_seg) +
-	       max_segs * sizeof(struct scatterlist);
+	       max_segs * sizeof(struct scatterlist) +
+	       max_discard_ranges * sizeof(struct vbus_blk_range);
 }
 
 static void vbus_blk_fail_work(struct work_struct *work)
@@ -310,6 +312,47 @@ static int vbus_blk_map_segs(struct vbus_blk *vblk, struct request *rq,
 	return mapped;
 }
 
+/*
+ * A DISCARD: one range per bio (with more than one allowed the block
+ * layer merges discards that need not touch, as virtio-blk's
+ * virtblk_setup_discard_write_zeroes_erase reads them). One bio: the
+ * header's range (0 segments). More: the range list in the pdu, mapped
+ * for the host as the request's one segment; 1.
+ */
+static int vbus_blk_map_ranges(struct vbus_blk *vblk, struct request *rq,
+			       struct vbus_blk_cmd *cmd)
+{
+	struct vbus_blk_req *req = &cmd->req;
+	struct vbus_blk_seg *seg = &req->seg[0];
+	struct bio *bio;
+	u32 n = 0;
+
+	req->nr_sectors = blk_rq_sectors(rq);
+	if (!vblk->max_discard_ranges || rq->bio == rq->biotail)
+		return 0;
+	__rq_for_each_bio(bio, rq) {
+		if (n == vblk->max_discard_ranges)
+			return -EINVAL;
+		cmd->ranges[n].sector = bio->bi_iter.bi_sector;
+		cmd->ranges[n].nr_sectors =
+			bio->bi_iter.bi_size >> VBUS_BLK_SECTOR_SHIFT;
+		cmd->ranges[n].flags = 0;
+		n++;
+	}
+	sg_init_one(cmd->sg, cmd->ranges, n * sizeof(*cmd->ranges));
+	if (!dma_map_sg(vbus_blk_dma_dev(vblk), cmd->sg, 1, DMA_TO_DEVICE))
+		return -ENOMEM;
+	cmd->nents = 1;
+	cmd->dir = DMA_TO_DEVICE;
+	seg->addr = (u64)sg_dma_address(cmd->sg);
+	seg->len = sg_dma_len(cmd->sg);
+	seg->reserved = 0;
+	req->sector = 0;
+	req->nr_sectors = 0;
+	req->nr_ranges = n;
+	return 1;
+}
+
 /* Fill the request header (and segments) for @rq. */
 static blk_status_t vbus_blk_setup_cmd(struct vbus_blk *vblk,
 				       struct request *rq,
@@ -342,7 +385,7 @@ static blk_status_t vbus_blk_setup_cmd(struct vbus_blk *vblk,
 		break;
 	case REQ_OP_DISCARD:
 		req->op = VBUS_BLK_OP_DISCARD;
-		req->nr_sectors = blk_rq_sectors(rq);
+		count = vbus_blk_map_ranges(vblk, rq, cmd);
 		break;
 	case REQ_OP_WRITE_ZEROES:
 		req->op = VBUS_BLK_OP_WRITE_ZEROES;
@@ -806,6 +849,7 @@ static int vbus_blk_init_request(struct blk_mq_tag_set *set,
 	struct vbus_blk_cmd *cmd = blk_mq_rq_to_pdu(rq);
 
 	cmd->sg = (struct scatterlist *)&cmd->req.seg[vblk->max_segs];
+	cmd->ranges = (struct vbus_blk_range *)&cmd->sg[vblk->max_segs];
 	INIT_LIST_HEAD(&cmd->node);
 	cmd->parked = false;
 	cmd->nents = 0;

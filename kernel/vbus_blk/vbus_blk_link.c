@@ -92,6 +92,7 @@ struct vbus_blk_shape {
 	unsigned int nr_queues;
 	unsigned int queue_depth;
 	unsigned int max_segs;
+	unsigned int max_discard_ranges;
 };
 
 static void vbus_blk_shape_save(const struct vbus_blk *vblk,
@@ -103,6 +104,7 @@ static void vbus_blk_shape_save(const struct vbus_blk *vblk,
 	s->nr_queues = vblk->nr_queues;
 	s->queue_depth = vblk->queue_depth;
 	s->max_segs = vblk->max_segs;
+	s->max_discard_ranges = vblk->max_discard_ranges;
 }
 
 static void vbus_blk_shape_restore(struct vbus_blk *vblk,
@@ -114,6 +116,7 @@ static void vbus_blk_shape_restore(struct vbus_blk *vblk,
 	vblk->nr_queues = s->nr_queues;
 	vblk->queue_depth = s->queue_depth;
 	vblk->max_segs = s->max_segs;
+	vblk->max_discard_ranges = s->max_discard_ranges;
 }
 
 /* The reason the new host's disk is not the one we have, or NULL. */
@@ -145,7 +148,8 @@ static const char *vbus_blk_shape_differs(const struct vbus_blk *vblk,
 	if (((s->features & VBUS_BLK_F_DISCARD) &&
 	     c->max_discard_sectors < o->max_discard_sectors) ||
 	    ((s->features & VBUS_BLK_F_WRITE_ZEROES) &&
-	     c->max_write_zeroes_sectors < o->max_write_zeroes_sectors))
+	     c->max_write_zeroes_sectors < o->max_write_zeroes_sectors) ||
+	    vblk->max_discard_ranges < s->max_discard_ranges)
 		return "discard limits";
 	return NULL;
 }
@@ -169,10 +173,13 @@ static int vbus_blk_check_same_disk(struct vbus_blk *vblk)
 			vblk->config.logical_block_size, vblk->serial);
 		ret = -EINVAL;
 	}
-	if (ret)	/* the gendisk still describes the old one */
+	if (ret) {	/* the gendisk still describes the old one */
 		vbus_blk_shape_restore(vblk, &old);
-	else
+	} else {
+		/* the pdus hold as many ranges as at probe, no more */
+		vblk->max_discard_ranges = old.max_discard_ranges;
 		vbus_blk_capacity_apply(vblk, old.config.capacity);
+	}
 	return ret;
 }
 

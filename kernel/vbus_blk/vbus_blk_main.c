@@ -220,8 +220,9 @@ static void vbus_blk_set_limits(struct vbus_blk *vblk, struct gendisk *disk)
 	blk_queue_write_cache(q, f & VBUS_BLK_F_FLUSH,
 			      (f & VBUS_BLK_F_FLUSH) && (f & VBUS_BLK_F_FUA));
 	if (f & VBUS_BLK_F_DISCARD) {
-		/* one range per request: the wire has one sector/count pair */
-		blk_queue_max_discard_segments(q, 1);
+		/* a range list (F_DISCARD_RANGES), else the header's one */
+		blk_queue_max_discard_segments(q, max(vblk->max_discard_ranges,
+						      1u));
 		blk_queue_max_discard_sectors(q, c->max_discard_sectors);
 		q->limits.discard_granularity = c->discard_granularity;
 	}
@@ -246,7 +247,8 @@ static int vbus_blk_disk_setup(struct vbus_blk *vblk)
 	set->queue_depth = vblk->queue_depth;
 	set->numa_node = NUMA_NO_NODE;
 	set->flags = BLK_MQ_F_SHOULD_MERGE;
-	set->cmd_size = vbus_blk_cmd_size(vblk->max_segs);
+	set->cmd_size = vbus_blk_cmd_size(vblk->max_segs,
+					  vblk->max_discard_ranges);
 	set->driver_data = vblk;
 	ret = blk_mq_alloc_tag_set(set);
 	if (ret)
@@ -334,6 +336,7 @@ static int vbus_blk_probe(struct vbus_device_proxy *vdev)
 		 vblk->features & VBUS_BLK_F_RO ? " ro" : "",
 		 vblk->features & VBUS_BLK_F_FLUSH ? " flush" : "",
 		 vblk->features & VBUS_BLK_F_FUA ? " fua" : "",
+		 vblk->features & VBUS_BLK_F_DISCARD_RANGES ? " discard-ranges" :
 		 vblk->features & VBUS_BLK_F_DISCARD ? " discard" : "",
 		 vblk->features & VBUS_BLK_F_WRITE_ZEROES ? " write-zeroes" : "",
 		 vblk->config.features & VBUS_BLK_F_TOPOLOGY ? " topology" : "",

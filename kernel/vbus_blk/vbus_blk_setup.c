@@ -67,7 +67,8 @@ static int vbus_blk_check_config(struct vbus_blk *vblk,
 {
 	const u32 known = VBUS_BLK_F_RO | VBUS_BLK_F_FLUSH | VBUS_BLK_F_FUA |
 			  VBUS_BLK_F_DISCARD | VBUS_BLK_F_WRITE_ZEROES |
-			  VBUS_BLK_F_TOPOLOGY | VBUS_BLK_F_RESIZE;
+			  VBUS_BLK_F_TOPOLOGY | VBUS_BLK_F_RESIZE |
+			  VBUS_BLK_F_DISCARD_RANGES;
 
 	if (!is_power_of_2(c->logical_block_size) ||
 	    c->logical_block_size < 512 || c->logical_block_size > PAGE_SIZE)
@@ -97,6 +98,9 @@ static int vbus_blk_check_config(struct vbus_blk *vblk,
 		c->features &= ~VBUS_BLK_F_DISCARD;
 	if (!c->max_write_zeroes_sectors)
 		c->features &= ~VBUS_BLK_F_WRITE_ZEROES;
+	/* a list of one range is the header's; none, or no DISCARD: off */
+	if (!(c->features & VBUS_BLK_F_DISCARD) || c->max_discard_ranges < 2)
+		c->features &= ~VBUS_BLK_F_DISCARD_RANGES;
 	if (!is_power_of_2(c->discard_granularity) ||
 	    c->discard_granularity < c->logical_block_size)
 		c->discard_granularity = c->logical_block_size;
@@ -226,6 +230,9 @@ int vbus_blk_negotiate(struct vbus_blk *vblk, u32 want_queues)
 	}
 	vblk->queue_depth = depth;
 	vblk->max_segs = min(max_segments, c->max_segments);
+	vblk->max_discard_ranges =
+		vblk->features & VBUS_BLK_F_DISCARD_RANGES ?
+		min_t(u32, c->max_discard_ranges, VBUS_BLK_DISCARD_RANGES) : 0;
 	/* polled I/O gets what is left once one ring serves the rest */
 	vblk->nr_poll_queues = min(poll_queues, vblk->nr_queues - 1);
 	ret = 0;

@@ -213,7 +213,7 @@ int main(void)
 	F(struct vbus_blk_config, max_discard_sectors);
 	F(struct vbus_blk_config, max_write_zeroes_sectors);
 	F(struct vbus_blk_config, discard_granularity);
-	F(struct vbus_blk_config, reserved);
+	F(struct vbus_blk_config, max_discard_ranges);
 	F(struct vbus_blk_config, serial);
 	F(struct vbus_blk_config, reserved2);
 
@@ -235,8 +235,14 @@ int main(void)
 	F(struct vbus_blk_req, status);
 	F(struct vbus_blk_req, flags);
 	F(struct vbus_blk_req, nr_segs);
+	F(struct vbus_blk_req, nr_ranges);
 	F(struct vbus_blk_req, reserved);
 	FA(struct vbus_blk_req, seg);
+
+	S(struct vbus_blk_range);
+	F(struct vbus_blk_range, sector);
+	F(struct vbus_blk_range, nr_sectors);
+	F(struct vbus_blk_range, flags);
 	DUMP("vbus_ipc magic %0 v%1 ioc info %2 wait %3",
 	     V(VBUS_IPC_MAGIC), V(VBUS_IPC_ABI_VERSION),
 	     V(VBUS_IPC_IOC_INFO), V(VBUS_IPC_IOC_WAIT_SESSION));

@@ -56,6 +56,8 @@ static void blk_post(struct fuzz_in *in, uint8_t sub)
 	r.sector = (sub & 16) ? fuzz_u64(in) : fuzz_u8(in);
 	r.nr_sectors = fuzz_u8(in) % 32;
 	r.nr_segs = fuzz_u8(in) % 6;
+	/* F_DISCARD_RANGES: a list of 0 .. 3 ranges (no byte of its own) */
+	r.nr_ranges = r.nr_sectors & 3;
 	r.status = VBUS_BLK_S_PENDING;
 	for (i = 0; i < r.nr_segs; i++) {
 		uint8_t sel = fuzz_u8(in);
@@ -64,6 +66,10 @@ static void blk_post(struct fuzz_in *in, uint8_t sub)
 			      (uint64_t)(fuzz_u8(in) % 128) * 512;
 		seg[i].len = (sel & 2) ? fuzz_u32(in) :
 			     (1u + fuzz_u8(in) % 8) * 512;
+		/* a DISCARD's list as long as it says, its ranges whatever
+		 * the guest memory there holds */
+		if (r.op == VBUS_BLK_OP_DISCARD && r.nr_ranges && (sel & 4))
+			seg[i].len = 16 * r.nr_ranges;
 		seg[i].reserved = 0;
 	}
 	p = fuzz_ptr(at, VBUS_BLK_REQ_SIZE(r.nr_segs));

@@ -21,6 +21,10 @@
  *   desc.ptr    guest-physical address of a struct vbus_blk_req (8-aligned)
  *   desc.len    VBUS_BLK_REQ_SIZE(req.nr_segs)
  *   desc.cookie guest-private (the host never reads it)
+ * A DISCARD with F_DISCARD_RANGES granted may instead carry nr_segs 1,
+ * nr_ranges 1 .. config.max_discard_ranges, and one segment of exactly
+ * nr_ranges struct vbus_blk_range (the header's sector and nr_sectors
+ * are then ignored); the host reads that list once too.
  * The host reads the request header and its segment list once, checks
  * them, moves the data between the backing store and the segments, writes
  * req.status, then pops (hands the descriptor back). The guest reaps
@@ -57,6 +61,8 @@
  */
 #define VBUS_BLK_F_TOPOLOGY	(1u << 5)	/* GETTOPOLOGY answers */
 #define VBUS_BLK_F_RESIZE	(1u << 6)	/* capacity changes: events shm */
+/* DISCARD may carry a list of ranges (struct vbus_blk_range) */
+#define VBUS_BLK_F_DISCARD_RANGES	(1u << 7)
 
 /* DEVSHM id of the events ring (F_RESIZE); queue rings are 0 .. 15 */
 #define VBUS_BLK_SHM_EVENTS	256
@@ -66,6 +72,7 @@
 #define VBUS_BLK_MAX_QUEUES	16
 #define VBUS_BLK_MAX_DEPTH	1024	/* descriptors per queue ring */
 #define VBUS_BLK_MAX_SEGS	256	/* segments per request */
+#define VBUS_BLK_MAX_DISCARD_RANGES	256	/* ranges per DISCARD */
 
 #define VBUS_BLK_SERIAL_LEN	20	/* as virtio-blk's ID string */
 
@@ -82,7 +89,8 @@ struct vbus_blk_config {
 	__u32 max_discard_sectors;	/* per request; 0 without F_DISCARD */
 	__u32 max_write_zeroes_sectors;	/* 0 without F_WRITE_ZEROES */
 	__u32 discard_granularity;	/* bytes */
-	__u32 reserved;
+	/* ranges per DISCARD (F_DISCARD_RANGES offered), else 0 */
+	__u32 max_discard_ranges;
 	char serial[VBUS_BLK_SERIAL_LEN]; /* NUL-padded, not terminated */
 	__u8 reserved2[4];
 };
@@ -141,8 +149,21 @@ struct vbus_blk_req {
 	__u8 status;		/* VBUS_BLK_S_*: host writes */
 	__u16 flags;		/* VBUS_BLK_REQ_* */
 	__u32 nr_segs;		/* READ/WRITE/GET_ID: 1 .. max_segments */
-	__u32 reserved[3];
+	/* a DISCARD with F_DISCARD_RANGES and nr_segs 1: its ranges */
+	__u32 nr_ranges;
+	__u32 reserved[2];
 	struct vbus_blk_seg seg[];	/* "nr_segs" elements */
+};
+
+/*
+ * One range of a DISCARD's range list (F_DISCARD_RANGES): the request's
+ * one segment holds nr_ranges of them, as virtio-blk's
+ * struct virtio_blk_discard_write_zeroes.
+ */
+struct vbus_blk_range {
+	__u64 sector;		/* first 512-byte sector */
+	__u32 nr_sectors;	/* > 0 */
+	__u32 flags;		/* 0 */
 };
 
 #define VBUS_BLK_REQ_SIZE(nr_segs) \
@@ -156,6 +177,8 @@ VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_config, features) == 36,
 		   "config.features");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_config, serial) == 56,
 		   "config.serial");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_config, max_discard_ranges)
+		   == 52, "config.max_discard_ranges");
 VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_topology) == 32,
 		   "vbus_blk_topology");
 VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_negotiate) == 16,
@@ -171,7 +194,10 @@ VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_req, flags) == 14,
 		   "req.flags");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_req, nr_segs) == 16,
 		   "req.nr_segs");
+VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_req, nr_ranges) == 20,
+		   "req.nr_ranges");
 VBUS_STATIC_ASSERT(VBUS_OFFSETOF(struct vbus_blk_req, seg) == 32, "req.seg");
+VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_range) == 16, "vbus_blk_range");
 VBUS_STATIC_ASSERT(sizeof(struct vbus_blk_req) == 32, "vbus_blk_req");
 
 #endif /* VBUS_VBUS_BLK_H */

@@ -187,6 +187,26 @@ __u8 noseg(struct fx *f, __u8 op, __u16 flags, __u64 sector,
 	return submit(f, 0, g, (__u32)VBUS_BLK_REQ_SIZE(0));
 }
 
+__u64 ranges_req_new(const struct vbus_blk_range *rg, __u32 n,
+		     __u32 nr_ranges, __u32 seg_len)
+{
+	__u32 len = seg_len ? seg_len : n * (__u32)sizeof(*rg);
+	__u32 room = len > n * sizeof(*rg) ? len : n * (__u32)sizeof(*rg);
+	__u64 list = fgd_alloc(room ? room : 16, 8);
+	__u64 g = req_new(VBUS_BLK_OP_DISCARD, 0, 0, 0, 1, &list, &len);
+
+	memset(fgd_ram(list), 0, room ? room : 16);
+	memcpy(fgd_ram(list), rg, n * sizeof(*rg));
+	((struct vbus_blk_req *)fgd_ram(g))->nr_ranges = nr_ranges;
+	return g;
+}
+
+__u8 discard_ranges(struct fx *f, const struct vbus_blk_range *rg, __u32 n)
+{
+	return submit(f, 0, ranges_req_new(rg, n, n, 0),
+		      (__u32)VBUS_BLK_REQ_SIZE(1));
+}
+
 __u64 buf_new(__u32 len, int fill)
 {
 	__u64 g = fgd_alloc(len, 4096);

@@ -57,6 +57,15 @@ __u8 rw(struct fx *f, __u8 op, __u16 flags, __u64 sector, __u32 n,
 /* one FLUSH / DISCARD / WRITE_ZEROES on queue 0, waited for */
 __u8 noseg(struct fx *f, __u8 op, __u16 flags, __u64 sector,
 	   __u32 nr_sectors);
+/*
+ * A DISCARD with a range list (F_DISCARD_RANGES): header nr_ranges =
+ * @nr_ranges, one segment of @seg_len bytes holding @rg (@n of them, the
+ * rest of the segment zero); its gpa. @seg_len 0: n * 16.
+ */
+__u64 ranges_req_new(const struct vbus_blk_range *rg, __u32 n,
+		     __u32 nr_ranges, __u32 seg_len);
+/* that request for @rg on queue 0, well formed, waited for */
+__u8 discard_ranges(struct fx *f, const struct vbus_blk_range *rg, __u32 n);
 /* guest RAM of @len bytes of @fill, page-aligned */
 __u64 buf_new(__u32 len, int fill);
 

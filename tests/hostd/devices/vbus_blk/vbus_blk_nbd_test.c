@@ -495,6 +495,110 @@ static void nbd_flushed_survives(void **state)
 	assert_memory_equal(fgd_ram(r), fgd_ram(w), len);
 }
 
+/* ---- DISCARD with a range list ------------------------------------------------ */
+
+/* nbdkit's log filter's lines in @log that contain @what */
+static unsigned int log_count(const char *log, const char *what);
+static void server_logged(struct nfx *x, const char *log, const char *mode);
+
+/* one NBD_CMD_TRIM a range, each range and nothing else zero */
+static void nbd_discard_ranges(void **state)
+{
+	struct nfx *x = *state;
+	static const struct vbus_blk_range rg[] = {
+		{ 4096, 8, 0 }, { 256, 64, 0 }, { 1024, 128, 0 },
+	};
+	static const unsigned char zero[65536];
+	unsigned char file[65536];
+	char log[sizeof(x->dir) + 8];
+	unsigned int i;
+
+	snprintf(log, sizeof(log), "%s/log", x->dir);
+	server_logged(x, log, NULL);
+	nbd_up(x, NULL);
+	assert_true(x->f.neg.features & VBUS_BLK_F_DISCARD_RANGES);
+	assert_int_equal(discard_ranges(&x->f, rg, 3), VBUS_BLK_S_OK);
+	for (i = 0; i < 3; i++) {
+		file_read(x->f.path, rg[i].sector * SEC, file,
+			  rg[i].nr_sectors * SEC);
+		assert_memory_equal(file, zero, rg[i].nr_sectors * SEC);
+		file_read(x->f.path, (rg[i].sector + rg[i].nr_sectors) * SEC,
+			  file, 1);
+		assert_int_equal(file[0], 0x11);	/* not a byte more */
+		file_read(x->f.path, rg[i].sector * SEC - 1, file, 1);
+		assert_int_equal(file[0], 0x11);
+	}
+	assert_int_equal(log_count(log, "Trim"), 2 * 3);	/* call + return */
+	assert_int_equal(fgd_stat(x->f.dev, "discard_ranges"), 3);
+	assert_int_equal(fgd_stat(x->f.dev, "multi_range_discards"), 1);
+	assert_int_equal(fgd_stat(x->f.dev, "io_errors"), 0);
+	unlink(log);
+}
+
+/* a server that fails the trims: the request is S_IOERR */
+static void nbd_discard_ranges_fail(void **state)
+{
+	struct nfx *x = *state;
+	static const struct vbus_blk_range rg[] = {
+		{ 256, 64, 0 }, { 1024, 128, 0 },
+	};
+	char file[600];
+
+	snprintf(file, sizeof(file), "file=%s", x->f.path);
+	server_start(x, "--filter=error", "file", file, "error-trim=EIO",
+		     "error-trim-rate=100%", NULL);
+	nbd_up(x, NULL);
+	assert_int_equal(discard_ranges(&x->f, rg, 2), VBUS_BLK_S_IOERR);
+	assert_int_equal(fgd_stat(x->f.dev, "io_errors"), 1);
+	assert_int_equal(fgd_stat(x->f.dev, "nbd_server_errors"), 2);
+	assert_false(fgd_dev_faulted(x->f.dev));
+}
+
+/*
+ * One range fails, the last one succeeds: the request is S_IOERR all
+ * the same (the export came back smaller: the first range is past its
+ * end, nbd_past_end), and the good range was trimmed.
+ */
+static void nbd_discard_ranges_one_fails(void **state)
+{
+	struct nfx *x = *state;
+	static const struct vbus_blk_range rg[] = {
+		{ DISK_SIZE / SEC - 8, 8, 0 }, { 256, 64, 0 },
+	};
+	static const unsigned char zero[64 * SEC];
+	unsigned char file[64 * SEC];
+
+	server_file(x, NULL, NULL);
+	nbd_up(x, NULL);
+	server_kill(x);
+	wait_state(x, "down");
+	assert_int_equal(truncate(x->f.path, DISK_SIZE / 2), 0);
+	server_file(x, NULL, NULL);
+	wait_state(x, "up");
+	assert_int_equal(discard_ranges(&x->f, rg, 2), VBUS_BLK_S_IOERR);
+	assert_int_equal(fgd_stat(x->f.dev, "nbd_past_end"), 1);
+	file_read(x->f.path, 256 * SEC, file, sizeof(file));
+	assert_memory_equal(file, zero, sizeof(file));
+}
+
+/* a range off the server's 4 KiB block: refused, never sent */
+static void nbd_discard_ranges_unaligned(void **state)
+{
+	struct nfx *x = *state;
+	static const struct vbus_blk_range rg[] = {
+		{ 256, 64, 0 }, { 1025, 8, 0 },
+	};
+
+	server_start(x, "--filter=blocksize-policy", "memory", "size=8M",
+		     "blocksize-minimum=4096", "blocksize-preferred=4096",
+		     "blocksize-maximum=65536", NULL);
+	nbd_up(x, NULL);
+	assert_int_equal(x->f.cfg.logical_block_size, 4096);
+	assert_int_equal(discard_ranges(&x->f, rg, 2), VBUS_BLK_S_BADREQ);
+	assert_int_equal(fgd_stat(x->f.dev, "bad_requests"), 1);
+	assert_int_equal(fgd_stat(x->f.dev, "discards"), 0);
+}
+
 /* ---- multi-conn ---------------------------------------------------------------- */
 
 /* nbdkit's log filter's lines in @log that contain @what */
@@ -1098,6 +1202,8 @@ int main(void)
 		T(image_daemon_restarted), T(image_daemon_inherits_nothing),
 		T(nbd_multi_conn_per_queue), T(nbd_no_multi_conn_one_conn),
 		T(nbd_conns_param), T(nbd_multi_conn_reconnect),
+		T(nbd_discard_ranges), T(nbd_discard_ranges_fail),
+		T(nbd_discard_ranges_one_fails), T(nbd_discard_ranges_unaligned),
 #undef T
 	};
 

@@ -2,9 +2,10 @@
 # The vbus_blk suite's checks of the later disk features (issue 23),
 # sourced by guest.sh (busybox sh): topology in the queue limits and the
 # geometry (HDIO_GETGEO), the cache_type attribute, online resize of a mounted ext4 and a disk from
-# a host that offers only the first features (compat=v1). Uses guest.sh's
-# disk, gone, attr, log and the host requests topo, resize, addold,
-# dropold, sha (host.sh).
+# a host that offers only the first features (compat=v1), and DISCARD
+# with a range list (F_DISCARD_RANGES). Uses guest.sh's disk, gone, attr,
+# log, write_pattern and the host requests topo, resize, addold, dropold,
+# sha, qstat (host.sh).
 
 # topo_matches DISK: the queue limits are what vbus-hostd's GETTOPOLOGY
 # said (its ctl stats: "PBS IO_MIN IO_OPT NONROT")
@@ -103,13 +104,54 @@ old_host_disk() {
 	line=$(probe_line vbt-old)
 	log "compat=v1 disk $d: $line"
 	case "$line" in
-	*" topology"* | *" resize"*) echo "the old host's disk has later features: $line"; return 1 ;;
+	*" topology"* | *" resize"* | *" discard-ranges"*) echo "the old host's disk has later features: $line"; return 1 ;;
 	"") echo "no probe line for vbt-old"; return 1 ;;
 	esac
 	attr "$d" cache_type "write back" || return 1
+	# no range list from an old host: one range per DISCARD
+	attr "$d" queue/max_discard_segments 1 || return 1
 	write_pattern "$d" 0 1048576 >/tmp/old.sha || return 1
 	same_as_host "$d" old 0 1048576 || return 1
 	echo "$d" >/tmp/old.disk
+}
+
+# multi_range DISK: a DISCARD the block layer merged from two bios goes
+# to the host as one request of two ranges. blkdiscard from 512 bytes
+# past a discard granule: blkdev_issue_discard cuts the head up to the
+# granule into a bio of its own and, in the same plug, the rest into a
+# second, which merges into the first's request (max_discard_segments >
+# 1). The host counts a request of more than one range, the discarded
+# bytes are zero in its file, the ones either side are what was written.
+MR_OFF=33554432		# 32 MiB into the rw disk, MR_DATA bytes of data there
+MR_DATA=131072
+MR_LEN=65536		# discarded from MR_OFF + 512
+multi_range() {
+	local d=$1 before after n gran zero head tail
+	gran=$(cat "/sys/block/$d/queue/discard_granularity")
+	[ "$gran" -gt 512 ] || { echo "discard_granularity $gran: no head bio to split off"; return 1; }
+	before=$(vt_host qstat 1 multi_range_discards 0) || { echo "$before"; return 1; }
+	n=${before#*=}
+	write_pattern "$d" "$MR_OFF" "$MR_DATA" >/dev/null || return 1
+	/usr/sbin/blkdiscard -o $((MR_OFF + 512)) -l "$MR_LEN" "/dev/$d" || return 1
+	after=$(vt_host qstat 1 multi_range_discards $((n + 1))) ||
+		{ echo "$after"; return 1; }
+	zero=$(head -c "$MR_LEN" /dev/zero | sha256sum | cut -d' ' -f1)
+	head=$(head -c 512 /tmp/pattern | sha256sum | cut -d' ' -f1)
+	tail=$(dd if=/tmp/pattern bs=512 skip=$(((512 + MR_LEN) / 512)) 2>/dev/null |
+		sha256sum | cut -d' ' -f1)
+	log "DISCARD_MULTI granularity $gran: multi_range_discards $n -> ${after#*=}" >/tmp/mr.log
+	[ "$(vt_host sha rw $((MR_OFF + 512)) "$MR_LEN")" = "$zero" ] ||
+		{ echo "the discarded range is not zero in the host's file"; return 1; }
+	[ "$(vt_host sha rw "$MR_OFF" 512)" = "$head" ] ||
+		{ echo "the 512 bytes before the range changed"; return 1; }
+	[ "$(vt_host sha rw $((MR_OFF + 512 + MR_LEN)) $((MR_DATA - 512 - MR_LEN)))" = "$tail" ] ||
+		{ echo "the bytes after the range changed"; return 1; }
+}
+
+check_discard_multi() {
+	vt_check discard-ranges-limit attr "$RW" queue/max_discard_segments 64
+	vt_check discard-multi-range multi_range "$RW"
+	cat /tmp/mr.log 2>/dev/null
 }
 
 check_topology() {

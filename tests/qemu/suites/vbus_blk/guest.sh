@@ -765,7 +765,8 @@ check_swiotlb_verdict() {
 if [ "${VT_SWIOTLB:-0}" = 1 ]; then
 	vt_run_checks swiotlb_window data fio ext4 swiotlb_verdict
 else
-	vt_run_checks sysfs topology cache data fio discard ext4 resize compat \
+	vt_run_checks sysfs topology cache data fio discard discard_multi ext4 \
+		resize compat \
 		ro udev hotdrop cycles poll qvec qcow2 flush
 fi
 vt_done

@@ -38,8 +38,8 @@
 #                 and verifies all of it, sequential QD32 3 times
 #                 (default 80: 0.9 GiB of I/O)
 #   --timeout SEC kill the guest after SEC seconds (default 1200)
-# Check groups (REGEX): sysfs topology cache data fio discard ext4 resize
-# compat ro udev hotdrop cycles poll qvec qcow2 flush; with --swiotlb:
+# Check groups (REGEX): sysfs topology cache data fio discard discard_multi
+# ext4 resize compat ro udev hotdrop cycles poll qvec qcow2 flush; with --swiotlb:
 # swiotlb_window data fio ext4 swiotlb_verdict. resize grows rw.img by 32
 # MiB (ctl resize) under a mounted ext4; compat adds and drops a third disk
 # (old.img, compat=v1: the features of the first vbus-blk host).

@@ -50,7 +50,11 @@ static __u32 vbus_blk_features_offered(const struct vbus_blk *b)
 	if (b->discard)
 		f |= VBUS_BLK_F_DISCARD | VBUS_BLK_F_WRITE_ZEROES;
 	/* what the backend can do (an NBD server's flags) */
-	return (f & b->be_features) | later;
+	f &= b->be_features;
+	/* a range list: each backend serves one as its ranges, one by one */
+	if ((f & VBUS_BLK_F_DISCARD) && !b->compat_v1)
+		f |= VBUS_BLK_F_DISCARD_RANGES;
+	return f | later;
 }
 
 /* ---- params ---------------------------------------------------------------- */
@@ -407,6 +411,8 @@ static int call_getconfig(struct vbus_blk *b, void *buf)
 	c.max_write_zeroes_sectors =
 		f & VBUS_BLK_F_WRITE_ZEROES ? VBLK_MAX_DISCARD : 0;
 	c.discard_granularity = b->pbs;
+	c.max_discard_ranges =
+		f & VBUS_BLK_F_DISCARD_RANGES ? VBLK_MAX_DISCARD_RANGES : 0;
 	memcpy(c.serial, b->serial, sizeof(c.serial));
 	memcpy(buf, &c, sizeof(c));
 	return 0;
@@ -516,6 +522,7 @@ static void vbus_blk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	hostd_stat_u64(out, "inflight", b->inflight);
 #define S(name) hostd_stat_u64(out, #name, s->name)
 	S(reads); S(writes); S(flushes); S(discards); S(write_zeroes);
+	S(discard_ranges); S(multi_range_discards);
 	S(get_ids); S(bytes_read); S(bytes_written); S(fua_writes);
 	S(buffered_ios); S(io_errors); S(bad_requests); S(unsupported);
 	S(batches); S(zero_fallbacks); S(submit_retries); S(drain_timeouts);

@@ -47,6 +47,8 @@
 #define VBLK_DEF_MAX_SECTORS	2048		/* 1 MiB per request */
 #define VBLK_MAX_SEG_SIZE	(1u << 20)
 #define VBLK_MAX_DISCARD	(1u << 22)	/* 2 GiB per request */
+/* ranges per DISCARD we offer (<= VBUS_BLK_MAX_DISCARD_RANGES) */
+#define VBLK_MAX_DISCARD_RANGES	64
 #define VBLK_URING_ENTRIES	256		/* SQ size; CQ is twice */
 #define VBLK_DRAIN_MS		10000		/* close: wait this long */
 #define VBLK_DRAIN_STOP_MS	100		/* when the daemon stops */
@@ -99,13 +101,21 @@ enum vbus_blk_slot_state {
 	VBLK_SLOT_DONE,		/* status known, waiting for the head */
 };
 
+/* One range of a DISCARD with a range list, checked: bytes. */
+struct vbus_blk_span {
+	__u64 offset, len;
+};
+
 /* What a request asks of the backend, after the checks (vbus_blk_req.c). */
 struct vbus_blk_io {
 	__u8 op;		/* VBUS_BLK_OP_* */
 	__u16 flags;		/* VBUS_BLK_REQ_*, checked */
-	__u64 offset;		/* bytes into the backing file */
-	__u64 len;		/* bytes moved / discarded / zeroed */
+	__u64 offset;		/* bytes into the backing file (spans: the first's) */
+	__u64 len;		/* bytes moved / discarded / zeroed (spans: all) */
 	unsigned int niov;
+	/* a DISCARD with a range list: the slot's spans[0 .. nspans); 0:
+	 * the request is the one range offset/len */
+	unsigned int nspans;
 	bool aligned;		/* usable with O_DIRECT */
 };
 
@@ -118,8 +128,33 @@ struct vbus_blk_slot {
 	__u64 req_gpa;		/* where req.status goes (re-translated) */
 	struct vbus_blk_io io;
 	__u64 t0_ns;		/* submitted */
+	/* what the backend has of it (a DISCARD's ranges: one each) and the
+	 * first error of those answered: vbus_blk_part_done() */
+	unsigned int parts;
+	int part_err;
 	struct iovec *iov;	/* max_segments, until the CQE */
+	/* a DISCARD's ranges, read once from the guest (io.nspans) */
+	struct vbus_blk_span spans[VBLK_MAX_DISCARD_RANGES];
 };
+
+/*
+ * One of @s's parts answered with @res (bytes, 0 or -errno): true when it
+ * was the last, with @res then the first error of them all (or this
+ * part's result). A request the backend sent as one part is answered by
+ * it alone.
+ */
+static inline bool vbus_blk_part_done(struct vbus_blk_slot *s, int *res)
+{
+	if (*res < 0 && !s->part_err)
+		s->part_err = *res;
+	if (s->parts > 1) {
+		s->parts--;
+		return false;
+	}
+	if (s->part_err)
+		*res = s->part_err;
+	return true;
+}
 
 struct vbus_blk_queue {
 	struct vbus_blk *b;
@@ -136,6 +171,8 @@ struct vbus_blk_queue {
 
 struct vbus_blk_stats {
 	__u64 reads, writes, flushes, discards, write_zeroes, get_ids;
+	__u64 discard_ranges;		/* ranges of the DISCARDs served */
+	__u64 multi_range_discards;	/* DISCARDs of more than one range */
 	__u64 bytes_read, bytes_written;
 	__u64 fua_writes;
 	__u64 buffered_ios;	/* unaligned for O_DIRECT: the buffered fd */
@@ -256,7 +293,8 @@ bool vbus_blk_untag(const struct vbus_blk *b, __u64 tag, unsigned int *qi,
  * (then @io/@iov describe it) or the status to complete it with; @why
  * says what was wrong. Never faults: the caller decides. */
 __u8 vbus_blk_req_parse(struct vbus_blk *b, __u64 req_gpa, __u64 desc_len,
-		    struct vbus_blk_io *io, struct iovec *iov, const char **why);
+		    struct vbus_blk_io *io, struct iovec *iov,
+		    struct vbus_blk_span *spans, const char **why);
 /* GET_ID: copy the serial into the request's segment */
 void vbus_blk_req_get_id(struct vbus_blk *b, const struct vbus_blk_io *io,
 		     struct iovec *iov);

@@ -2,7 +2,8 @@
 /*
  * vbus-blk's file backend (file=PATH): the backing file and the io_uring
  * (see vbus_blk_dev.h). The fast path: a request is one SQE, its CQE
- * answers it (vbus_blk_completions reaps them).
+ * answers it (vbus_blk_completions reaps them); a DISCARD with a range
+ * list is one SQE a range, answered with the last of their CQEs.
  *
  * The file is opened with O_DIRECT when the file system takes it (data
  * then moves between the disk and guest RAM with no page cache in
@@ -357,12 +358,44 @@ static int zeroes_mode(const struct vbus_blk *b, const struct vbus_blk_slot *s)
 	return FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
 }
 
+/*
+ * A DISCARD's range list: one punch a range, all with the request's tag;
+ * the slot counts them (parts) and is answered with the last CQE. An SQ
+ * that stays full halfway fails the request once the queued ones are
+ * answered (none may be left behind in io_uring under a reused slot).
+ */
+static int queue_spans(struct vbus_blk *b, __u64 tag, struct vbus_blk_slot *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->io.nspans; i++) {
+		struct io_uring_sqe *sqe = get_sqe(b);
+
+		if (!sqe) {
+			if (!i)
+				return -EBUSY;
+			s->part_err = -EBUSY;
+			break;
+		}
+		io_uring_prep_fallocate(sqe, b->fd, FALLOC_FL_PUNCH_HOLE |
+					FALLOC_FL_KEEP_SIZE, s->spans[i].offset,
+					s->spans[i].len);
+		io_uring_sqe_set_data64(sqe, tag);
+		s->parts = i + 1;
+		b->submit_pending = true;
+	}
+	return 0;
+}
+
 static int file_queue(struct vbus_blk *b, unsigned int qi, unsigned int slot,
 		      struct vbus_blk_slot *s)
 {
-	struct io_uring_sqe *sqe = get_sqe(b);
+	struct io_uring_sqe *sqe;
 	int fd = b->fd;
 
+	if (s->io.nspans)
+		return queue_spans(b, vbus_blk_tag(b, qi, slot), s);
+	sqe = get_sqe(b);
 	if (!sqe)
 		return -EBUSY;
 	if (b->direct && !s->io.aligned) {

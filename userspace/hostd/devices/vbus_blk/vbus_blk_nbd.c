@@ -320,8 +320,48 @@ static void gather(struct nbd_cmd *c, const struct vbus_blk_slot *s)
 	}
 }
 
+static int nbd_queue_one(struct vbus_blk *b, unsigned int qi,
+			 unsigned int slot, struct vbus_blk_slot *s,
+			 const struct vbus_blk_span *span);
+
+/*
+ * A DISCARD's range list: one NBD_CMD_TRIM a range, each a command of
+ * its own (parked, resent, timed out alone) with the request's tag; the
+ * slot counts them (parts) and is answered once all are, with the first
+ * error. Out of memory halfway: the ones issued are waited for, then the
+ * request fails.
+ */
+static int nbd_queue_spans(struct vbus_blk *b, unsigned int qi,
+			   unsigned int slot, struct vbus_blk_slot *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->io.nspans; i++) {
+		/* answers are taken in nbd_settle(), never during this */
+		s->parts = i + 1;
+		if (nbd_queue_one(b, qi, slot, s, &s->spans[i]) < 0) {
+			s->parts = i;
+			if (!i)
+				return -ENOMEM;
+			s->part_err = -ENOMEM;
+			break;
+		}
+	}
+	return 0;
+}
+
 static int nbd_queue(struct vbus_blk *b, unsigned int qi, unsigned int slot,
 		     struct vbus_blk_slot *s)
+{
+	if (s->io.nspans)
+		return nbd_queue_spans(b, qi, slot, s);
+	return nbd_queue_one(b, qi, slot, s, NULL);
+}
+
+/* @s's request, or (@span) one range of its DISCARD */
+static int nbd_queue_one(struct vbus_blk *b, unsigned int qi,
+			 unsigned int slot, struct vbus_blk_slot *s,
+			 const struct vbus_blk_span *span)
 {
 	struct vbus_blk_nbd *n = nbd_of(b);
 	struct nbd_cmd *c = calloc(1, sizeof(*c));
@@ -337,6 +377,10 @@ static int nbd_queue(struct vbus_blk *b, unsigned int qi, unsigned int slot,
 	c->len = s->io.op == VBUS_BLK_OP_FLUSH ? 0 : s->io.len;
 	c->iov = s->iov;
 	c->niov = s->io.niov;
+	if (span) {
+		c->offset = span->offset;
+		c->len = span->len;
+	}
 	c->deadline_ns = hostd_now_ns() + b->nbd_timeout_s * 1000000000ull;
 	if (c->op == VBUS_BLK_OP_READ || c->op == VBUS_BLK_OP_WRITE) {
 		/* the guest's data is copied once, now: it may change later */

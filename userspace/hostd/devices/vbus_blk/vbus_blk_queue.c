@@ -177,7 +177,7 @@ static bool start_one(struct vbus_blk_queue *q,
 	}
 	memset(s, 0, VBUS_OFFSETOF(struct vbus_blk_slot, iov));
 	s->req_gpa = ptr;
-	st = vbus_blk_req_parse(b, ptr, len, &s->io, s->iov, &why);
+	st = vbus_blk_req_parse(b, ptr, len, &s->io, s->iov, s->spans, &why);
 	s->op = s->io.op;
 	if (st != VBUS_BLK_S_OK) {
 		count_status(b, st, why);
@@ -323,6 +323,11 @@ static void count_done(struct vbus_blk *b, const struct vbus_blk_slot *s)
 		b->st.bytes_written += s->io.len;
 	if (s->op == VBUS_BLK_OP_READ || s->op == VBUS_BLK_OP_WRITE)
 		hostd_dev_account(b->dev, 0, s->io.len);
+	if (s->op == VBUS_BLK_OP_DISCARD) {
+		b->st.discard_ranges += s->io.nspans ? s->io.nspans : 1;
+		if (s->io.nspans > 1)
+			b->st.multi_range_discards++;
+	}
 	count_latency(b, s);
 }
 
@@ -354,6 +359,9 @@ static struct vbus_blk_queue *cqe_done(struct vbus_blk *b, __u64 tag, int res,
 	if (s->state != VBLK_SLOT_INFLIGHT)
 		return NULL;
 	if (!closing && res < 0 && zeroes_retry(b, qi, slot, s, res))
+		return NULL;
+	/* a DISCARD's ranges: answered once all are */
+	if (!vbus_blk_part_done(s, &res))
 		return NULL;
 	s->status = result_status(s, res);
 	s->state = VBLK_SLOT_DONE;

@@ -104,6 +104,55 @@ static __u8 parse_segs(struct vbus_blk *b, __u64 req_gpa, __u64 desc_len,
 	return VBUS_BLK_S_OK;
 }
 
+/*
+ * A DISCARD's range list (F_DISCARD_RANGES): one segment of nr_ranges
+ * struct vbus_blk_range, copied once into host memory, then every range
+ * checked on the copy and turned into a span of bytes. The ranges may
+ * overlap (a discard twice is one); their sum is bounded like a single
+ * range's.
+ */
+static __u8 parse_ranges(struct vbus_blk *b, const struct req_copy *r,
+			 struct vbus_blk_io *io, struct vbus_blk_span *spans,
+			 const char **why)
+{
+	struct vbus_blk_range rg[VBLK_MAX_DISCARD_RANGES];
+	__u32 n = r->h->nr_ranges;
+	__u64 total = 0;
+	const void *p;
+	unsigned int i;
+
+	if (!n || n > VBLK_MAX_DISCARD_RANGES)
+		return bad(why, "nr_ranges out of range");
+	if (r->seg[0].len != sizeof(rg[0]) * (__u64)n)
+		return bad(why, "range list segment is not nr_ranges * 16 bytes");
+	p = hostd_dev_data(b->dev, r->seg[0].addr, r->seg[0].len);
+	if (!p)
+		return bad(why, "range list outside guest RAM (or dma_window)");
+	/* the one read of the list: everything below uses the copy */
+	memcpy(rg, p, sizeof(rg[0]) * (size_t)n);
+	for (i = 0; i < n; i++) {
+		__u8 st;
+
+		if (rg[i].flags)
+			return bad(why, "range flags not 0");
+		if (!rg[i].nr_sectors)
+			return bad(why, "range of 0 sectors");
+		total += rg[i].nr_sectors;
+		if (total > VBLK_MAX_DISCARD)
+			return bad(why, "ranges longer than max_discard_sectors");
+		st = check_range(b, rg[i].sector,
+				 (__u64)rg[i].nr_sectors * SECTOR, io, why);
+		if (st)
+			return st;
+		spans[i].offset = io->offset;
+		spans[i].len = io->len;
+	}
+	io->offset = spans[0].offset;
+	io->len = total * SECTOR;
+	io->nspans = n;
+	return VBUS_BLK_S_OK;
+}
+
 /* ops without segments: DISCARD / WRITE_ZEROES carry nr_sectors */
 static __u8 parse_noseg(struct vbus_blk *b, __u64 desc_len,
 			const struct req_copy *r, struct vbus_blk_io *io,
@@ -157,7 +206,8 @@ static __u8 check_op(const struct vbus_blk *b, const struct req_copy *r,
 }
 
 __u8 vbus_blk_req_parse(struct vbus_blk *b, __u64 req_gpa, __u64 desc_len,
-		    struct vbus_blk_io *io, struct iovec *iov, const char **why)
+		    struct vbus_blk_io *io, struct iovec *iov,
+		    struct vbus_blk_span *spans, const char **why)
 {
 	struct vbus_blk_seg seg[VBUS_BLK_MAX_SEGS];
 	struct vbus_blk_req hdr;
@@ -197,6 +247,14 @@ __u8 vbus_blk_req_parse(struct vbus_blk *b, __u64 req_gpa, __u64 desc_len,
 		iov[0].iov_len = r.seg[0].len;
 		io->niov = 1;
 		return VBUS_BLK_S_OK;
+	case VBUS_BLK_OP_DISCARD:
+		/* a range list (negotiated), or the one range of the header */
+		if (!hdr.nr_segs || !(b->features & VBUS_BLK_F_DISCARD_RANGES))
+			return parse_noseg(b, desc_len, &r, io, why);
+		if (hdr.nr_segs != 1)
+			return bad(why, "a range list is one segment");
+		st = parse_segs(b, req_gpa, desc_len, &r, why);
+		return st ? st : parse_ranges(b, &r, io, spans, why);
 	default:
 		return parse_noseg(b, desc_len, &r, io, why);
 	}
