@@ -8,7 +8,9 @@
  * venet_wire.c). One behaviour per check:
  *
  *   negotiation     what QUEUES grants, what it refuses (-EINVAL,
- *                   -EBUSY), DEVSHM beyond the grant, SETACTIVE's range,
+ *                   -EBUSY), DEVSHM beyond the grant, SETACTIVE's range
+ *                   and a SETACTIVE loop (the tap's queues change at most
+ *                   every 50 ms),
  *                   an old guest (no QUEUES) getting one pair; none of
  *                   it faults the device or loses a frame
  *   data            pair 1's tx reaching the tap and the null backend,
@@ -124,6 +126,29 @@ static void mfx_rings(struct mfx *f, unsigned int pairs)
 	f->ps = pkt_sock(f->tap, 1);
 }
 
+struct tapq_goal {
+	struct mfx *f;
+	unsigned int n;
+};
+
+static bool tapq_reached(void *arg)
+{
+	struct tapq_goal *g = arg;
+
+	return fgd_stat(g->f->dev, "tap_queues_attached") == g->n;
+}
+
+/*
+ * Run the host until the tap has @n queues attached: the tap follows
+ * QUEUES and SETACTIVE at most every VENET_QSYNC_GAP_NS (50 ms).
+ */
+static void wait_tap_queues(struct mfx *f, unsigned int n)
+{
+	struct tapq_goal g = { f, n };
+
+	assert_true(fgd_run_until(tapq_reached, &g, TIMEOUT_MS));
+}
+
 /* The device with @pairs granted (QUEUES @pairs) and their rings. */
 static void mfx_up(struct mfx *f, unsigned int pairs)
 {
@@ -133,6 +158,7 @@ static void mfx_up(struct mfx *f, unsigned int pairs)
 	assert_int_equal(queues(f, pairs, 0, &granted), 0);
 	assert_int_equal(granted, pairs);
 	mfx_rings(f, pairs);
+	wait_tap_queues(f, pairs);
 }
 
 static int setup(void **state)
@@ -405,6 +431,30 @@ static void setactive_range(void **state)
 	assert_false(fgd_dev_faulted(f->dev));
 }
 
+/*
+ * SETACTIVE in a loop: answered every time, the tap's queues change at
+ * most every 50 ms (each change takes the host's rtnl lock), and end as
+ * the last call said.
+ */
+static void setactive_loop_bounded(void **state)
+{
+	struct mfx *f = *state;
+	unsigned long long syncs;
+	unsigned int i;
+
+	mfx_up(f, 2);
+	syncs = fgd_stat(f->dev, "tap_queue_syncs");
+	for (i = 0; i < 200; i++)
+		assert_int_equal(setactive(f, 1 + (i & 1), 0), 0);
+	assert_int_equal(setactive(f, 1, 0), 0);
+	wait_tap_queues(f, 1);
+	fprintf(stderr, "[test] 201 SETACTIVEs: %llu tap queue syncs\n",
+		fgd_stat(f->dev, "tap_queue_syncs") - syncs);
+	assert_true(fgd_stat(f->dev, "tap_queue_syncs") - syncs <= 3);
+	assert_int_equal(fgd_stat(f->dev, "queues_active"), 1);
+	assert_false(fgd_dev_faulted(f->dev));
+}
+
 /* After DEVCLOSE the next guest starts with one pair again. */
 static void reopen_is_one_pair(void **state)
 {
@@ -499,6 +549,7 @@ static void setactive_stops_pair1(void **state)
 	run_tx(f, 1, 1);
 	host_sees(f, 1);
 	assert_int_equal(setactive(f, 1, 0), 0);
+	wait_tap_queues(f, 1);
 	host_flow(f, 3003, 21);
 	run_rx(f, &r, 1);
 	assert_int_equal(r.n[0], 1);
@@ -516,6 +567,7 @@ static void inactive_pair_tx_sent(void **state)
 
 	mfx_up(f, 2);
 	assert_int_equal(setactive(f, 1, 0), 0);
+	wait_tap_queues(f, 1);
 	tx_flow(f, 1, 3004, 7);
 	run_tx(f, 1, 1);
 	host_sees(f, 7);
@@ -670,6 +722,7 @@ static void restart_reopens_every_queue(void **state)
 	assert_int_equal(fgd_dev_open(f->dev, VENET_VERSION), 0);
 	assert_int_equal(queues(f, 2, 0, NULL), 0);
 	mfx_rings(f, 2);
+	wait_tap_queues(f, 2);
 	tx_flow(f, 1, 4001, 1);
 	run_tx(f, 1, 1);
 	host_sees(f, 1);
@@ -684,6 +737,7 @@ static void restart_reopens_every_queue(void **state)
 	assert_int_equal(fgd_dev_open(f->dev, VENET_VERSION), 0);
 	assert_int_equal(queues(f, 2, 0, NULL), 0);
 	mfx_rings(f, 2);
+	wait_tap_queues(f, 2);
 	tx_flow(f, 1, 4001, 2);
 	run_tx(f, 1, 1);
 	host_sees(f, 2);
@@ -726,6 +780,7 @@ int main(void)
 		T(old_guest_gets_every_flow),
 		T(devshm_beyond_grant),
 		T(setactive_range),
+		T(setactive_loop_bounded),
 		T(reopen_is_one_pair),
 		T(tx_pair1_reaches_tap),
 		T(tx_pair1_null_backend),

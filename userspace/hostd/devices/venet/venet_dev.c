@@ -285,11 +285,15 @@ static int venet_create(struct hostd_dev *dev, const struct hostd_params *p)
 	v->mem.data = venet_xlate_data;
 	v->mem.ctx = dev;
 	v->tap.fd = -1;
+	v->qsync_fd = -1;
 	venet_pairs_reset(v);
 	ret = venet_params(v, p, &poll_ns);
 	for (i = 0; !ret && i < v->queues; i++)
 		ret = pair_init(v, i, poll_ns);
+	if (!ret && v->queues > 1)
+		ret = venet_qsync_init(v);
 	if (ret < 0) {
+		venet_qsync_fini(v);
 		pairs_fini(v, v->queues);
 		free(v);
 		return ret;
@@ -306,6 +310,7 @@ static void venet_destroy(struct hostd_dev *dev)
 
 	venet_tap_unwatch_all(v);
 	tap_close(&v->tap);
+	venet_qsync_fini(v);
 	pairs_fini(v, v->queues);
 	free(v);
 	hostd_dev_set_priv(dev, NULL);
@@ -527,6 +532,9 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	hostd_stat_u64(out, "queues", v->queues);
 	hostd_stat_u64(out, "queues_granted", v->granted);
 	hostd_stat_u64(out, "queues_active", v->active);
+	hostd_stat_u64(out, "tap_queues_attached",
+		       (__u64)__builtin_popcount(v->tap.attached));
+	hostd_stat_u64(out, "tap_queue_syncs", v->qsyncs);
 	hostd_stat_u64(out, "tx_poll_us", p0->txq.window.cap_ns / 1000);
 	/* pair 0's window, as before pairs */
 	hostd_stat_u64(out, "tx_window_us", p0->txq.window.ns / 1000);

@@ -52,6 +52,13 @@ struct venet;
 
 /* queues= default (docs/devices/venet.md, "Queue pairs") */
 #define VENET_QUEUES_DEFAULT 1
+/*
+ * The least time between two changes of the tap's attached queues
+ * (venet_pairs.c): each TUNSETQUEUE takes the host's rtnl lock and waits
+ * for an RCU grace period, so a guest calling SETACTIVE in a loop must
+ * not get one per call.
+ */
+#define VENET_QSYNC_GAP_NS (50ull * 1000 * 1000)
 
 struct venet_stats {
 	__u64 rx_packets, rx_bytes;
@@ -128,6 +135,11 @@ struct venet {
 	unsigned int queues;		/* queues=: pairs we may grant */
 	unsigned int granted;		/* QUEUES' answer; 1 before it */
 	unsigned int active;		/* SETACTIVE: rx to pairs < active */
+	/* the tap's queues follow active at most every VENET_QSYNC_GAP_NS */
+	int qsync_fd;			/* timerfd: a deferred sync, or -1 */
+	bool qsync_armed;
+	__u64 qsync_last_ns;		/* the last sync's TUNSETQUEUEs */
+	__u64 qsyncs;			/* syncs done (ctl stats: tap_queue_syncs) */
 
 	bool open;
 	bool link;			/* LINKUP .. LINKDOWN */
@@ -172,6 +184,8 @@ int venet_call_setactive(struct venet *v, void *buf);	/* SETACTIVE */
 void venet_pairs_reset(struct venet *v);	/* one pair, as after DEVOPEN */
 void venet_pairs_apply(struct venet *v);	/* tap queues = active pairs */
 void venet_tap_watch(struct venet_pair *p);
+int venet_qsync_init(struct venet *v);	/* create: the deferred sync */
+void venet_qsync_fini(struct venet *v);	/* destroy */
 
 /*
  * venet_tx.c: drain a pair's tx ring into the tap (its tx ring's signal

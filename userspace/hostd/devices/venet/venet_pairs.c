@@ -15,10 +15,22 @@
  * to the tap, only out of the steering), so every pair's tx ring is
  * still drained into its own queue and waits for its own EPOLLOUT; only
  * EPOLLIN is left off for a pair that is not active.
+ *
+ * The rx side follows SETACTIVE at once (a pair that is not active is not
+ * read). The tap's queues follow it at most every VENET_QSYNC_GAP_NS (a
+ * timerfd runs a sync that came too soon): TUNSETQUEUE takes the host's
+ * rtnl lock and an RCU grace period, the guest must not be able to make
+ * the host do that in a loop. Meanwhile the kernel may still steer a
+ * flow to a queue whose pair is not active: its frames wait there, and
+ * go when the queue is detached (what the kernel does to what a
+ * detached queue held).
  */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include "venet_dev.h"
 
 bool venet_rings_registered(const struct venet *v)
@@ -64,19 +76,31 @@ void venet_tap_watch(struct venet_pair *p)
 	}
 }
 
+/* The tap's queues differ from what v->active wants. */
+static bool qsync_needed(const struct venet *v)
+{
+	unsigned int i;
+
+	for (i = 1; v->tap.mq && i < v->tap.queues; i++)
+		if (!!(v->tap.attached & (1u << i)) != (i < v->active))
+			return true;
+	return false;
+}
+
 /*
- * The tap's queues follow v->active: attached below it, detached above
- * (a failure is logged and leaves the queue as it was: its pair then
- * gets no rx, or the kernel keeps steering some flows to a queue whose
- * pair is not active, where they wait, as for a guest out of buffers).
- * Then every queue is watched, and the pairs that are active look at
- * theirs.
+ * The tap's queues follow v->active now: attached below it, detached
+ * above (a failure is logged and leaves the queue as it was: its pair
+ * then gets no rx, or the kernel keeps steering some flows to a queue
+ * whose pair is not active, where they wait, as for a guest out of
+ * buffers).
  */
-void venet_pairs_apply(struct venet *v)
+static void qsync_now(struct venet *v)
 {
 	unsigned int i;
 	int ret;
 
+	v->qsync_last_ns = hostd_now_ns();
+	v->qsyncs++;
 	for (i = 1; v->tap.mq && i < v->tap.queues; i++) {
 		ret = tap_set_queue(&v->tap, i, i < v->active);
 		if (ret < 0)
@@ -85,6 +109,74 @@ void venet_pairs_apply(struct venet *v)
 				      "attaching" : "detaching", i,
 				      strerror(-ret));
 	}
+}
+
+/* A sync now, or when the last one is VENET_QSYNC_GAP_NS old. */
+static void qsync(struct venet *v)
+{
+	__u64 now = hostd_now_ns(), due = v->qsync_last_ns + VENET_QSYNC_GAP_NS;
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+
+	if (v->qsync_armed || !qsync_needed(v))
+		return;
+	if (!v->qsyncs || now >= due || v->qsync_fd < 0) {
+		qsync_now(v);
+		return;
+	}
+	its.it_value.tv_sec = (time_t)((due - now) / 1000000000ull);
+	its.it_value.tv_nsec = (long)((due - now) % 1000000000ull);
+	if (timerfd_settime(v->qsync_fd, 0, &its, NULL) == 0)
+		v->qsync_armed = true;
+	else
+		qsync_now(v);	/* no timer: rather too often than never */
+}
+
+static void qsync_cb(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+{
+	struct venet *v = arg;
+
+	(void)dev;
+	(void)events;
+	hostd_eventfd_drain(fd);	/* a timerfd reads like one */
+	v->qsync_armed = false;
+	if (qsync_needed(v))
+		qsync_now(v);
+}
+
+int venet_qsync_init(struct venet *v)
+{
+	int ret;
+
+	v->qsync_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (v->qsync_fd < 0)
+		return -errno;
+	ret = hostd_fd_add(v->dev, v->qsync_fd, EPOLLIN, qsync_cb, v);
+	if (ret < 0) {
+		close(v->qsync_fd);
+		v->qsync_fd = -1;
+	}
+	return ret;
+}
+
+void venet_qsync_fini(struct venet *v)
+{
+	if (v->qsync_fd < 0)
+		return;
+	hostd_fd_del(v->dev, v->qsync_fd);
+	close(v->qsync_fd);
+	v->qsync_fd = -1;
+}
+
+/*
+ * v->active changed (or the tap came): the tap's queues follow (qsync),
+ * every queue is watched while the device is open, and the pairs that
+ * are active look at theirs.
+ */
+void venet_pairs_apply(struct venet *v)
+{
+	unsigned int i;
+
+	qsync(v);
 	for (i = 0; i < v->tap.queues && i < v->queues; i++)
 		venet_tap_watch(&v->pair[i]);
 	venet_tap_update(v);
