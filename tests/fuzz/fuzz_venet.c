@@ -152,7 +152,7 @@ static void tap_inject(struct fuzz_in *in, uint8_t sub)
 	uint32_t len = (sub & 4) ? fuzz_u16(in) % (VENET_FRAME_MAX + 32) :
 		       14u + fuzz_u8(in) * 8;
 
-	int peer = fake_tap_peer[(sub >> 7) % FAKE_TAPS];
+	int peer = fake_tap_peer[(sub >> 7) % FAKE_TAP_FDS];
 
 	if (peer < 0)
 		return;
@@ -175,7 +175,7 @@ static void tap_drain(void)
 	ssize_t n;
 	int i;
 
-	for (i = 0; i < FAKE_TAPS; i++)
+	for (i = 0; i < FAKE_TAP_FDS; i++)
 		while (fake_tap_peer[i] >= 0 &&
 		       (n = recv(fake_tap_peer[i], frame, sizeof(frame),
 				 MSG_DONTWAIT | MSG_TRUNC)) >= 0) {
@@ -205,10 +205,10 @@ static void op_data(struct fuzz_in *in)
 		break;
 	default:
 		if ((sub & 0x1c) == 0x1c &&
-		    fake_tap_peer[(sub >> 7) % FAKE_TAPS] >= 0) {
+		    fake_tap_peer[(sub >> 7) % FAKE_TAP_FDS] >= 0) {
 			/* the tap goes away (EPOLLHUP on venet's end) */
-			close(fake_tap_peer[(sub >> 7) % FAKE_TAPS]);
-			fake_tap_peer[(sub >> 7) % FAKE_TAPS] = -1;
+			close(fake_tap_peer[(sub >> 7) % FAKE_TAP_FDS]);
+			fake_tap_peer[(sub >> 7) % FAKE_TAP_FDS] = -1;
 		} else if ((sub & 0x1c) == 0x18) {
 			fake_tap_refuse = !fake_tap_refuse;
 		} else if (!(sub & 4)) {

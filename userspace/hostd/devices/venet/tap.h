@@ -16,7 +16,17 @@
  * in the host's native byte order (legacy virtio), i.e. little-endian on
  * the x86-64 hosts we run on.
  *
- * The fd is non-blocking: the daemon's event loop polls it.
+ * The fds are non-blocking: the daemon's event loop polls them.
+ *
+ * Queues. One queue is a plain tap (no IFF_MULTI_QUEUE: a persistent tap
+ * made without `multi_queue` keeps working), or one queue of a
+ * multi-queue tap when the tap that exists is one. More than one is
+ * IFF_MULTI_QUEUE with one fd per queue (fd[q]); the host kernel spreads
+ * what it sends to the tap over the queues attached (its flow steering),
+ * and tap_set_queue() detaches one (TUNSETQUEUE: its flows move to the
+ * others, its fd then reads and writes -EBADFD and polls EPOLLERR) or
+ * attaches it again. The ioctls of the whole tap (offload, carrier) go
+ * through fd[0], which is never detached.
  */
 #ifndef VBUS_HOSTD_TAP_H
 #define VBUS_HOSTD_TAP_H
@@ -25,27 +35,44 @@
 #include <net/if.h>
 #include <linux/virtio_net.h>
 
+#include <stdbool.h>
+
 #define TAP_VNET_HDR_LEN ((int)sizeof(struct virtio_net_hdr))
+/* queues of one tap we open (venet's VENET_MAX_QUEUE_PAIRS) */
+#define TAP_MAX_QUEUES 16
 
 struct tap {
-	int fd;			/* -1 when closed */
+	int fd;			/* queue 0's, -1 when closed */
+	int qfd[TAP_MAX_QUEUES];	/* queue q's (qfd[0] == fd), -1 */
+	unsigned int queues;	/* fds open: 0 when closed */
+	bool mq;		/* IFF_MULTI_QUEUE */
+	unsigned int attached;	/* bit q: queue q attached */
 	char name[IFNAMSIZ];	/* the kernel's name for it (may differ
 				 * from the request, e.g. "vbus%d") */
 	unsigned int offload;	/* TUN_F_* currently set */
 };
 
 /*
- * Open (create when absent, attach when it exists) the tap @name; @name
- * NULL or "" lets the kernel choose ("vbus%d"). Sets the vnet header size
- * and no offloads (the tap then only hands us fully checksummed,
- * segmented frames until tap_set_offload()). On failure returns -errno,
- * leaves t->fd == -1 and writes a human-readable reason into @err (e.g.
- * "/dev/net/tun is missing" or "needs CAP_NET_ADMIN").
+ * Open (create when absent, attach when it exists) the tap @name with
+ * @queues (1 .. TAP_MAX_QUEUES) queues, all attached; @name NULL or ""
+ * lets the kernel choose ("vbus%d"). Sets the vnet header size and no
+ * offloads (the tap then only hands us fully checksummed, segmented
+ * frames until tap_set_offload()). On failure returns -errno, leaves
+ * t->fd == -1 and t->queues 0 and writes a human-readable reason into
+ * @err (e.g. "/dev/net/tun is missing", "needs CAP_NET_ADMIN" or that
+ * the tap that exists has a single queue).
  */
-int tap_open(struct tap *t, const char *name, char *err, size_t errlen);
+int tap_open(struct tap *t, const char *name, unsigned int queues, char *err,
+	     size_t errlen);
 
-/* Close the fd (a tap we created disappears with it). Idempotent. */
+/* Close the fds (a tap we created disappears with them). Idempotent. */
 void tap_close(struct tap *t);
+
+/*
+ * Attach (@on) or detach queue @q (1 .. queues-1; a no-op when it is so
+ * already): 0 or -errno.
+ */
+int tap_set_queue(struct tap *t, unsigned int q, bool on);
 
 /*
  * What the host kernel may hand us on read: TUN_F_CSUM (frames with a

@@ -12,7 +12,10 @@
  * 0: how long the drained tx ring is polled before the guest is asked
  * for doorbells again; venet_tx.c), backend=tap|null (default tap; null,
  * for benchmarks and tests, takes no tap: tx frames are copied once into
- * a host buffer and dropped, rx never delivers; docs/devices/venet.md).
+ * a host buffer and dropped, rx never delivers; docs/devices/venet.md),
+ * queues=N (1..16, default 1: the queue pairs a guest may get with
+ * QUEUES; more than 1 opens the tap IFF_MULTI_QUEUE, one queue per pair:
+ * venet_pairs.c).
  *
  * Everything runs on the guest's loop thread (device.h), so there are no
  * locks. The data path is venet_tx.c and venet_rx.c (each says how its
@@ -66,17 +69,15 @@ static void rx_offload_apply(struct venet *v)
 	}
 }
 
-static void tap_watch(struct venet *v);
-
 /* Open the tap if we have none (create, open, LINKUP). */
 static void backend_try(struct venet *v)
 {
 	char err[160];
 	int ret;
 
-	if (v->tap.fd >= 0 || v->sink)
+	if (v->tap.fd >= 0 || v->null_backend)
 		return;
-	ret = tap_open(&v->tap, v->tapreq, err, sizeof(err));
+	ret = tap_open(&v->tap, v->tapreq, v->queues, err, sizeof(err));
 	if (ret < 0) {
 		/* log only when the reason changes: a LINKUP loop is cheap */
 		if (strcmp(err, v->backend_err) != 0)
@@ -88,47 +89,16 @@ static void backend_try(struct venet *v)
 	rx_offload_apply(v);
 	/* link down until the guest's LINKUP: no carrier on the host */
 	tap_set_carrier(&v->tap, v->link);
-	if (v->open)
-		tap_watch(v);
+	/* the queues of the pairs not active leave; the rest are watched */
+	venet_pairs_apply(v);
 }
 
 /* ---- fds ----------------------------------------------------------------- */
-
-static void tap_cb(struct hostd_dev *dev, int fd, __u32 events, void *arg)
-{
-	struct venet *v = arg;
-
-	(void)dev;
-	(void)fd;
-	if (events & (EPOLLERR | EPOLLHUP)) {
-		/* level-triggered and unmaskable: must not spin on it */
-		venet_backend_lost(v, EIO);
-		return;
-	}
-	if (events & EPOLLOUT) {
-		v->tx_blocked = false;
-		venet_tx_work(v);
-	}
-	if (events & EPOLLIN)
-		venet_rx_run(v);
-}
 
 static void kick_cb(struct hostd_dev *dev, void *arg)
 {
 	(void)dev;
 	venet_tx_work(arg);
-}
-
-static void tap_watch(struct venet *v)
-{
-	if (v->tap_watched || v->tap.fd < 0)
-		return;
-	/* events 0: venet_tap_update() turns EPOLLIN/EPOLLOUT on as needed */
-	if (hostd_fd_add(v->dev, v->tap.fd, 0, tap_cb, v) == 0) {
-		v->tap_watched = true;
-		v->tap_events = 0;
-	}
-	venet_tap_update(v);
 }
 
 /* ---- params ---------------------------------------------------------------- */
@@ -168,26 +138,46 @@ static void random_mac(__u8 mac[6])
 	mac[0] = (__u8)((mac[0] & 0xfc) | 0x02);	/* local, unicast */
 }
 
-/* tx_poll_us=: a number of microseconds, 0 .. VENET_TX_POLL_US_MAX. */
-static int venet_param_poll(struct venet *v, const char *s)
+/* A decimal number in [min, max] into *@out: 0, or -EINVAL. */
+static int param_uint(const char *s, unsigned long min, unsigned long max,
+		      unsigned long *out)
 {
-	unsigned long us = VENET_TX_POLL_US;
 	char *end;
 
-	if (s) {
-		errno = 0;
-		us = strtoul(s, &end, 10);
-		if (!*s || *end || errno || *s == '-' ||
-		    us > VENET_TX_POLL_US_MAX)
-			return hostd_dev_fail(v->dev, -EINVAL,
-					      "tx_poll_us=%s: want 0..%d (microseconds)",
-					      s, VENET_TX_POLL_US_MAX);
-	}
-	v->txq.window.cap_ns = (__u64)us * 1000;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	if (!*s || *end || errno || *s == '-' || *out < min || *out > max)
+		return -EINVAL;
 	return 0;
 }
 
-/* backend=tap|null; null takes no tap= and gets its sink buffer. */
+/* tx_poll_us=: a number of microseconds, 0 .. VENET_TX_POLL_US_MAX. */
+static int venet_param_poll(struct venet *v, const char *s, __u64 *cap_ns)
+{
+	unsigned long us = VENET_TX_POLL_US;
+
+	if (s && param_uint(s, 0, VENET_TX_POLL_US_MAX, &us))
+		return hostd_dev_fail(v->dev, -EINVAL,
+				      "tx_poll_us=%s: want 0..%d (microseconds)",
+				      s, VENET_TX_POLL_US_MAX);
+	*cap_ns = (__u64)us * 1000;
+	return 0;
+}
+
+/* queues=: the queue pairs a guest may get, 1 .. VENET_MAX_QUEUE_PAIRS. */
+static int venet_param_queues(struct venet *v, const char *s)
+{
+	unsigned long n = VENET_QUEUES_DEFAULT;
+
+	if (s && param_uint(s, 1, VENET_MAX_QUEUE_PAIRS, &n))
+		return hostd_dev_fail(v->dev, -EINVAL,
+				      "queues=%s: want 1..%d (queue pairs)",
+				      s, VENET_MAX_QUEUE_PAIRS);
+	v->queues = (unsigned int)n;
+	return 0;
+}
+
+/* backend=tap|null; null takes no tap= (its pairs get sink buffers). */
 static int venet_param_backend(struct venet *v, const struct hostd_params *p)
 {
 	const char *s = hostd_param_get(p, "backend");
@@ -200,15 +190,20 @@ static int venet_param_backend(struct venet *v, const struct hostd_params *p)
 	if (hostd_param_get(p, "tap"))
 		return hostd_dev_fail(v->dev, -EINVAL,
 				      "backend=null takes no tap=");
-	v->sink = malloc(VENET_SINK_LEN);
-	return v->sink ? 0 : -ENOMEM;
+	v->null_backend = true;
+	return 0;
 }
 
-/* tap=, mac=, strict=, tx_poll_us=, backend= into @v; every refusal says why. */
-static int venet_params(struct venet *v, const struct hostd_params *p)
+/*
+ * tap=, mac=, strict=, tx_poll_us= (into *@poll_ns), backend=, queues=
+ * into @v; every refusal says why.
+ */
+static int venet_params(struct venet *v, const struct hostd_params *p,
+			__u64 *poll_ns)
 {
 	static const char *const known[] = { "tap", "mac", "strict",
-					     "tx_poll_us", "backend", NULL };
+					     "tx_poll_us", "backend",
+					     "queues", NULL };
 	struct hostd_dev *dev = v->dev;
 	const char *s;
 	int ret;
@@ -217,6 +212,8 @@ static int venet_params(struct venet *v, const struct hostd_params *p)
 	if (ret < 0)
 		return ret;
 	ret = venet_param_backend(v, p);
+	if (!ret)
+		ret = venet_param_queues(v, hostd_param_get(p, "queues"));
 	if (ret < 0)
 		return ret;
 	s = hostd_param_get(p, "tap");
@@ -239,14 +236,46 @@ static int venet_params(struct venet *v, const struct hostd_params *p)
 	if (s && strcmp(s, "0") && strcmp(s, "1"))
 		return hostd_dev_fail(dev, -EINVAL, "strict=%s: want 0 or 1", s);
 	v->strict = s && !strcmp(s, "1");
-	return venet_param_poll(v, hostd_param_get(p, "tx_poll_us"));
+	return venet_param_poll(v, hostd_param_get(p, "tx_poll_us"), poll_ns);
 }
 
 /* ---- ops ----------------------------------------------------------------- */
 
+/* Pair @i of @v: its queues, its kick, its sink. 0 or -errno. */
+static int pair_init(struct venet *v, unsigned int i, __u64 poll_ns)
+{
+	struct venet_pair *p = &v->pair[i];
+
+	p->v = v;
+	p->idx = i;
+	p->rxq.owner = p;
+	p->txq.owner = p;
+	p->txq.window.cap_ns = poll_ns;
+	if (v->null_backend && !(p->sink = malloc(VENET_SINK_LEN)))
+		return -ENOMEM;
+	return hostd_kick_init(v->dev, &p->kick, kick_cb, p);
+}
+
+/* Undo pair_init() of pairs [0, @n): kicks and sinks. */
+static void pairs_fini(struct venet *v, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct venet_pair *p = &v->pair[i];
+
+		if (p->kick.dev)
+			hostd_kick_fini(&p->kick);
+		free(p->sink);
+		p->sink = NULL;
+	}
+}
+
 static int venet_create(struct hostd_dev *dev, const struct hostd_params *p)
 {
 	struct venet *v = calloc(1, sizeof(*v));
+	__u64 poll_ns = 0;
+	unsigned int i;
 	int ret;
 
 	if (!v)
@@ -256,13 +285,12 @@ static int venet_create(struct hostd_dev *dev, const struct hostd_params *p)
 	v->mem.data = venet_xlate_data;
 	v->mem.ctx = dev;
 	v->tap.fd = -1;
-	v->rxq.owner = v;
-	v->txq.owner = v;
-	ret = venet_params(v, p);
-	if (!ret)
-		ret = hostd_kick_init(dev, &v->kick, kick_cb, v);
+	venet_pairs_reset(v);
+	ret = venet_params(v, p, &poll_ns);
+	for (i = 0; !ret && i < v->queues; i++)
+		ret = pair_init(v, i, poll_ns);
 	if (ret < 0) {
-		free(v->sink);
+		pairs_fini(v, v->queues);
 		free(v);
 		return ret;
 	}
@@ -276,10 +304,9 @@ static void venet_destroy(struct hostd_dev *dev)
 {
 	struct venet *v = hostd_dev_priv(dev);
 
-	venet_tap_unwatch(v);
+	venet_tap_unwatch_all(v);
 	tap_close(&v->tap);
-	hostd_kick_fini(&v->kick);
-	free(v->sink);
+	pairs_fini(v, v->queues);
 	free(v);
 	hostd_dev_set_priv(dev, NULL);
 }
@@ -287,6 +314,7 @@ static void venet_destroy(struct hostd_dev *dev)
 static int venet_open(struct hostd_dev *dev, __u32 version)
 {
 	struct venet *v = hostd_dev_priv(dev);
+	unsigned int i;
 
 	if (version != VENET_VERSION)
 		return -EPROTO;
@@ -294,14 +322,17 @@ static int venet_open(struct hostd_dev *dev, __u32 version)
 	v->open = true;
 	v->link = false;	/* down until the first LINKUP */
 	v->caps = 0;
-	v->rx_starved = false;
-	v->tx_blocked = false;
+	venet_pairs_reset(v);	/* one pair until QUEUES */
+	for (i = 0; i < v->queues; i++) {
+		v->pair[i].rx_starved = false;
+		v->pair[i].tx_blocked = false;
+	}
 
 	backend_try(v);
 	rx_offload_apply(v);	/* caps 0 until NEGCAP: plain frames */
 	if (v->tap.fd >= 0) {
 		tap_set_carrier(&v->tap, 0);
-		tap_watch(v);
+		venet_pairs_apply(v);
 	}
 	return 0;
 }
@@ -309,37 +340,48 @@ static int venet_open(struct hostd_dev *dev, __u32 version)
 static void venet_close(struct hostd_dev *dev)
 {
 	struct venet *v = hostd_dev_priv(dev);
+	unsigned int i;
 
 	v->open = false;
 	v->link = false;
 	if (v->tap.fd >= 0)
 		tap_set_carrier(&v->tap, 0);
-	venet_tap_unwatch(v);
-	/* a kick still pending must not outlive this session */
-	hostd_kick_cancel(&v->kick);
-	v->tx_blocked = false;
+	venet_tap_unwatch_all(v);
+	for (i = 0; i < v->queues; i++) {
+		struct venet_pair *p = &v->pair[i];
 
-	/* no pointer into guest memory survives close */
-	hostd_devq_detach(&v->rxq);
-	hostd_devq_detach(&v->txq);
+		/* a kick still pending must not outlive this session */
+		hostd_kick_cancel(&p->kick);
+		p->tx_blocked = false;
+		p->tx_unsignalled = 0;
+		/* no pointer into guest memory survives close */
+		hostd_devq_detach(&p->rxq);
+		hostd_devq_detach(&p->txq);
+	}
 	v->caps = 0;
 	/* the next guest may not take offloaded frames */
 	rx_offload_apply(v);
+	/* nor ask for pairs: queue 0 takes every flow until it does */
+	venet_pairs_reset(v);
+	venet_pairs_apply(v);
 }
 
 static int call_link(struct venet *v, bool up)
 {
+	unsigned int i;
+
 	if (up)
 		backend_try(v);
 	v->link = up;
 	if (v->tap.fd >= 0)
 		tap_set_carrier(&v->tap, up);
-	if (up) {
-		venet_rx_run(v);
-	} else {
-		/* posted rx buffers stay posted; tx still drains (dropping) */
+	if (!up)	/* posted rx buffers stay posted */
 		venet_tap_update(v);
-		venet_tx_work(v);
+	for (i = 0; i < v->queues; i++) {
+		if (up)
+			venet_rx_run(&v->pair[i]);
+		else	/* tx still drains (dropping) */
+			venet_tx_work(&v->pair[i]);
 	}
 	return 0;
 }
@@ -353,7 +395,7 @@ static int call_negcap(struct venet *v, void *buf)
 	 * The tx and rx descriptor formats follow the answer: once a ring is
 	 * there it cannot change under descriptors in flight.
 	 */
-	if (v->txq.attached || v->rxq.attached)
+	if (venet_rings_registered(v))
 		return -EBUSY;
 	if (caps.gid == VENET_CAP_GROUP_SG) {
 		caps.bits &= VENET_CAPS_SUPPORTED;
@@ -389,6 +431,14 @@ static int venet_call(struct hostd_dev *dev, __u32 func, void *buf,
 		return call_negcap(v, buf);
 	case VENET_FUNC_FLUSHRX:
 		return len ? -EINVAL : venet_rx_flush(v);
+	case VENET_FUNC_QUEUES:
+		if (len != sizeof(struct venet_queues))
+			return -EINVAL;
+		return venet_call_queues(v, buf);
+	case VENET_FUNC_SETACTIVE:
+		if (len != sizeof(struct venet_queues))
+			return -EINVAL;
+		return venet_call_setactive(v, buf);
 	default:
 		return -EINVAL;
 	}
@@ -397,32 +447,33 @@ static int venet_call(struct hostd_dev *dev, __u32 func, void *buf,
 static int venet_shm(struct hostd_dev *dev, struct hostd_shm *shm)
 {
 	struct venet *v = hostd_dev_priv(dev);
+	struct venet_pair *p;
 	struct hostd_devq *q;
+	bool rx = (shm->id % 2) == VENET_QUEUE_RX;
 	int ret;
 
-	if (shm->id == VENET_QUEUE_RX)
-		q = &v->rxq;
-	else if (shm->id == VENET_QUEUE_TX)
-		q = &v->txq;
-	else
+	/* pair id/2: rx 2p, tx 2p + 1; only pairs granted by QUEUES */
+	if (shm->id / 2 >= v->granted)
 		return -EINVAL;
+	p = &v->pair[shm->id / 2];
+	q = rx ? &p->rxq : &p->txq;
 	if (q->attached)
 		return -EBUSY;
 	if (!shm->signal)
 		return -EINVAL;	/* a ring without a doorbell is useless */
 
-	ret = hostd_devq_attach(q, shm, 0, q == &v->rxq ? venet_rx_signal :
-						     venet_tx_signal);
+	ret = hostd_devq_attach(q, shm, 0, rx ? venet_rx_signal :
+						venet_tx_signal);
 	if (ret)
 		return ret;
 	shm->priv = q;
 
 	/* start listening; pick up anything posted before we listened */
 	hostd_devq_unmask(q, 0);
-	if (q == &v->rxq)
-		venet_rx_run(v);
+	if (rx)
+		venet_rx_run(p);
 	else
-		venet_tx_work(v);
+		venet_tx_work(p);
 	return 0;
 }
 
@@ -434,13 +485,32 @@ static __u64 q_injects(const struct hostd_devq *q)
 	return __atomic_load_n(&q->ioq.signal->injects, __ATOMIC_RELAXED);
 }
 
+/* Pair @p's counters: qP_rx_packets, ... (qP_ + the name). */
+static void pair_stats(struct venet_pair *p, struct hostd_stats_out *out)
+{
+	const struct venet_pair_stats *s = &p->st;
+	char key[32];
+
+#define S(name)								\
+	do {								\
+		snprintf(key, sizeof(key), "q%u_" #name, p->idx);	\
+		hostd_stat_u64(out, key, s->name);			\
+	} while (0)
+	S(rx_packets); S(rx_bytes); S(rx_dropped);
+	S(tx_packets); S(tx_bytes); S(tx_dropped);
+#undef S
+}
+
 static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 {
 	struct venet *v = hostd_dev_priv(dev);
 	const struct venet_stats *s = &v->st;
+	const struct venet_pair *p0 = &v->pair[0];
+	__u64 rxs = 0, txs = 0;
+	unsigned int i;
 	char buf[64];
 
-	if (v->sink) {
+	if (v->null_backend) {
 		hostd_stat_str(out, "backend", "null");
 	} else if (v->tap.fd >= 0) {
 		hostd_stat_str(out, "backend", v->tap.name);
@@ -454,10 +524,14 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	hostd_stat_str(out, "mac", buf);
 	hostd_stat_str(out, "link", v->link ? "up" : "down");
 	hostd_stat_u64(out, "caps", v->caps);
-	hostd_stat_u64(out, "tx_poll_us", v->txq.window.cap_ns / 1000);
-	hostd_stat_u64(out, "tx_window_us", v->txq.window.ns / 1000);
-	hostd_stat_u64(out, "tx_window_grows", v->txq.window.grows);
-	hostd_stat_u64(out, "tx_window_shrinks", v->txq.window.shrinks);
+	hostd_stat_u64(out, "queues", v->queues);
+	hostd_stat_u64(out, "queues_granted", v->granted);
+	hostd_stat_u64(out, "queues_active", v->active);
+	hostd_stat_u64(out, "tx_poll_us", p0->txq.window.cap_ns / 1000);
+	/* pair 0's window, as before pairs */
+	hostd_stat_u64(out, "tx_window_us", p0->txq.window.ns / 1000);
+	hostd_stat_u64(out, "tx_window_grows", p0->txq.window.grows);
+	hostd_stat_u64(out, "tx_window_shrinks", p0->txq.window.shrinks);
 
 #define S(name) hostd_stat_u64(out, #name, s->name)
 	S(rx_packets); S(rx_bytes); S(tx_packets); S(tx_bytes);
@@ -469,8 +543,14 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(backend_lost);
 #undef S
 	/* what crossed to the guest: the signals it had not masked */
-	hostd_stat_u64(out, "rx_signals_sent", q_injects(&v->rxq));
-	hostd_stat_u64(out, "tx_signals_sent", q_injects(&v->txq));
+	for (i = 0; i < v->queues; i++) {
+		rxs += q_injects(&v->pair[i].rxq);
+		txs += q_injects(&v->pair[i].txq);
+	}
+	hostd_stat_u64(out, "rx_signals_sent", rxs);
+	hostd_stat_u64(out, "tx_signals_sent", txs);
+	for (i = 0; i < v->queues; i++)
+		pair_stats(&v->pair[i], out);
 }
 
 static const struct hostd_dev_type venet_type = {

@@ -3,8 +3,10 @@
  * venet, the host side: the device's state, shared by its files, in the
  * order they use each other (none calls up):
  *
- *   venet_dev.c    the ops (create .. stats), params, the tap's and the
- *                  kick's fd callbacks, opening the backend
+ *   venet_dev.c    the ops (create .. stats), params, the kick's
+ *                  callback, opening the backend
+ *   venet_pairs.c  queue pairs: QUEUES, SETACTIVE, the tap queue each
+ *                  pair reads (its fd callback) and writes
  *   venet_rx.c     tap -> guest
  *   venet_tx.c     guest -> tap
  *   venet_state.c  what both directions share: the tap's epoll interest,
@@ -48,6 +50,9 @@
 
 struct venet;
 
+/* queues= default (docs/devices/venet.md, "Queue pairs") */
+#define VENET_QUEUES_DEFAULT 1
+
 struct venet_stats {
 	__u64 rx_packets, rx_bytes;
 	__u64 tx_packets, tx_bytes;
@@ -71,61 +76,125 @@ struct venet_stats {
 	__u64 backend_lost;
 };
 
+/*
+ * One pair's share of the traffic (`ctl stats`: qP_rx_packets, ...): the
+ * totals above are the sums. rx_dropped: frames its tap queue gave that
+ * did not reach the guest (too big, offloads it cannot take) and buffers
+ * handed back empty (untranslatable); tx_dropped: frames of its tx ring
+ * not sent (invalid, refused by the tap, link down or no backend).
+ */
+struct venet_pair_stats {
+	__u64 rx_packets, rx_bytes, rx_dropped;
+	__u64 tx_packets, tx_bytes, tx_dropped;
+};
+
+/*
+ * Queue pair P (docs/devices/venet.md, "Queue pairs"): its rings (DEVSHM
+ * ids VENET_QUEUE_RX_ID(P), VENET_QUEUE_TX_ID(P)) and tap queue P. What
+ * it reads from tap queue P goes to its rx ring; its tx ring's frames go
+ * to tap queue P while P is active, else to queue 0 (a detached queue
+ * takes no writes). Pair 0 is the single-queue device of old.
+ */
+struct venet_pair {
+	struct venet *v;
+	unsigned int idx;
+	struct hostd_devq rxq, txq;	/* owner: the pair */
+	struct hostd_kick kick;		/* "run tx again" */
+	/*
+	 * backend=null (benchmarks, tests): every tx frame is copied once
+	 * into this host buffer and dropped (sent, for the counters). NULL
+	 * with a tap.
+	 */
+	unsigned char *sink;
+	bool tap_watched;		/* tap queue idx in the loop */
+	__u32 tap_events;		/* what it is watched for */
+	bool rx_starved;		/* no guest buffer: queue not polled */
+	bool tx_blocked;		/* tap said EAGAIN: wait for EPOLLOUT */
+	unsigned int tx_blocked_on;	/* ... of this tap queue */
+	unsigned int tx_unsignalled;	/* tx pops the guest was not told of */
+	struct venet_pair_stats st;
+};
+
 struct venet {
 	struct hostd_dev *dev;
 	struct venet_mem mem;
 	struct tap tap;
 	char tapreq[IFNAMSIZ];		/* tap= as given ("" = kernel's) */
-	/*
-	 * backend=null (benchmarks, tests): no tap; every tx frame is copied
-	 * once into this host buffer and dropped (sent, for the counters);
-	 * rx never delivers. NULL with a tap.
-	 */
-	unsigned char *sink;
+	bool null_backend;		/* backend=null: pairs have sinks */
 	char backend_err[192];		/* why there is no tap */
 	__u8 mac[6];
 	bool strict;
+
+	unsigned int queues;		/* queues=: pairs we may grant */
+	unsigned int granted;		/* QUEUES' answer; 1 before it */
+	unsigned int active;		/* SETACTIVE: rx to pairs < active */
 
 	bool open;
 	bool link;			/* LINKUP .. LINKDOWN */
 	__u32 caps;			/* negotiated, group SG */
 
-	struct hostd_devq rxq, txq;	/* owner: the venet */
-	struct hostd_kick kick;		/* "run tx again" */
-	bool tap_watched;
-	__u32 tap_events;		/* what the tap fd is watched for */
-	bool rx_starved;		/* no guest buffer: tap not polled */
-	bool tx_blocked;		/* tap said EAGAIN: wait for EPOLLOUT */
-	unsigned int tx_unsignalled;	/* tx pops the guest was not told of */
+	struct venet_pair pair[VENET_MAX_QUEUE_PAIRS];	/* [0, queues) */
 
 	struct venet_stats st;
 };
 
-/* rx can run: the guest is up, the rx ring is there, a tap is there */
-static inline bool venet_rx_possible(const struct venet *v)
+/* Pair @p's tap queue: its fd, or -1 (no tap, or fewer queues). */
+static inline int venet_pair_tapfd(const struct venet_pair *p)
 {
-	return v->open && v->link && v->tap.fd >= 0 && hostd_devq_live(&v->rxq);
+	const struct tap *t = &p->v->tap;
+
+	return p->idx < t->queues ? t->qfd[p->idx] : -1;
+}
+
+/*
+ * The tap queue @p's tx writes to (*@q): its own while it is attached,
+ * else queue 0 (never detached). -1: no tap.
+ */
+static inline int venet_tx_fd(const struct venet_pair *p, unsigned int *q)
+{
+	const struct tap *t = &p->v->tap;
+
+	*q = p->idx < t->queues && (t->attached & (1u << p->idx)) ? p->idx : 0;
+	return t->queues ? t->qfd[*q] : -1;
+}
+
+/* rx can run: the guest is up, the pair active with its rx ring and tap queue */
+static inline bool venet_rx_possible(const struct venet_pair *p)
+{
+	const struct venet *v = p->v;
+
+	return v->open && v->link && p->idx < v->active &&
+	       venet_pair_tapfd(p) >= 0 && hostd_devq_live(&p->rxq);
 }
 
 /* venet_state.c */
 void venet_tap_update(struct venet *v);
-void venet_tap_unwatch(struct venet *v);
+void venet_tap_unwatch(struct venet_pair *p);
+void venet_tap_unwatch_all(struct venet *v);
 void venet_backend_lost(struct venet *v, int err);
 void venet_bad_desc(struct venet *v, const char *dir, const char *why);
 void venet_q_complete(struct venet *v, struct hostd_devq *q, unsigned int n,
 		      __u64 bytes, __u64 *notify_out);
 void venet_q_signal(struct hostd_devq *q, __u64 *notify_out);
 
+/* venet_pairs.c */
+bool venet_rings_registered(const struct venet *v);
+int venet_call_queues(struct venet *v, void *buf);	/* QUEUES */
+int venet_call_setactive(struct venet *v, void *buf);	/* SETACTIVE */
+void venet_pairs_reset(struct venet *v);	/* one pair, as after DEVOPEN */
+void venet_pairs_apply(struct venet *v);	/* tap queues = active pairs */
+void venet_tap_watch(struct venet_pair *p);
+
 /*
- * venet_tx.c: drain the tx ring into the tap (the tx ring's signal runs
- * it); its poll window is txq.window (cap_ns: tx_poll_us=)
+ * venet_tx.c: drain a pair's tx ring into the tap (its tx ring's signal
+ * runs it); its poll window is txq.window (cap_ns: tx_poll_us=)
  */
-void venet_tx_work(struct venet *v);
+void venet_tx_work(struct venet_pair *p);
 void venet_tx_signal(struct hostd_devq *q);
 
-/* venet_rx.c: fill the guest's rx buffers from the tap */
-void venet_rx_run(struct venet *v);
+/* venet_rx.c: fill a pair's rx buffers from its tap queue */
+void venet_rx_run(struct venet_pair *p);
 void venet_rx_signal(struct hostd_devq *q);
-int venet_rx_flush(struct venet *v);	/* FLUSHRX */
+int venet_rx_flush(struct venet *v);	/* FLUSHRX: every pair */
 
 #endif /* VBUS_HOSTD_VENET_DEV_H */

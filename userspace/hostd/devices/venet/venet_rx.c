@@ -2,7 +2,8 @@
 /*
  * venet, tap -> guest (see venet_dev.h).
  *
- * rx (shm 0). Wakeups: the tap readable (level-triggered EPOLLIN), the rx
+ * rx (shm VENET_QUEUE_RX_ID(pair), one per pair, each fed by its own
+ * tap queue; everything below is per pair). Wakeups: the tap readable (level-triggered EPOLLIN), the rx
  * ring's signal. While the guest has posted buffers we read frames from
  * the tap straight into them (readv: header to a local, payload to guest
  * memory), set len, and hand the batch back with one hostd_devq_hand_back()
@@ -31,10 +32,10 @@ struct rx_batch {
 };
 
 /* Hand the filled buffers back: one valid-head store. 0, or -1 (faulted). */
-static int rx_publish(struct venet *v, struct rx_batch *b)
+static int rx_publish(struct venet_pair *p, struct rx_batch *b)
 {
 	/* [R2] inside: len and the frames' bytes before valid's head */
-	if (hostd_devq_hand_back(&v->rxq, b->used) < 0)
+	if (hostd_devq_hand_back(&p->rxq, b->used) < 0)
 		return -1;
 	b->pos += b->used;
 	b->avail -= b->used;
@@ -44,14 +45,14 @@ static int rx_publish(struct venet *v, struct rx_batch *b)
 }
 
 /* Claim more of what the guest posted: true when a buffer is ours. */
-static bool rx_claim(struct venet *v, struct rx_batch *b)
+static bool rx_claim(struct venet_pair *p, struct rx_batch *b)
 {
 	__u32 pos;
 	int k;
 
 	if (b->used < b->avail)
 		return true;
-	k = hostd_devq_claim(&v->rxq, b->used + VENET_RX_BUDGET, &pos);
+	k = hostd_devq_claim(&p->rxq, b->used + VENET_RX_BUDGET, &pos);
 	if (k <= 0)
 		return false;	/* none, or the channel faulted */
 	b->pos = pos;
@@ -66,20 +67,20 @@ static bool rx_claim(struct venet *v, struct rx_batch *b)
  * in the guest's inject); more arrived: claim them; still none: stop
  * reading the tap until a signal.
  */
-static enum rx_head rx_head(struct venet *v, struct rx_batch *b)
+static enum rx_head rx_head(struct venet_pair *p, struct rx_batch *b)
 {
-	if (!rx_claim(v, b)) {
-		if (!hostd_devq_live(&v->rxq))
+	if (!rx_claim(p, b)) {
+		if (!hostd_devq_live(&p->rxq))
 			return RX_STOP;
-		if (!v->rxq.unmasked && hostd_devq_unmask(&v->rxq, b->used))
+		if (!p->rxq.unmasked && hostd_devq_unmask(&p->rxq, b->used))
 			return RX_AGAIN;
-		v->rx_starved = true;
-		v->st.rx_starved++;
+		p->rx_starved = true;
+		p->v->st.rx_starved++;
 		return RX_STOP;
 	}
 	/* we have buffers: re-posts need no doorbell */
-	if (v->rxq.unmasked)
-		hostd_devq_mask(&v->rxq);
+	if (p->rxq.unmasked)
+		hostd_devq_mask(&p->rxq);
 	return RX_BUF;
 }
 
@@ -88,12 +89,15 @@ static enum rx_head rx_head(struct venet *v, struct rx_batch *b)
  * On a strict device the good ones before it go back first, then it
  * faults.
  */
-static int rx_bad_buffer(struct venet *v, struct rx_batch *b,
+static int rx_bad_buffer(struct venet_pair *p, struct rx_batch *b,
 			 struct ioq_ring_desc *desc, const char *why)
 {
+	struct venet *v = p->v;
+
 	v->st.rx_bad++;
+	p->st.rx_dropped++;
 	if (v->strict) {
-		rx_publish(v, b);
+		rx_publish(p, b);
 		venet_bad_desc(v, "rx", why);
 		return -1;
 	}
@@ -104,9 +108,10 @@ static int rx_bad_buffer(struct venet *v, struct rx_batch *b,
 }
 
 /* The frame's offload state for the guest: 0, or -1 (dropped, counted). */
-static int rx_finish(struct venet *v, struct venet_rxbuf *rb,
+static int rx_finish(struct venet_pair *p, struct venet_rxbuf *rb,
 		     const struct virtio_net_hdr *vh, __u32 n)
 {
+	struct venet *v = p->v;
 	const char *why = NULL;
 	struct venet_sg out;
 
@@ -128,6 +133,7 @@ static int rx_finish(struct venet *v, struct venet_rxbuf *rb,
 
 out_drop:
 	v->st.rx_offload_dropped++;
+	p->st.rx_dropped++;
 	hostd_dev_log(v->dev, "venet: rx frame dropped: %s", why);
 	return -1;
 }
@@ -137,9 +143,10 @@ out_drop:
  * (*@bytes grew), 0: a frame consumed but the buffer kept for the next
  * one, -1: stop (tap drained or gone, device faulted).
  */
-static int rx_one(struct venet *v, struct rx_batch *b, __u64 *bytes)
+static int rx_one(struct venet_pair *p, struct rx_batch *b, __u64 *bytes)
 {
-	struct ioq_ring_desc *desc = hostd_devq_desc(&v->rxq, b->pos + b->used);
+	struct venet *v = p->v;
+	struct ioq_ring_desc *desc = hostd_devq_desc(&p->rxq, b->pos + b->used);
 	__u64 ptr = VBUS_READ(desc->ptr);
 	__u64 len = VBUS_READ(desc->len);
 	const char *why = NULL;
@@ -150,53 +157,57 @@ static int rx_one(struct venet *v, struct rx_batch *b, __u64 *bytes)
 	if ((v->caps & VENET_CAP_RXSG) ?
 	    venet_rx_sg(&v->mem, ptr, len, &rb, &why) :
 	    venet_rx_flat(&v->mem, ptr, len, &rb, &why))
-		return rx_bad_buffer(v, b, desc, why);
-	n = venet_rx_read(v->tap.fd, &rb, &vh);
+		return rx_bad_buffer(p, b, desc, why);
+	n = venet_rx_read(venet_pair_tapfd(p), &rb, &vh);
 	if (n == -EAGAIN)
 		return -1;	/* tap drained: EPOLLIN wakes us */
 	if (n == -EMSGSIZE) {
 		/* the tap consumed it; the buffer is still ours */
 		v->st.rx_too_big++;
+		p->st.rx_dropped++;
 		return 0;
 	}
 	if (n < 0) {
 		venet_backend_lost(v, (int)-n);
 		return -1;
 	}
-	if (rx_finish(v, &rb, &vh, (__u32)n))
+	if (rx_finish(p, &rb, &vh, (__u32)n))
 		return 0;
 	/* len before the publication: its [R2] publishes it (docs/ring.md) */
 	VBUS_WRITE(desc->len, (__u64)n);
 	b->used++;
 	v->st.rx_packets++;
 	v->st.rx_bytes += (__u64)n;
+	p->st.rx_packets++;
+	p->st.rx_bytes += (__u64)n;
 	*bytes += (__u64)n;
 	return 1;
 }
 
-void venet_rx_run(struct venet *v)
+void venet_rx_run(struct venet_pair *p)
 {
+	struct venet *v = p->v;
 	struct rx_batch b = { 0 };
 	unsigned int done = 0;
 	__u64 bytes = 0;
 
-	v->rx_starved = false;
-	if (!venet_rx_possible(v))
+	p->rx_starved = false;
+	if (!venet_rx_possible(p))
 		goto out;
-	while (done < VENET_RX_BUDGET && v->tap.fd >= 0) {
-		enum rx_head h = rx_head(v, &b);
+	while (done < VENET_RX_BUDGET && venet_pair_tapfd(p) >= 0) {
+		enum rx_head h = rx_head(p, &b);
 
 		if (h == RX_AGAIN)
 			continue;
 		if (h == RX_STOP)
 			break;
-		if (rx_one(v, &b, &bytes) < 0)
+		if (rx_one(p, &b, &bytes) < 0)
 			break;
 		done++;
 	}
 	/* one publication and one signal for the batch */
-	rx_publish(v, &b);
-	venet_q_complete(v, &v->rxq, b.popped, bytes, &v->st.rx_notify_out);
+	rx_publish(p, &b);
+	venet_q_complete(v, &p->rxq, b.popped, bytes, &v->st.rx_notify_out);
 out:
 	/* budget hit with data left: level-triggered EPOLLIN brings us back */
 	venet_tap_update(v);
@@ -204,10 +215,10 @@ out:
 
 void venet_rx_signal(struct hostd_devq *q)
 {
-	struct venet *v = q->owner;
+	struct venet_pair *p = q->owner;
 
-	v->st.rx_notify_in++;
-	venet_rx_run(v);
+	p->v->st.rx_notify_in++;
+	venet_rx_run(p);
 }
 
 /* FLUSHRX's buffer: back empty (len before the hand-back's [R2]) */
@@ -221,15 +232,16 @@ static enum hostd_devq_verdict rx_flush_one(struct hostd_devq *q,
 	return HOSTD_DEVQ_CONSUMED;
 }
 
-/* FLUSHRX: every buffer we hold goes back with len 0. */
-int venet_rx_flush(struct venet *v)
+/* FLUSHRX on one pair: 0, or -EIO (its ring faulted). */
+static int rx_flush_pair(struct venet_pair *p)
 {
+	struct venet *v = p->v;
 	int n;
 
-	if (!hostd_devq_live(&v->rxq))
+	if (!hostd_devq_live(&p->rxq))
 		return 0;	/* nothing held */
 	/* bounded by the ring even if the guest keeps posting meanwhile */
-	n = hostd_devq_drain(&v->rxq, v->rxq.size, rx_flush_one, NULL,
+	n = hostd_devq_drain(&p->rxq, p->rxq.size, rx_flush_one, NULL,
 			     HOSTD_DEVQ_SIGNAL);
 	if (n < 0)
 		return -EIO;
@@ -237,6 +249,18 @@ int venet_rx_flush(struct venet *v)
 	if (n)
 		v->st.rx_notify_out++;
 	/* we hold nothing now: unmask, so the guest's re-posts wake us */
-	venet_rx_run(v);
+	venet_rx_run(p);
 	return 0;
+}
+
+/* FLUSHRX: every buffer we hold, on every pair, goes back with len 0. */
+int venet_rx_flush(struct venet *v)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < v->queues; i++)
+		if (rx_flush_pair(&v->pair[i]) < 0)
+			ret = -EIO;
+	return ret;
 }

@@ -5,19 +5,35 @@
 #include <sys/epoll.h>
 #include "venet_dev.h"
 
-/* Bring the tap fd's epoll interest in line with the state. */
+/*
+ * Bring every tap queue's epoll interest in line with the state: EPOLLIN
+ * while its pair can take frames, EPOLLOUT while a pair's tx waits for it
+ * to drain (a pair writes to its own queue or, inactive, to queue 0).
+ */
 void venet_tap_update(struct venet *v)
 {
-	__u32 ev = 0;
+	unsigned int out = 0, i;
 
-	if (!v->tap_watched)
-		return;
-	if (venet_rx_possible(v) && !v->rx_starved)
-		ev |= EPOLLIN;
-	if (v->tx_blocked && hostd_devq_live(&v->txq))
-		ev |= EPOLLOUT;
-	if (ev != v->tap_events && hostd_fd_mod(v->dev, v->tap.fd, ev) == 0)
-		v->tap_events = ev;
+	for (i = 0; i < v->queues; i++) {
+		const struct venet_pair *p = &v->pair[i];
+
+		if (p->tx_blocked && hostd_devq_live(&p->txq))
+			out |= 1u << p->tx_blocked_on;
+	}
+	for (i = 0; i < v->queues; i++) {
+		struct venet_pair *p = &v->pair[i];
+		__u32 ev = 0;
+
+		if (!p->tap_watched)
+			continue;
+		if (venet_rx_possible(p) && !p->rx_starved)
+			ev |= EPOLLIN;
+		if (out & (1u << i))
+			ev |= EPOLLOUT;
+		if (ev != p->tap_events &&
+		    hostd_fd_mod(v->dev, venet_pair_tapfd(p), ev) == 0)
+			p->tap_events = ev;
+	}
 }
 
 /*
@@ -35,25 +51,36 @@ void venet_bad_desc(struct venet *v, const char *dir, const char *why)
 			      dir, why ? why : "?");
 }
 
-void venet_tap_unwatch(struct venet *v)
+void venet_tap_unwatch(struct venet_pair *p)
 {
-	if (v->tap_watched)
-		hostd_fd_del(v->dev, v->tap.fd);
-	v->tap_watched = false;
-	v->tap_events = 0;
+	if (p->tap_watched)
+		hostd_fd_del(p->v->dev, venet_pair_tapfd(p));
+	p->tap_watched = false;
+	p->tap_events = 0;
+}
+
+void venet_tap_unwatch_all(struct venet *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < v->queues; i++)
+		venet_tap_unwatch(&v->pair[i]);
 }
 
 /* The tap went away under us (e.g. `ip link del`): run without backend. */
 void venet_backend_lost(struct venet *v, int err)
 {
+	unsigned int i;
+
 	v->st.backend_lost++;
 	snprintf(v->backend_err, sizeof(v->backend_err),
 		 "tap %s lost: %s", v->tap.name, strerror(err));
 	hostd_dev_log(v->dev, "venet: %s; dropping traffic until the next "
 		      "LINKUP", v->backend_err);
-	venet_tap_unwatch(v);
+	venet_tap_unwatch_all(v);
 	tap_close(&v->tap);
-	v->tx_blocked = false;
+	for (i = 0; i < v->queues; i++)
+		v->pair[i].tx_blocked = false;
 }
 
 /* Tell the guest about @q's completions (suppressed while it masks them). */

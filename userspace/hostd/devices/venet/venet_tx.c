@@ -2,7 +2,10 @@
 /*
  * venet, guest -> tap (see venet_dev.h).
  *
- * tx (shm 1). Wakeups: the tx ring's signal (guest posted), our kick
+ * tx (shm VENET_QUEUE_TX_ID(pair), one per pair, each with its own kick,
+ * poll window and signal; everything below is per pair; an active pair
+ * writes to its own tap queue, an inactive one to queue 0). Wakeups: the
+ * tx ring's signal (guest posted), our kick
  * (hostd_kick: we stopped at the budget), the tap turning writable (we got
  * EAGAIN). While draining, tx notifications are masked, so a guest
  * posting at full speed costs no doorbells: each descriptor is copied
@@ -34,21 +37,21 @@
 #include "venet_dev.h"
 
 /* Come back after the loop's other fds (tx: budget or trickle). */
-static void tx_kick(struct venet *v)
+static void tx_kick(struct venet_pair *p)
 {
-	if (hostd_kick(&v->kick))
-		v->st.kicks++;
+	if (hostd_kick(&p->kick))
+		p->v->st.kicks++;
 }
 
 /* The completions so far to the guest (suppressed while it masks them). */
-static void tx_signal(struct venet *v)
+static void tx_signal(struct venet_pair *p)
 {
-	unsigned int n = v->tx_unsignalled;
+	unsigned int n = p->tx_unsignalled;
 
-	v->tx_unsignalled = 0;
+	p->tx_unsignalled = 0;
 	/* a ring that went away takes its completions' news with it */
-	if (n && hostd_devq_live(&v->txq))
-		venet_q_signal(&v->txq, &v->st.tx_notify_out);
+	if (n && hostd_devq_live(&p->txq))
+		venet_q_signal(&p->txq, &p->v->st.tx_notify_out);
 }
 
 /* What became of a frame: sent, or popped unsent, or kept for later. */
@@ -72,14 +75,19 @@ static int tx_frame(struct venet *v, const struct ioq_ring_desc *desc,
 }
 
 /* A bad tx descriptor: counted, logged, and with strict the device faults. */
-static void tx_bad(struct venet *v, const char *why)
+static void tx_bad(struct venet_pair *p, const char *why)
 {
-	v->st.tx_bad++;
-	venet_bad_desc(v, "tx", why);
+	p->v->st.tx_bad++;
+	p->st.tx_dropped++;
+	venet_bad_desc(p->v, "tx", why);
 }
 
-static void tx_sent(struct venet *v, const struct venet_txframe *f)
+static void tx_sent(struct venet_pair *p, const struct venet_txframe *f)
 {
+	struct venet *v = p->v;
+
+	p->st.tx_packets++;
+	p->st.tx_bytes += f->len;
 	v->st.tx_packets++;
 	v->st.tx_bytes += f->len;
 	if (f->gso)
@@ -93,7 +101,8 @@ static void tx_sent(struct venet *v, const struct venet_txframe *f)
  * buffer, as a userspace switch port or DPDK memif's rx would take it,
  * and goes no further.
  */
-static enum tx_verdict tx_sink(struct venet *v, const struct venet_txframe *f)
+static enum tx_verdict tx_sink(struct venet_pair *p,
+			       const struct venet_txframe *f)
 {
 	size_t off = 0;
 	int i;
@@ -103,45 +112,53 @@ static enum tx_verdict tx_sink(struct venet *v, const struct venet_txframe *f)
 
 		if (n > VENET_SINK_LEN - off)
 			n = VENET_SINK_LEN - off;
-		memcpy(v->sink + off, f->iov[i].iov_base, n);
+		memcpy(p->sink + off, f->iov[i].iov_base, n);
 		off += n;
 	}
-	tx_sent(v, f);
+	tx_sent(p, f);
 	return TX_SENT;
 }
 
 /* One frame to the tap, with one writev (no copy by us). */
-static enum tx_verdict tx_write(struct venet *v, const struct venet_txframe *f)
+static enum tx_verdict tx_write(struct venet_pair *p,
+				const struct venet_txframe *f)
 {
+	struct venet *v = p->v;
+	unsigned int q;
+	int fd = venet_tx_fd(p, &q);
 	ssize_t w;
 
-	if (v->sink && v->link)
-		return tx_sink(v, f);
-	if (!v->link || v->tap.fd < 0) {
+	if (p->sink && v->link)
+		return tx_sink(p, f);
+	if (!v->link || fd < 0) {
 		v->st.tx_dropped++;
+		p->st.tx_dropped++;
 		return TX_POP;
 	}
 	do {
-		w = writev(v->tap.fd, f->iov, f->niov);
+		w = writev(fd, f->iov, f->niov);
 	} while (w < 0 && errno == EINTR);
 	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
 		/*
 		 * Keep the descriptor (the guest may not reuse the memory
-		 * before the pop) and wait for the tap to drain.
+		 * before the pop) and wait for the tap queue to drain.
 		 */
 		v->st.tx_blocked++;
-		v->tx_blocked = true;
+		p->tx_blocked = true;
+		p->tx_blocked_on = q;
 		return TX_KEEP;
 	}
 	if (w < 0 && (errno == EBADFD || errno == EBADF)) {
 		venet_backend_lost(v, errno);
 		v->st.tx_dropped++;
+		p->st.tx_dropped++;
 	} else if (w < 0) {
 		/* e.g. the kernel refused the vnet header */
 		v->st.tx_errors++;
+		p->st.tx_dropped++;
 		hostd_dev_log(v->dev, "venet: tap write: %s", strerror(errno));
 	} else {
-		tx_sent(v, f);
+		tx_sent(p, f);
 		return TX_SENT;
 	}
 	return TX_POP;
@@ -149,7 +166,7 @@ static enum tx_verdict tx_write(struct venet *v, const struct venet_txframe *f)
 
 /* One pass's state: what it sent, and the bad descriptor that ended it */
 struct tx_batch {
-	struct venet *v;
+	struct venet_pair *p;
 	__u64 bytes;
 	const char *bad;	/* strict: why the descriptor that ended it is */
 };
@@ -159,13 +176,14 @@ static enum hostd_devq_verdict tx_one(struct hostd_devq *q,
 				      struct ioq_ring_desc *desc, void *arg)
 {
 	struct tx_batch *tb = arg;
-	struct venet *v = tb->v;
+	struct venet_pair *p = tb->p;
+	struct venet *v = p->v;
 	struct venet_txframe f;
 	const char *why;
 
 	(void)q;
 	if (!tx_frame(v, desc, &f, &why)) {
-		enum tx_verdict r = tx_write(v, &f);
+		enum tx_verdict r = tx_write(p, &f);
 
 		if (r == TX_KEEP)
 			return HOSTD_DEVQ_STOP;
@@ -175,7 +193,7 @@ static enum hostd_devq_verdict tx_one(struct hostd_devq *q,
 		tb->bad = why ? why : "?";
 		return HOSTD_DEVQ_STOP;
 	} else {
-		tx_bad(v, why);	/* dropped: completed unsent */
+		tx_bad(p, why);	/* dropped: completed unsent */
 	}
 	return HOSTD_DEVQ_CONSUMED;
 }
@@ -192,74 +210,75 @@ static enum hostd_devq_verdict tx_one(struct hostd_devq *q,
  * be there), 0 when the ring is drained, -1 when it must not go on (tap
  * blocked, device or ring faulted).
  */
-static int tx_pass(struct venet *v)
+static int tx_pass(struct venet_pair *p)
 {
-	struct tx_batch tb = { .v = v };
+	struct venet *v = p->v;
+	struct tx_batch tb = { .p = p };
 	bool broken = false;
 	int n;
 
-	n = hostd_devq_drain(&v->txq, VENET_TX_BUDGET, tx_one, &tb, 0);
+	n = hostd_devq_drain(&p->txq, VENET_TX_BUDGET, tx_one, &tb, 0);
 	if (n < 0) {
 		broken = true;	/* faulted, or the guest wrote our head */
 		n = 0;
 	}
 	if (tb.bad)
-		tx_bad(v, tb.bad);	/* strict: faults the device */
+		tx_bad(p, tb.bad);	/* strict: faults the device */
 	if (n) {
 		hostd_dev_account(v->dev, (__u64)n, tb.bytes);
-		v->tx_unsignalled += (unsigned int)n;
+		p->tx_unsignalled += (unsigned int)n;
 		/* a quarter ring done: wake a guest that may be out of room */
-		if (v->tx_unsignalled >= v->txq.size / 4)
-			tx_signal(v);
+		if (p->tx_unsignalled >= p->txq.size / 4)
+			tx_signal(p);
 	} else {
 		v->st.tx_polls++;
 	}
-	if (v->tx_blocked || broken || tb.bad || !hostd_devq_live(&v->txq))
+	if (p->tx_blocked || broken || tb.bad || !hostd_devq_live(&p->txq))
 		return -1;
 	return n == VENET_TX_BUDGET ? 1 : 0;
 }
 
-void venet_tx_work(struct venet *v)
+void venet_tx_work(struct venet_pair *p)
 {
 	int round;
 
-	if (!hostd_devq_live(&v->txq) || v->tx_blocked)
+	if (!hostd_devq_live(&p->txq) || p->tx_blocked)
 		goto out_signal;
 
 	/* masked while we drain: the guest's posts need no doorbell */
-	hostd_devq_mask(&v->txq);
+	hostd_devq_mask(&p->txq);
 
 	for (round = 0; round < VENET_TX_ROUNDS; round++) {
-		int r = tx_pass(v);
+		int r = tx_pass(p);
 
 		if (r < 0)
 			goto out_signal; /* stays masked: EPOLLOUT or close */
-		if (r > 0 || hostd_devq_polling(&v->txq)) {
-			tx_kick(v);	/* poll: come back after the others */
+		if (r > 0 || hostd_devq_polling(&p->txq)) {
+			tx_kick(p);	/* poll: come back after the others */
 			goto out;
 		}
 		/* we stop polling: the guest reaps on our signal now */
-		tx_signal(v);
+		tx_signal(p);
 		/*
 		 * Drained. Unmask, then look again: a post that landed after
 		 * our last look but before the unmask rang no doorbell.
 		 */
-		if (!hostd_devq_unmask(&v->txq, 0))
+		if (!hostd_devq_unmask(&p->txq, 0))
 			goto out;
-		hostd_devq_mask(&v->txq);
+		hostd_devq_mask(&p->txq);
 	}
-	tx_kick(v);	/* a guest trickling posts: don't hold the loop */
+	tx_kick(p);	/* a guest trickling posts: don't hold the loop */
 	goto out;
 out_signal:
-	tx_signal(v);
+	tx_signal(p);
 out:
-	venet_tap_update(v);
+	venet_tap_update(p->v);
 }
 
 void venet_tx_signal(struct hostd_devq *q)
 {
-	struct venet *v = q->owner;
+	struct venet_pair *p = q->owner;
 
-	v->st.tx_notify_in++;
-	venet_tx_work(v);
+	p->v->st.tx_notify_in++;
+	venet_tx_work(p);
 }
