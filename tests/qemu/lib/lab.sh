@@ -231,18 +231,23 @@ lab_tools() {
 	done
 }
 
-# lab_netns IP TAP [IP TAP]...: network namespace $ns with lo and, for
-# each pair, a tap TAP (vnet_hdr, IP/24, up; IP "-": no address, for a
-# tap that joins a bridge); host_ip and tap: the first.
+# lab_netns [--multi-queue] IP TAP [IP TAP]...: network namespace $ns with
+# lo and, for each pair, a tap TAP (vnet_hdr, IP/24, up; IP "-": no
+# address, for a tap that joins a bridge); host_ip and tap: the first.
+# --multi-queue: the taps are multi_queue (IFF_MULTI_QUEUE), for a venet
+# device with queues= > 1 or QEMU's tap queues= > 1 (a plain tap refuses
+# a multi-queue open and the other way round).
 # nsx CMD... runs a command in it.
 lab_netns() {
+	local mq=()
+	[[ "$1" == --multi-queue ]] && { mq=(multi_queue); shift; }
 	# shellcheck disable=SC2034 # for the suites
 	host_ip=$1 tap=$2 ns=$tag
 	lab_defer "ip netns del $ns 2>/dev/null"
 	if ! (
 		ip netns add "$ns" && nsx ip link set lo up || exit 1
 		while (($#)); do
-			nsx ip tuntap add dev "$2" mode tap vnet_hdr &&
+			nsx ip tuntap add dev "$2" mode tap vnet_hdr "${mq[@]}" &&
 				{ [[ "$1" == - ]] || nsx ip addr add "$1/24" dev "$2"; } &&
 				nsx ip link set "$2" up || exit 1
 			shift 2
