@@ -59,8 +59,10 @@ if ((blk)); then
 	stage_extra=(crc32c_generic ext4 --bin "$tool_fio" --bin "$tool_mkfs_ext4" --bin "$tool_fsck_ext4")
 fi
 
-# a persistent tap: it outlives the daemon, and so do its address and routes
-lab_netns 10.78.0.1 vr0
+# a persistent tap: it outlives the daemon, and so do its address and
+# routes; multi-queue: the venet device has 2 queue pairs (queues=2, the
+# guest's 2 vCPUs), each restart brings both back
+lab_netns --multi-queue 10.78.0.1 vr0
 www="$run/www"
 mkdir -p "$www/cgi-bin"
 head -c "$((data_mb * 1024 * 1024))" /dev/urandom >"$www/data"
@@ -108,7 +110,7 @@ LAB_HOSTD_WRAP=("$keeper" --restart-delay 100 --)
 # store keeps HC and EVENTQ only) declines them and the guest goes back to
 # the eventq
 lab_hostd --ns -- --guest "$(lab_guest g1),vectors=4" \
-	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1" \
+	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1,queues=2" \
 	--device "g1:type=vbus-test,id=2" "${blk_dev[@]}"
 
 # ---- the guest's requests: the daemon the keeper runs ----
