@@ -109,7 +109,7 @@ done
 vectors=2 netns_mq=()
 if ((queues)); then
 	vectors=$((2 * queues + 2))
-	((queues == 1)) || netns_mq=(--multi-queue)
+	((queues == 1)) || netns_mq=(--mq)
 fi
 ((rr_busy <= 9999999)) ||
 	{ vbus_err "--rr-busy-poll: not a number of microseconds (0..9999999): $rr_busy"; exit 2; }

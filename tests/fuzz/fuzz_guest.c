@@ -373,7 +373,8 @@ static void hc_devshm(struct fuzz_in *in, uint8_t v)
 	};
 	unsigned int k = fuzz_u8(in) % FUZZ_NRINGS;
 
-	s.id = fuzz_u8(in) % 2;
+	/* 0..7: a device's first ids (venet's pairs 0..3) */
+	s.id = fuzz_u8(in) % 8;
 	s.datap = rings[k].gpa;
 	s.len = (__u32)IOQ_HEAD_DESC_SIZE(rings[k].count);
 	s.signal.offset = offsetof(struct ioq_ring_head, signal);

@@ -30,7 +30,7 @@
 #define FUZZ_HIGH_GPA	(4ull << 30)
 #define FUZZ_SCRATCH	0x100ull	/* default hypercall argument gpa */
 #define FUZZ_CALLBUF	0x4000ull	/* default DEVCALL buffer */
-#define FUZZ_NRINGS	4
+#define FUZZ_NRINGS	6	/* the eventq and venet's two pairs */
 #define FUZZ_NHANDLES	4
 #define FUZZ_MAX_OPS	256
 

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Fuzz target "venet": the venet device (id 1, strict=0; id 2, strict=1)
- * over a fake tap (fake_tap.h): tx frames flat and scatter-gather (with
- * the checksum and GSO fields the fuzzer writes), rx into flat and RXSG
- * buffers (venet_sg anywhere, aligned or not, overlapping or not), frames
- * from the tap with any virtio_net_hdr, a tap that is full, lost or
- * refused. Rings: DEVSHM id 0 is rx, 1 is tx (the shared fake guest).
+ * Fuzz target "venet": the venet device (id 1, strict=0, queues=2; id 2,
+ * strict=1, queues=3) over a fake tap (fake_tap.h, a socketpair per tap
+ * queue): tx frames flat and scatter-gather (with the checksum and GSO
+ * fields the fuzzer writes), rx into flat and RXSG buffers (venet_sg
+ * anywhere, aligned or not, overlapping or not), frames from any tap
+ * queue (detached or not) with any virtio_net_hdr, a tap queue that is
+ * full, lost or refused, queue pairs asked for (QUEUES) or not, before
+ * or after the rings, and moved (SETACTIVE) under traffic. Rings: DEVSHM
+ * id 2P is pair P's rx, 2P + 1 its tx (the shared fake guest picks ids
+ * 0..7).
  *
  * Opcode 6 is data (a tx frame, an rx buffer, a frame from the tap, the
- * tap's side), opcode 11 the device's calls (LINKUP, NEGCAP, ...). What
+ * tap's side), opcode 11 the device's calls (LINKUP, NEGCAP, QUEUES,
+ * ...). What
  * venet writes to the tap must be a virtio_net_hdr and a frame no longer
  * than VENET_FRAME_MAX: anything else aborts.
  */
@@ -21,8 +26,8 @@
 #include "venet_frame.h"
 
 static const char *const devices[] = {
-	"type=venet,id=1,tap=fuzz1", "type=venet,id=2,tap=fuzz2,strict=1",
-	NULL
+	"type=venet,id=1,tap=fuzz1,queues=2",
+	"type=venet,id=2,tap=fuzz2,strict=1,queues=3", NULL
 };
 
 static uint8_t frame[VENET_FRAME_MAX + 64];
@@ -152,7 +157,8 @@ static void tap_inject(struct fuzz_in *in, uint8_t sub)
 	uint32_t len = (sub & 4) ? fuzz_u16(in) % (VENET_FRAME_MAX + 32) :
 		       14u + fuzz_u8(in) * 8;
 
-	int peer = fake_tap_peer[(sub >> 7) % FAKE_TAP_FDS];
+	/* any queue of any tap: bits 4..7 */
+	int peer = fake_tap_peer[(sub >> 4) % FAKE_TAP_FDS];
 
 	if (peer < 0)
 		return;
@@ -205,10 +211,10 @@ static void op_data(struct fuzz_in *in)
 		break;
 	default:
 		if ((sub & 0x1c) == 0x1c &&
-		    fake_tap_peer[(sub >> 7) % FAKE_TAP_FDS] >= 0) {
-			/* the tap goes away (EPOLLHUP on venet's end) */
-			close(fake_tap_peer[(sub >> 7) % FAKE_TAP_FDS]);
-			fake_tap_peer[(sub >> 7) % FAKE_TAP_FDS] = -1;
+		    fake_tap_peer[(sub >> 5) % FAKE_TAP_FDS] >= 0) {
+			/* a tap queue goes away (EPOLLHUP on venet's end) */
+			close(fake_tap_peer[(sub >> 5) % FAKE_TAP_FDS]);
+			fake_tap_peer[(sub >> 5) % FAKE_TAP_FDS] = -1;
 		} else if ((sub & 0x1c) == 0x18) {
 			fake_tap_refuse = !fake_tap_refuse;
 		} else if (!(sub & 4)) {
@@ -224,9 +230,10 @@ static void op_call(struct fuzz_in *in)
 	uint8_t sub = fuzz_u8(in);
 	unsigned int slot = fuzz_u8(in);
 	struct venet_capabilities caps = { VENET_CAP_GROUP_SG, 0 };
+	struct venet_queues q = { 0, 0 };
 	uint8_t mac[6] = { 0 };
 
-	switch (sub % 5) {
+	switch (sub % 7) {
 	case VENET_FUNC_NEGCAP:
 		caps.bits = (sub & 8) ? fuzz_u32(in) : fuzz_u8(in) & 0x3f;
 		if (sub & 16)
@@ -237,6 +244,14 @@ static void op_call(struct fuzz_in *in)
 	case VENET_FUNC_MACQUERY:
 		fuzz_devcall(in, slot, VENET_FUNC_MACQUERY, mac, sizeof(mac),
 			     sub & 32);
+		break;
+	case VENET_FUNC_QUEUES:
+	case VENET_FUNC_SETACTIVE:
+		/* mostly 0 .. 17 pairs (in range, 0, too many), sometimes any */
+		q.pairs = (sub & 8) ? fuzz_u32(in) : fuzz_u8(in) % 18u;
+		if (sub & 16)
+			q.reserved = fuzz_u32(in);
+		fuzz_devcall(in, slot, sub % 7, &q, sizeof(q), sub & 32);
 		break;
 	default:	/* LINKUP, LINKDOWN, FLUSHRX */
 		fuzz_devcall(in, slot, sub % 5, NULL, 0, sub & 32);

@@ -89,6 +89,14 @@ tx_sg = lambda i: ([A, 4, 2, 0, 16 + i, 1, 0, 0, 10, i * 4, 4, 1, 2, 3, 4,
                    + [1, 34, 0, 16, 0, 0, 54, 0, 0x40, 0x05])
 drain = [A, 3]
 vbase = base       # NEGCAP comes before the rings (then -EBUSY)
+# queue pairs: QUEUES(n) / SETACTIVE(n) on slot 0; pair 1's rings are
+# ring 3 (rx, DEVSHM id 2) and ring 4 (tx, id 3); a frame from tap queue q
+queues = lambda n: [B, 5, 0, n, 1]
+setactive = lambda n: [B, 6, 0, n, 1]
+vrings1 = fmt(3, 4, 0x5000) + devshm(0, 3, 9, 2) + fmt(4, 4, 0x5400) + devshm(0, 4, 10, 3)
+tx_flat1 = lambda i: [A, 0, 4, i, 20, 4, 0xaa, 0xbb, 0x08, 0x00]
+rx_flat1 = lambda i: [A, 1, 3, i * 24, 23]
+tap_frame_q = lambda q, n: [A, 2 | (q << 4), n, 4, 0x11, 0x22, 0x08, 0x00]
 venet = {
     "plain": vbase + negcap(0) + vrings + linkup + sum((rx_flat(i) for i in range(4)), [])
              + sig(1) + tx_flat(0) + tx_flat(1) + sig(2) + tap_frame(10)
@@ -101,6 +109,13 @@ venet = {
                     + tap_frame(10) + [B, 1, 0, 1] + linkup,
     "tap-full": vbase + negcap(0) + vrings + linkup
                 + sum((tx_flat(i) + sig(2) + [A, 7] for i in range(24)), []),
+    "pairs": vbase + negcap(0) + queues(2) + vrings + vrings1 + linkup
+             + sum((rx_flat(i) + rx_flat1(i) for i in range(4)), []) + sig(1) + sig(3)
+             + tx_flat(0) + tx_flat1(1) + sig(2) + sig(4) + tap_frame_q(0, 10)
+             + tap_frame_q(1, 20) + [PUMP, REAP, 1, REAP, 3, REAP, 2, REAP, 4] + drain
+             + setactive(1) + tx_flat1(2) + sig(4) + tap_frame_q(1, 30) + [PUMP]
+             + setactive(2) + tap_frame_q(1, 40) + [PUMP, REAP, 3] + drain
+             + queues(1) + [B, 4, 0, 1],
 }
 
 # ipc (id 1): A = a peer (QEMU, host process, guest open/close), B = a

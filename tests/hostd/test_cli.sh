@@ -39,6 +39,12 @@ printf '# comment\n--guest %s\nbogus line\n' "$G" >"$T/bad.conf"
 expect_fail "bad config line" "bad.conf:3: expected '--guest SPEC'" "${C[@]}" --config "$T/bad.conf"
 printf 'guest %s\n--device g1:type=vbus-test,id=x\n' "$G" >"$T/bad2.conf"
 expect_fail "bad config device" "bad2.conf:2: .*bad id 'x'" "${C[@]}" --config "$T/bad2.conf"
+# a device key's mistake in a file reads word for word as on the command
+# line and from ctl add (test_ctl_errors.sh)
+printf 'guest %s\n--device g1:type=venet,id=1,backend=null,queues=17\n' "$G" >"$T/queues.conf"
+expect_fail "bad config device key" \
+	"^vbus-hostd: guest g1: device 1 \\(venet\\): queues=17: want 1\\.\\.16 \\(queue pairs\\)\$" \
+	"${C[@]}" --config "$T/queues.conf"
 head -c 3000 /dev/zero | tr '\0' 'a' >"$T/long.conf"
 expect_fail "overlong config line" "long.conf:1: line too long" "${C[@]}" --config "$T/long.conf"
 mkfifo "$T/fifo.conf"

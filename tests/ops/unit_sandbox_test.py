@@ -310,6 +310,19 @@ def daemon_taps():
     check(rc != 0 and "tap vbt2 belongs to uid" in log,
           "taps: a tap of that name made for another user is refused, saying whose",
           log[-300:])
+    # queues=2: vbus-taps makes the tap multi-queue, the daemon opens
+    # both queues (IFF_MULTI_QUEUE: tun_flags 0x100)
+    rc, out = start_daemon("t3", conf.replace("t1", "t3").replace(
+        "tap=vbt3", "tap=vbt3,queues=2"), {"taps.conf": open(TAPS).read()})
+    flags = open("/sys/class/net/vbt3/tun_flags").read().strip() \
+        if os.path.exists("/sys/class/net/vbt3/tun_flags") else "0"
+    check(int(flags, 16) & 0x100 != 0,
+          "taps: queues=2 makes tap vbt3 multi-queue", flags)
+    rc2, stats = ctl("t3", "stats", "t3", "2", "--json")
+    check(rc == 0 and '"backend":"vbt3"' in stats.replace(" ", "")
+          and '"queues":2' in stats.replace(" ", ""),
+          "taps: the daemon attached to both queues", out + stats)
+    sh("systemctl", "stop", "vbus-hostd@t3")
 
 
 # ---- main ------------------------------------------------------------------

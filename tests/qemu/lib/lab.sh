@@ -231,16 +231,14 @@ lab_tools() {
 	done
 }
 
-# lab_netns [--multi-queue] IP TAP [IP TAP]...: network namespace $ns with
-# lo and, for each pair, a tap TAP (vnet_hdr, IP/24, up; IP "-": no
-# address, for a tap that joins a bridge); host_ip and tap: the first.
-# --multi-queue: the taps are multi_queue (IFF_MULTI_QUEUE), for a venet
-# device with queues= > 1 or QEMU's tap queues= > 1 (a plain tap refuses
-# a multi-queue open and the other way round).
+# lab_netns [--mq] IP TAP [IP TAP]...: network namespace $ns with lo
+# and, for each pair, a tap TAP (vnet_hdr, IP/24, up; IP "-": no address,
+# for a tap that joins a bridge; --mq: multi_queue, for a venet device
+# with queues= > 1); host_ip and tap: the first.
 # nsx CMD... runs a command in it.
 lab_netns() {
 	local mq=()
-	[[ "$1" == --multi-queue ]] && { mq=(multi_queue); shift; }
+	[[ "$1" == --mq ]] && { mq=(multi_queue); shift; }
 	# shellcheck disable=SC2034 # for the suites
 	host_ip=$1 tap=$2 ns=$tag
 	lab_defer "ip netns del $ns 2>/dev/null"

@@ -17,7 +17,9 @@
  *                   an inactive pair's tx still sent, the per-pair
  *                   counters of `ctl stats`
  *   the tap         queues=2 on a single-queue tap refused with the
- *                   reason, queues=1 on a multi-queue tap served
+ *                   reason, queues=1 on a multi-queue tap served, a
+ *                   persistent one opened again with every queue after
+ *                   its daemon went (a restart)
  *
  * Exit 77 (skipped) only when /dev/net/tun is absent.
  */
@@ -507,7 +509,7 @@ static void setactive_stops_pair1(void **state)
 	assert_int_equal(stat_q(f, 1, "rx_packets"), 0);
 }
 
-/* An inactive pair's tx ring is still drained, through tap queue 0. */
+/* An inactive pair's tx ring is still drained (its detached queue writes). */
 static void inactive_pair_tx_sent(void **state)
 {
 	struct mfx *f = *state;
@@ -592,6 +594,55 @@ static void multi_queue_tap_one_pair(void **state)
 	sh("ip tuntap del dev vmq0 mode tap multi_queue");
 }
 
+/*
+ * A restart (docs/operations.md, "Restarts"): the daemon's tap fds close
+ * with it and the next daemon opens the persistent multi-queue tap again;
+ * its guest negotiates two pairs anew and pair 1 carries both ways.
+ */
+static void restart_reopens_every_queue(void **state)
+{
+	struct mfx *f = *state;
+	struct reaped r;
+	int err;
+
+	assert_int_equal(sh("ip tuntap add dev vmr0 mode tap vnet_hdr "
+			    "multi_queue"), 0);
+	/* the first daemon's device, pair 1 in use */
+	f->dev = fgd_dev_create(VENET_TYPE, "tap=vmr0,queues=2,"
+				"mac=02:11:22:33:44:66", &err);
+	assert_non_null(f->dev);
+	snprintf(f->tap, sizeof(f->tap), "vmr0");
+	assert_int_equal(fgd_dev_open(f->dev, VENET_VERSION), 0);
+	assert_int_equal(queues(f, 2, 0, NULL), 0);
+	mfx_rings(f, 2);
+	tx_flow(f, 1, 4001, 1);
+	run_tx(f, 1, 1);
+	host_sees(f, 1);
+	/* it goes (every queue's fd closed), the tap stays */
+	fgd_dev_destroy(f->dev);
+	f->dev = NULL;
+	/* the next daemon's */
+	f->dev = fgd_dev_create(VENET_TYPE, "tap=vmr0,queues=2,"
+				"mac=02:11:22:33:44:66", &err);
+	assert_non_null(f->dev);
+	assert_string_equal(fgd_stat_str(f->dev, "backend"), "vmr0");
+	assert_int_equal(fgd_dev_open(f->dev, VENET_VERSION), 0);
+	assert_int_equal(queues(f, 2, 0, NULL), 0);
+	mfx_rings(f, 2);
+	tx_flow(f, 1, 4001, 2);
+	run_tx(f, 1, 1);
+	host_sees(f, 2);
+	host_flow(f, 4001, 41);
+	run_rx(f, &r, 1);
+	assert_int_equal(r.n[1], 1);
+	assert_int_equal(r.seq[1][0], 41);
+	close(f->ps);
+	f->ps = -1;
+	fgd_dev_destroy(f->dev);
+	f->dev = NULL;
+	sh("ip tuntap del dev vmr0 mode tap multi_queue");
+}
+
 /* queues= out of range or not a number: refused, saying what it wants. */
 static void queues_param_refused(void **state)
 {
@@ -629,6 +680,7 @@ int main(void)
 		T(per_pair_counters),
 		T(single_queue_tap_refused),
 		T(multi_queue_tap_one_pair),
+		T(restart_reopens_every_queue),
 		T(queues_param_refused),
 #undef T
 	};

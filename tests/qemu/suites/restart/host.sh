@@ -22,23 +22,29 @@
 # the host has been away io_timeout x 5. Needs root.
 #
 #   tests/qemu/run.sh restart[:REGEX] [--kinds "term kill"] [--data-mb N]
-#                                     [--blk-mb N] [--no-blk]
+#                                     [--blk-mb N] [--no-blk] [--queues N]
 #
 #   --kinds K     restarts to do, in order (default "term kill")
 #   --data-mb N   size of each transfer in MiB (default 8)
 #   --blk-mb N    MiB each verified fio pass covers on the disk (1..32,
 #                 default 16; the stamp is at 32..36 MiB)
 #   --no-blk      no vbus-blk devices (venet and vbus-test only)
+#   --queues N    venet's queues=N (default 2: venet.ko runs 2 queue
+#                 pairs on the 2 vCPUs and each restart must bring both
+#                 back); N > 1 makes vr0 a multi-queue tap, which every
+#                 restarted daemon opens again with all N queues (a guest
+#                 driver without queue pairs runs one of them)
 # Check groups (REGEX): term kill flap resize stop.
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/lab.sh"
 
-kinds="term kill" data_mb=8 blk_mb=16 blk=1 mem=512M
-lab_begin restart kinds:S data-mb:N blk-mb:N no-blk:blk=0 -- "$@"
+kinds="term kill" data_mb=8 blk_mb=16 blk=1 mem=512M queues=2
+lab_begin restart kinds:S data-mb:N blk-mb:N no-blk:blk=0 queues:N -- "$@"
 ((data_mb > 0 && blk_mb > 0 && blk_mb <= 32)) ||
 	{ vbus_err "--data-mb must be > 0, --blk-mb 1..32 (the stamp is at 32 MiB)"; exit 2; }
+((queues >= 1 && queues <= 16)) || { vbus_err "--queues takes 1..16"; exit 2; }
 for v in $kinds; do
 	[[ "$v" == term || "$v" == kill ]] || { vbus_err "--kinds takes term/kill, not $v"; exit 2; }
 done
@@ -59,10 +65,10 @@ if ((blk)); then
 	stage_extra=(crc32c_generic ext4 --bin "$tool_fio" --bin "$tool_mkfs_ext4" --bin "$tool_fsck_ext4")
 fi
 
-# a persistent tap: it outlives the daemon, and so do its address and
-# routes; multi-queue: the venet device has 2 queue pairs (queues=2, the
-# guest's 2 vCPUs), each restart brings both back
-lab_netns --multi-queue 10.78.0.1 vr0
+# a persistent tap: it outlives the daemon, and so do its address and routes
+mq=()
+((queues > 1)) && mq=(--mq)
+lab_netns "${mq[@]}" 10.78.0.1 vr0
 www="$run/www"
 mkdir -p "$www/cgi-bin"
 head -c "$((data_mb * 1024 * 1024))" /dev/urandom >"$www/data"
@@ -96,6 +102,7 @@ VT_BLK_MB=$blk_mb
 VT_FIO=${tool_fio:-}
 VT_FS_SERIAL=$( ((blk)) && echo vr-fs)
 VT_STOP=$blk
+VT_QUEUE_PAIRS=$((queues < 2 ? queues : 2))
 CONFIG
 
 blk_dev=()
@@ -110,7 +117,7 @@ LAB_HOSTD_WRAP=("$keeper" --restart-delay 100 --)
 # store keeps HC and EVENTQ only) declines them and the guest goes back to
 # the eventq
 lab_hostd --ns -- --guest "$(lab_guest g1),vectors=4" \
-	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1,queues=2" \
+	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1,queues=$queues" \
 	--device "g1:type=vbus-test,id=2" "${blk_dev[@]}"
 
 # ---- the guest's requests: the daemon the keeper runs ----
@@ -157,6 +164,7 @@ req_resize() {
 req_stop() {
 	vbus_log "stop: SIGTERM to vbus-fdkeeper pid $hostd_pid"
 	ctl stats g1 >"$out/hostd-stats.txt" 2>&1 || stats_rc=$?
+	ctl stats g1 1 >"$out/venet-stats.txt" 2>&1 || true
 	vbus_stop_pid "$hostd_pid"
 	stopped=1
 }
@@ -184,8 +192,16 @@ if ((stopped)); then
 	if ((stats_rc == 0)); then h_pass hostd-alive-until-stop; else h_fail hostd-alive-until-stop "(log $out/hostd.log)"; fi
 elif ctl stats g1 >"$out/hostd-stats.txt" 2>&1; then
 	h_pass hostd-alive-at-end
+	ctl stats g1 1 >"$out/venet-stats.txt" 2>&1 || true
 else
 	h_fail hostd-alive-at-end "(log $out/hostd.log)"
+fi
+# the last daemon opened the tap again, with every queue of queues=
+if grep -Eq "(^| )backend=$tap( |\$)" "$out/venet-stats.txt" 2>/dev/null &&
+	grep -Eq "(^| )queues=$queues( |\$)" "$out/venet-stats.txt"; then
+	h_pass "venet-tap-reopened-queues-$queues"
+else
+	h_fail venet-tap-reopened "no backend=$tap queues=$queues in $out/venet-stats.txt"
 fi
 lab_no_fault "a device"
 [[ -f "$out/flap.log" ]] && sed 's/^/    flap: /' "$out/flap.log"

@@ -44,7 +44,7 @@ guest_ip=10.77.0.2 guest_mac=52:54:00:7e:00:02
 lab_build --modules "$LAB_BUS_SUBDIRS kernel/venet" --cmake vbus-hostd
 lab_kos --bus kernel/venet/venet.ko
 # multi-queue: the device has queues=2 (a tap queue per pair)
-lab_netns --multi-queue 10.77.0.1 vt0
+lab_netns --mq 10.77.0.1 vt0
 
 www="$run/www"
 mkdir -p "$www"

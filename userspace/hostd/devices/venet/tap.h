@@ -21,12 +21,13 @@
  * Queues. One queue is a plain tap (no IFF_MULTI_QUEUE: a persistent tap
  * made without `multi_queue` keeps working), or one queue of a
  * multi-queue tap when the tap that exists is one. More than one is
- * IFF_MULTI_QUEUE with one fd per queue (fd[q]); the host kernel spreads
+ * IFF_MULTI_QUEUE with one fd per queue (qfd[q]); the host kernel spreads
  * what it sends to the tap over the queues attached (its flow steering),
- * and tap_set_queue() detaches one (TUNSETQUEUE: its flows move to the
- * others, its fd then reads and writes -EBADFD and polls EPOLLERR) or
- * attaches it again. The ioctls of the whole tap (offload, carrier) go
- * through fd[0], which is never detached.
+ * and tap_set_queue() detaches one (TUNSETQUEUE: the kernel drops what
+ * it held and steers its flows to the others; its fd still writes and
+ * polls, it just gets nothing more to read) or attaches it again. The
+ * ioctls of the whole tap (offload, carrier) go through queue 0's fd,
+ * which is never detached.
  */
 #ifndef VBUS_HOSTD_TAP_H
 #define VBUS_HOSTD_TAP_H

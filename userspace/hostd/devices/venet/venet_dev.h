@@ -91,9 +91,10 @@ struct venet_pair_stats {
 /*
  * Queue pair P (docs/devices/venet.md, "Queue pairs"): its rings (DEVSHM
  * ids VENET_QUEUE_RX_ID(P), VENET_QUEUE_TX_ID(P)) and tap queue P. What
- * it reads from tap queue P goes to its rx ring; its tx ring's frames go
- * to tap queue P while P is active, else to queue 0 (a detached queue
- * takes no writes). Pair 0 is the single-queue device of old.
+ * it reads from tap queue P goes to its rx ring; its tx ring's frames are
+ * written to tap queue P, attached or not (a detached queue still takes
+ * writes: only the kernel's steering towards it stops). Pair 0 is the
+ * single-queue device of old.
  */
 struct venet_pair {
 	struct venet *v;
@@ -110,7 +111,6 @@ struct venet_pair {
 	__u32 tap_events;		/* what it is watched for */
 	bool rx_starved;		/* no guest buffer: queue not polled */
 	bool tx_blocked;		/* tap said EAGAIN: wait for EPOLLOUT */
-	unsigned int tx_blocked_on;	/* ... of this tap queue */
 	unsigned int tx_unsignalled;	/* tx pops the guest was not told of */
 	struct venet_pair_stats st;
 };
@@ -144,18 +144,6 @@ static inline int venet_pair_tapfd(const struct venet_pair *p)
 	const struct tap *t = &p->v->tap;
 
 	return p->idx < t->queues ? t->qfd[p->idx] : -1;
-}
-
-/*
- * The tap queue @p's tx writes to (*@q): its own while it is attached,
- * else queue 0 (never detached). -1: no tap.
- */
-static inline int venet_tx_fd(const struct venet_pair *p, unsigned int *q)
-{
-	const struct tap *t = &p->v->tap;
-
-	*q = p->idx < t->queues && (t->attached & (1u << p->idx)) ? p->idx : 0;
-	return t->queues ? t->qfd[*q] : -1;
 }
 
 /* rx can run: the guest is up, the pair active with its rx ring and tap queue */

@@ -6,13 +6,15 @@
  * SETACTIVE. A guest that never asks runs pair 0 alone, exactly the
  * single-queue device.
  *
- * Pair P reads tap queue P. With a multi-queue tap the queues of the
- * pairs that are not active (not granted, or above SETACTIVE's count)
- * are detached (TUNSETQUEUE), so the host kernel's flow steering moves
- * their flows to the active ones instead of queueing frames nobody
- * reads; a detached queue polls EPOLLERR, so it leaves the loop first.
- * Every pair's tx ring is still drained: an inactive pair writes to
- * queue 0.
+ * Pair P reads and writes tap queue P. With a multi-queue tap the queues
+ * of the pairs that are not active (not granted, or above SETACTIVE's
+ * count) are detached (TUNSETQUEUE), so the host kernel's flow steering
+ * moves their flows to the active ones instead of queueing frames nobody
+ * reads (it drops what a queue held when it detaches it). A detached
+ * queue's fd still writes and polls as before (the kernel keeps it bound
+ * to the tap, only out of the steering), so every pair's tx ring is
+ * still drained into its own queue and waits for its own EPOLLOUT; only
+ * EPOLLIN is left off for a pair that is not active.
  */
 #include <errno.h>
 #include <string.h>
@@ -33,40 +35,29 @@ bool venet_rings_registered(const struct venet *v)
 static void tap_cb(struct hostd_dev *dev, int fd, __u32 events, void *arg)
 {
 	struct venet_pair *p = arg;
-	struct venet *v = p->v;
-	unsigned int i;
 
 	(void)dev;
 	(void)fd;
 	if (events & (EPOLLERR | EPOLLHUP)) {
 		/* level-triggered and unmaskable: must not spin on it */
-		venet_backend_lost(v, EIO);
+		venet_backend_lost(p->v, EIO);
 		return;
 	}
 	if (events & EPOLLOUT) {
-		/* every pair whose tx waits for this queue */
-		for (i = 0; i < v->queues; i++) {
-			struct venet_pair *r = &v->pair[i];
-
-			if (r->tx_blocked && r->tx_blocked_on == p->idx) {
-				r->tx_blocked = false;
-				venet_tx_work(r);
-			}
-		}
+		p->tx_blocked = false;
+		venet_tx_work(p);
 	}
 	if (events & EPOLLIN)
 		venet_rx_run(p);
 }
 
-/* Into the loop, while the device is open and the queue attached. */
+/* Into the loop, while the device is open (events: venet_tap_update). */
 void venet_tap_watch(struct venet_pair *p)
 {
 	int fd = venet_pair_tapfd(p);
 
-	if (p->tap_watched || fd < 0 || !p->v->open ||
-	    !(p->v->tap.attached & (1u << p->idx)))
+	if (p->tap_watched || fd < 0 || !p->v->open)
 		return;
-	/* events 0: venet_tap_update() turns EPOLLIN/EPOLLOUT on as needed */
 	if (hostd_fd_add(p->v->dev, fd, 0, tap_cb, p) == 0) {
 		p->tap_watched = true;
 		p->tap_events = 0;
@@ -74,51 +65,28 @@ void venet_tap_watch(struct venet_pair *p)
 }
 
 /*
- * Tap queue @q attached or not, as its pair's activity says; a failure is
- * logged and leaves the queue as it was (its pair then gets no rx, or the
- * kernel keeps steering flows to a queue we do not read: both counted
- * nowhere but the log).
- */
-static void tap_queue_set(struct venet *v, unsigned int q, bool on)
-{
-	int ret;
-
-	if (!on)
-		venet_tap_unwatch(&v->pair[q]);
-	ret = tap_set_queue(&v->tap, q, on);
-	if (ret < 0)
-		hostd_dev_log(v->dev, "venet: tap %s: %s queue %u: %s",
-			      v->tap.name, on ? "attaching" : "detaching", q,
-			      strerror(-ret));
-	if (on)
-		venet_tap_watch(&v->pair[q]);
-}
-
-/*
- * The tap's queues follow v->active: attached and watched below it,
- * detached above. A pair whose tx waited for a queue now detached tries
- * again (it writes to queue 0 now); the pairs that became active look at
- * their queue.
+ * The tap's queues follow v->active: attached below it, detached above
+ * (a failure is logged and leaves the queue as it was: its pair then
+ * gets no rx, or the kernel keeps steering some flows to a queue whose
+ * pair is not active, where they wait, as for a guest out of buffers).
+ * Then every queue is watched, and the pairs that are active look at
+ * theirs.
  */
 void venet_pairs_apply(struct venet *v)
 {
 	unsigned int i;
+	int ret;
 
-	for (i = 0; v->tap.mq && i < v->tap.queues; i++)
-		if (i)
-			tap_queue_set(v, i, i < v->active);
-	if (v->tap.queues)
-		venet_tap_watch(&v->pair[0]);
-	for (i = 0; i < v->queues; i++) {
-		struct venet_pair *p = &v->pair[i];
-
-		if (p->tx_blocked &&
-		    !(v->tap.attached & (1u << p->tx_blocked_on))) {
-			p->tx_blocked = false;
-			if (hostd_kick(&p->kick))
-				v->st.kicks++;
-		}
+	for (i = 1; v->tap.mq && i < v->tap.queues; i++) {
+		ret = tap_set_queue(&v->tap, i, i < v->active);
+		if (ret < 0)
+			hostd_dev_log(v->dev, "venet: tap %s: %s queue %u: %s",
+				      v->tap.name, i < v->active ?
+				      "attaching" : "detaching", i,
+				      strerror(-ret));
 	}
+	for (i = 0; i < v->tap.queues && i < v->queues; i++)
+		venet_tap_watch(&v->pair[i]);
 	venet_tap_update(v);
 	for (i = 0; v->open && i < v->active; i++)
 		venet_rx_run(&v->pair[i]);

@@ -7,19 +7,13 @@
 
 /*
  * Bring every tap queue's epoll interest in line with the state: EPOLLIN
- * while its pair can take frames, EPOLLOUT while a pair's tx waits for it
- * to drain (a pair writes to its own queue or, inactive, to queue 0).
+ * while its pair can take frames, EPOLLOUT while its pair's tx waits for
+ * it to drain.
  */
 void venet_tap_update(struct venet *v)
 {
-	unsigned int out = 0, i;
+	unsigned int i;
 
-	for (i = 0; i < v->queues; i++) {
-		const struct venet_pair *p = &v->pair[i];
-
-		if (p->tx_blocked && hostd_devq_live(&p->txq))
-			out |= 1u << p->tx_blocked_on;
-	}
 	for (i = 0; i < v->queues; i++) {
 		struct venet_pair *p = &v->pair[i];
 		__u32 ev = 0;
@@ -28,7 +22,7 @@ void venet_tap_update(struct venet *v)
 			continue;
 		if (venet_rx_possible(p) && !p->rx_starved)
 			ev |= EPOLLIN;
-		if (out & (1u << i))
+		if (p->tx_blocked && hostd_devq_live(&p->txq))
 			ev |= EPOLLOUT;
 		if (ev != p->tap_events &&
 		    hostd_fd_mod(v->dev, venet_pair_tapfd(p), ev) == 0)

@@ -3,8 +3,8 @@
  * venet, guest -> tap (see venet_dev.h).
  *
  * tx (shm VENET_QUEUE_TX_ID(pair), one per pair, each with its own kick,
- * poll window and signal; everything below is per pair; an active pair
- * writes to its own tap queue, an inactive one to queue 0). Wakeups: the
+ * poll window and signal, writing to its own tap queue; everything below
+ * is per pair). Wakeups: the
  * tx ring's signal (guest posted), our kick
  * (hostd_kick: we stopped at the budget), the tap turning writable (we got
  * EAGAIN). While draining, tx notifications are masked, so a guest
@@ -124,8 +124,7 @@ static enum tx_verdict tx_write(struct venet_pair *p,
 				const struct venet_txframe *f)
 {
 	struct venet *v = p->v;
-	unsigned int q;
-	int fd = venet_tx_fd(p, &q);
+	int fd = venet_pair_tapfd(p);
 	ssize_t w;
 
 	if (p->sink && v->link)
@@ -145,7 +144,6 @@ static enum tx_verdict tx_write(struct venet_pair *p,
 		 */
 		v->st.tx_blocked++;
 		p->tx_blocked = true;
-		p->tx_blocked_on = q;
 		return TX_KEEP;
 	}
 	if (w < 0 && (errno == EBADFD || errno == EBADF)) {
