@@ -179,9 +179,10 @@ def pps_round(d, name):
     if j.get("error"):
         return None, j["error"]
     e = j.get("end", {})
+    # the receiver's view; its "packets" counts the lost ones too
     s = e.get("sum_received") or e.get("sum") or {}
     try:
-        got = s["packets"] - (0 if "sum_received" in e else s.get("lost_packets", 0))
+        got = s["packets"] - s.get("lost_packets", 0)
         return got / s["seconds"], None
     except (KeyError, TypeError, ZeroDivisionError):
         return None, "no end.sum packets in iperf3 -u output"
