@@ -469,6 +469,18 @@ vbus_irq_every_cpu() {
 		if (m < 2 || n != m) exit 1; for (i = 1; i <= m; i++) if (y[i] <= x[i]) exit 1 }'
 }
 
+# xps_set IF N: tx queues 0..N-1 each have XPS CPUs (venet sets them from
+# its tx rings' queue vectors; the suite's bridge has them)
+xps_set() {
+	local i=0 m
+	while [ "$i" -lt "$2" ]; do
+		m=$(cat "/sys/class/net/$1/queues/tx-$i/xps_cpus" 2>/dev/null)
+		echo "tx-$i xps_cpus: ${m:-?}"
+		case "$m" in *[1-9a-f]*) ;; *) return 1 ;; esac
+		i=$((i + 1))
+	done
+}
+
 # flows in the background: new TCP connections both ways, one after the
 # other (each its own flow hash), until mq_flows_stop
 mq_flows_start() {
@@ -511,6 +523,7 @@ check_mq() {
 	ip link set dev "$IF" up
 	vt_check "$p/carrier-on" wait_carrier "$IF" 1
 	vt_check "$p/channels-2-combined" mq_channels "$IF" "2 2"
+	vt_check "$p/xps-from-queue-vectors" xps_set "$IF" 2
 	mk_upload 1
 
 	# flows both ways spread over both pairs; interrupts on both vCPUs
@@ -529,6 +542,7 @@ check_mq() {
 	# and back: pair 1 carries traffic both ways again
 	vt_check "$p/set-combined-2-under-traffic" ethtool -L "$IF" combined 2
 	vt_check "$p/channels-2-combined-again" mq_channels "$IF" "2 2"
+	vt_check "$p/xps-from-queue-vectors-again" xps_set "$IF" 2
 	s0=$(mq_snap "$IF")
 	vt_check "$p/combined-2-pair-1-both-ways" vt_wait 60 mq_moved "$IF" "$s0" 2 4
 	mq_flows_stop
