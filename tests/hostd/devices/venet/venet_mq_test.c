@@ -14,8 +14,8 @@
  *   data            pair 1's tx reaching the tap and the null backend,
  *                   the tap's flow steering delivering a flow on the
  *                   pair that sent it, SETACTIVE 1 moving it to pair 0,
- *                   an inactive pair's tx still sent, the per-pair
- *                   counters of `ctl stats`
+ *                   an inactive pair's tx still sent, FLUSHRX on every
+ *                   pair, the per-pair counters of `ctl stats`
  *   the tap         queues=2 on a single-queue tap refused with the
  *                   reason, queues=1 on a multi-queue tap served, a
  *                   persistent one opened again with every queue after
@@ -556,6 +556,61 @@ static void per_pair_counters(void **state)
 	assert_int_equal(fgd_stat(f->dev, "tx_bad"), 1);
 }
 
+/* FLUSHRX hands back every pair's buffers, empty. */
+static void flushrx_every_pair(void **state)
+{
+	struct mfx *f = *state;
+	unsigned int p, i;
+	__u64 len;
+
+	mfx_up(f, 2);
+	fgd_run_for(10);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_FLUSHRX, NULL, 0), 0);
+	/* all back by the time the call returns, on both rings */
+	for (p = 0; p < 2; p++) {
+		for (i = 0; i < 8; i++) {
+			assert_int_equal(fgd_reap(&f->rx[p], &len, NULL), 1);
+			assert_int_equal(len, 0);
+		}
+		assert_int_equal(fgd_reap(&f->rx[p], NULL, NULL), 0);
+	}
+	assert_int_equal(fgd_stat(f->dev, "rx_flushed"), 16);
+}
+
+/* pair 1 handed a buffer back (empty) */
+static bool rx1_back(void *arg)
+{
+	struct mfx *f = arg;
+	__u64 len = 1;
+
+	return fgd_reap(&f->rx[1], &len, NULL) == 1 && len == 0;
+}
+
+/* An rx buffer pair 1 cannot use goes back empty, counted as its drop. */
+static void rx_drop_counted_per_pair(void **state)
+{
+	struct mfx *f = *state;
+	unsigned int p;
+
+	mfx_create(f, NULL);
+	assert_int_equal(queues(f, 2, 0, NULL), 0);
+	f->pairs = 2;
+	for (p = 0; p < 2; p++) {
+		assert_int_equal(fgd_ring_attach(f->dev, VENET_QUEUE_RX_ID(p),
+						 64, &f->rx[p]), 0);
+		assert_int_equal(fgd_ring_attach(f->dev, VENET_QUEUE_TX_ID(p),
+						 64, &f->tx[p]), 0);
+	}
+	/* pair 1's only buffer is outside guest RAM: the next rx pass */
+	assert_int_equal(fgd_post(&f->rx[1], FGD_RAM_SIZE - 100, RXLEN, 1), 0);
+	assert_int_equal(fgd_call(f->dev, VENET_FUNC_LINKUP, NULL, 0), 0);
+	assert_true(fgd_run_until(rx1_back, f, TIMEOUT_MS));
+	assert_int_equal(stat_q(f, 1, "rx_dropped"), 1);
+	assert_int_equal(stat_q(f, 0, "rx_dropped"), 0);
+	assert_int_equal(fgd_stat(f->dev, "rx_bad"), 1);
+	assert_false(fgd_dev_faulted(f->dev));
+}
+
 /* ---- the tap ---------------------------------------------------------------- */
 
 /* queues=2 on a tap made single-queue: no backend, and why. */
@@ -678,6 +733,8 @@ int main(void)
 		T(setactive_stops_pair1),
 		T(inactive_pair_tx_sent),
 		T(per_pair_counters),
+		T(flushrx_every_pair),
+		T(rx_drop_counted_per_pair),
 		T(single_queue_tap_refused),
 		T(multi_queue_tap_one_pair),
 		T(restart_reopens_every_queue),
