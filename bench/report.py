@@ -27,6 +27,16 @@ not depend on the accelerator):
               vbus-eventq and vbus-hc).
 Per GB of the run's payload (iperf3's received bytes) and per data frame
 (the guest's tx frames for guest->host, rx frames for host->guest).
+
+With --queues N (meta.env queues > 0), per direction of the TCP runs:
+  irq_DIR_cpuC_pct  the NIC's interrupts that arrived on guest CPU C, % of
+                    the run's (its vectors' per-CPU columns of /proc/interrupts)
+  rxqI_h2g_pct      host->guest frames received on queue (pair) I, % of
+  txqI_g2h_pct      guest->host frames sent on queue I, % (ethtool -S
+                    rx_queue_I_packets / tx_queue_I_packets: venet and
+                    virtio-net use the same names)
+  pps64_DIR_kpps    64-byte frames (iperf3 -u -l 18 -b 0) the receiver got
+                    per second, thousands
 """
 import json
 import os
@@ -85,6 +95,30 @@ ROUND_KEYS = ("tcp_g2h_gbps", "tcp_h2g_gbps", "cpu_g2h_s_per_gb", "cpu_h2g_s_per
               "db_h2g_per_frame", "irq_h2g_per_frame")
 
 
+# --queues figures (nic_results keeps what the rounds have; main() lists them)
+MQ_KEY = r"pps64_(g2h|h2g)_kpps|irq_(g2h|h2g)_cpu\d+_pct|rxq\d+_h2g_pct|txq\d+_g2h_pct"
+
+
+def mq_figures(res):
+    """FIGURES rows for the --queues keys any NIC has, in a stable order"""
+    keys = {k for n in NICS for k in res[n] if re.fullmatch(MQ_KEY, k)}
+    rows = []
+    for d in ("g2h", "h2g"):
+        if f"pps64_{d}_kpps" in keys:
+            rows.append((f"pps64_{d}_kpps", f"64-byte frames {d[0]}->{d[2]}", "kpps", "higher"))
+    for d in ("g2h", "h2g"):
+        for k in sorted((k for k in keys if k.startswith(f"irq_{d}_cpu")),
+                        key=lambda k: int(re.search(r"cpu(\d+)", k).group(1))):
+            c = re.search(r"cpu(\d+)", k).group(1)
+            rows.append((k, f"  {d[0]}->{d[2]} interrupts on CPU{c}", "%", "-"))
+    for kind, d in (("txq", "g2h"), ("rxq", "h2g")):
+        for k in sorted((k for k in keys if k.startswith(kind) and k.endswith(f"_{d}_pct")),
+                        key=lambda k: int(re.search(r"q(\d+)_", k).group(1))):
+            i = re.search(r"q(\d+)_", k).group(1)
+            rows.append((k, f"  {d[0]}->{d[2]} frames on queue {i}", "%", "-"))
+    return rows
+
+
 def pct(sorted_v, p):
     """nearest-rank percentile of a sorted list"""
     if not sorted_v:
@@ -133,6 +167,27 @@ def iperf_round(d, name):
         return None, None, "no end.sum_received in iperf3 output"
 
 
+def pps_round(d, name):
+    """(frames/s the receiver got, error) of one iperf3 -u -J run"""
+    txt = read(os.path.join(d, f"iperf-{name}.json"))
+    if not txt:
+        return None, (read(os.path.join(d, f"iperf-{name}.err")) or "no output").strip()
+    try:
+        j = json.loads(txt)
+    except ValueError:
+        return None, "unparsable iperf3 output"
+    if j.get("error"):
+        return None, j["error"]
+    e = j.get("end", {})
+    # the receiver's view; its "packets" counts the lost ones too
+    s = e.get("sum_received") or e.get("sum") or {}
+    try:
+        got = s["packets"] - s.get("lost_packets", 0)
+        return got / s["seconds"], None
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None, "no end.sum packets in iperf3 -u output"
+
+
 def cpu_round(d, name, nbytes):
     """{qemu, hostd} CPU seconds per GB (1e9 bytes) of one transfer"""
     txt = read(os.path.join(d, f"cpu-{name}.txt"))
@@ -149,8 +204,8 @@ def cpu_round(d, name, nbytes):
 
 def parse_counters(txt):
     """one guest/counters.sh snapshot: {stat: {(nic, name): v}, irq: {name: v},
-    bridge: {name: v}}"""
-    snap = {"stat": {}, "irq": {}, "bridge": {}, "nic": {}}
+    irqcpu: {name: [per-CPU v]}, bridge: {name: v}}"""
+    snap = {"stat": {}, "irq": {}, "irqcpu": {}, "bridge": {}, "nic": {}}
     for line in (txt or "").splitlines():
         f = line.split()
         if len(f) == 4 and f[0] == "NIC":
@@ -167,7 +222,38 @@ def parse_counters(txt):
                     break
                 counts.append(int(x))
             snap["irq"][f"{f[1]}{f[-1]}"] = sum(counts)
+            snap["irqcpu"][f"{f[1]}{f[-1]}"] = counts
     return snap
+
+
+def spread_round(nic, s0, s1, name, one):
+    """--queues: the run's interrupts per guest CPU and frames per queue, in
+    % of the run's, into @one"""
+    if not s1["nic"] or nic not in s1["nic"]:
+        return
+    prefix = s1["nic"][nic]
+    cpus = []
+    for k, v in s1["irqcpu"].items():
+        if not k.split(":", 1)[1].startswith(prefix):
+            continue
+        old = s0["irqcpu"].get(k, [0] * len(v))
+        for c, x in enumerate(v):
+            if c >= len(cpus):
+                cpus.append(0)
+            cpus[c] += x - (old[c] if c < len(old) else 0)
+    if sum(cpus) > 0:
+        for c, x in enumerate(cpus):
+            one[f"irq_{name}_cpu{c}_pct"] = 100.0 * x / sum(cpus)
+    kind = "rx" if name == "h2g" else "tx"
+    per_q = {}
+    for (n, stat), v in s1["stat"].items():
+        m = re.fullmatch(kind + r"_queue_(\d+)_packets", stat)
+        if n == nic and m:
+            per_q[int(m.group(1))] = v - s0["stat"].get((n, stat), 0)
+    total = sum(per_q.values())
+    if total > 0:
+        for i, v in per_q.items():
+            one[f"{kind}q{i}_{name}_pct"] = 100.0 * v / total
 
 
 def notifications(nic, s0, s1):
@@ -204,6 +290,7 @@ def notif_round(d, nic, name, nbytes, one):
     if n is None or not nbytes:
         return None
     db, irq, tx, rx = n
+    spread_round(nic, s0, s1, name, one)
     gb = nbytes / 1e9
     frames = tx if name == "g2h" else rx
     one[f"db_{name}"], one[f"irq_{name}"] = db, irq
@@ -326,6 +413,14 @@ def nic_results(raw, nic, rounds):
                 one[f"cpu_{name}_s_per_gb"] = cpu["qemu"] + (cpu["hostd"] if nic == "venet" else 0)
                 if "busy_pct" in cpu:
                     one[f"busy_{name}_pct"] = cpu["busy_pct"]
+        for name in ("p64g2h", "p64h2g"):
+            if not os.path.exists(os.path.join(d, f"iperf-{name}.json")):
+                continue
+            pps, err = pps_round(d, name)
+            if err:
+                errors.append(f"round {r} iperf3 -u {name}: {err}")
+            elif pps is not None:
+                one[f"pps64_{name[3:]}_kpps"] = pps / 1e3
         if "db_g2h" in one and "db_h2g" in one:
             gb = (one["tcp_g2h_bytes"] + one["tcp_h2g_bytes"]) / 1e9
             one["notif_per_gb"] = (one["db_g2h"] + one["irq_g2h"] +
@@ -350,10 +445,11 @@ def nic_results(raw, nic, rounds):
             one[f"{tag}_p50_us"], one[f"{tag}_p99_us"] = pct(v, 50), pct(v, 99)
         per_round.append(one)
     spread = {}
-    for key in ROUND_KEYS + ("rr_p50_us", "rr_p99_us", "rrbp_p50_us", "rrbp_p99_us",
+    extra = sorted({k for o in per_round for k in o if re.fullmatch(MQ_KEY, k)})
+    for key in ROUND_KEYS + tuple(extra) + ("rr_p50_us", "rr_p99_us", "rrbp_p50_us", "rrbp_p99_us",
                              "icmp_p50_us", "icmp_p99_us"):
         v = [o.get(key) for o in per_round if o.get(key) is not None]
-        if key in ROUND_KEYS:
+        if key in ROUND_KEYS or key in extra:
             res[key] = median(v)
         if v:
             spread[key] = [min(v), max(v)]
@@ -535,15 +631,18 @@ def main():
             res["venet"]["hostd_stats"] = json.loads(hs)
         except ValueError:
             res["venet"]["hostd_stats_text"] = hs
+    figures = FIGURES + mq_figures(res)
     ratio = {}
-    for key, *_ in FIGURES:
+    for key, *_ in figures:
         a, b = res["venet"].get(key), res["virtio"].get(key)
         # vbus-hostd is not in virtio-net's path: its figure there is idle noise
         ratio[key] = a / b if a is not None and b and "hostd" not in key else None
+        if re.fullmatch(MQ_KEY, key) and "pps" not in key:
+            ratio[key] = None  # shares: side by side, no ratio
 
     doc = {
         "meta": meta,
-        "figures": {k: {"label": lbl.strip(), "unit": u, "better": b} for k, lbl, u, b in FIGURES},
+        "figures": {k: {"label": lbl.strip(), "unit": u, "better": b} for k, lbl, u, b in figures},
         "venet": res["venet"],
         "virtio": res["virtio"],
         "ratio_venet_over_virtio": ratio,
@@ -560,7 +659,9 @@ def main():
           f"host {meta.get('host_cpus')} CPUs, before the run: load "
           f"{meta.get('host_loadavg_before', meta.get('host_loadavg'))}, "
           f"{meta.get('host_busy_before_pct', '?')}% busy; RR busy poll "
-          f"{meta.get('rr_busy_poll_us', 0)} us (SO_BUSY_POLL on the guest's socket, both NICs)")
+          f"{meta.get('rr_busy_poll_us', 0)} us (SO_BUSY_POLL on the guest's socket, both NICs)"
+          + (f"; {meta.get('queues')} queue pair(s) per NIC, {meta.get('vectors')} MSI-X vectors"
+             if int(meta.get("queues", 0) or 0) else ""))
     for n in NICS:
         if not res[n]["available"] and res[n]["reason"] != "not requested":
             print(f"{n}: unavailable ({res[n]['reason']})")
@@ -572,7 +673,7 @@ def main():
     print(f"{'figure':<28} {'unit':>7} " + " ".join(f"{n:>10}" for n in cols)
           + (f" {'venet/virtio':>13}" if both else "") + "  better  rounds: "
           + "; ".join(f"{n} min..max" for n in cols))
-    for key, label, unit, better in FIGURES:
+    for key, label, unit, better in figures:
         if "hostd" in key and cols == ["virtio"]:
             continue
         if key.startswith("rrbp_") and not meta.get("rr_busy_poll_us"):

@@ -17,6 +17,9 @@
 #     the same setting for both NICs)
 #   - TCP throughput host->guest and guest->host (iperf3 -P STREAMS -t SEC,
 #     server in the guest; guest->host is iperf3 -R)
+#   - with --queues N: the 64-byte frame rate each way (iperf3 -u -l 18
+#     -b 0 -P STREAMS: 18 bytes of UDP payload make a 64-byte frame with
+#     its FCS; frames the receiver got per second)
 #   - host CPU time of QEMU and of vbus-hostd per GB moved (utime+stime
 #     from /proc/PID/stat around each iperf3 run / bytes received), and how
 #     busy the host's CPUs were during the run (/proc/stat): near 100% the
@@ -33,6 +36,7 @@
 #   bench/venet-vs-virtio.sh [--time SEC] [--streams N] [--rounds N]
 #       [--ping-n N] [--rr-n N] [--rr-busy-poll USEC] [--nics "virtio venet"] [--mem SIZE]
 #       [--timeout SEC] [--out DIR] [--no-build] [--require-venet] [--wakeups]
+#       [--queues N]
 #
 #   --time SEC       seconds per iperf3 run (default 5)
 #   --streams N      parallel iperf3 streams (default 4)
@@ -50,6 +54,15 @@
 #                    ($VBUS_HOSTD overrides where vbus-hostd is found)
 #   --require-venet  exit non-zero when venet could not be measured or the
 #                    guest's kernel log shows a problem
+#   --queues N       N queue pairs on both NICs (1..16; default: the
+#                    single-queue setup of before, no 64-byte run): venet
+#                    with queues=N on the device and in venet.ko, virtio-net
+#                    with QEMU's mq=on and tap queues=N (N > 1); both with
+#                    2N+2 MSI-X vectors (venet: per-queue vectors on the
+#                    vbus bridge, docs/transport.md). Adds the 64-byte frame
+#                    rate, interrupts per CPU and how the frames spread over
+#                    the queues (ethtool -S rx_queue_I/tx_queue_I_packets,
+#                    the same names in both drivers) to the table
 #   --wakeups        count the host's thread wakeups per TCP round trip
 #                    (perf record -e sched:sched_wakeup -a around the first
 #                    RR run; needs perf, Debian's linux-perf), by thread:
@@ -84,13 +97,20 @@ export VBUS_BOOT_DEBUG
 source "$here/../tests/qemu/lib/lab.sh"
 
 time=5 streams=4 rounds=1 ping_n=200 rr_n=2000 rr_busy_poll=400 nics="virtio venet"
-out=$VBUS_BUILD/bench require_venet=0 wakeups=0
+out=$VBUS_BUILD/bench require_venet=0 wakeups=0 queues=0
 lab_parse venet-bench time:N streams:N rounds:N ping-n:N rr-n:N rr-busy-poll:N nics:S out:S \
-	require-venet:require_venet=1 wakeups:wakeups=1 -- "$@"
+	require-venet:require_venet=1 wakeups:wakeups=1 queues:N -- "$@"
 secs=$time rr_busy=$rr_busy_poll
 for v in "$secs" "$streams" "$rounds" "$ping_n" "$rr_n"; do
 	((v > 0)) || { vbus_err "not a positive number: $v"; exit 2; }
 done
+((queues <= 16)) || { vbus_err "--queues: 1..16 queue pairs, not $queues"; exit 2; }
+# --queues N: both NICs' MSI-X vectors (2 per pair, config/eventq and one more)
+vectors=2 netns_mq=()
+if ((queues)); then
+	vectors=$((2 * queues + 2))
+	((queues == 1)) || netns_mq=(--mq)
+fi
 ((rr_busy <= 9999999)) ||
 	{ vbus_err "--rr-busy-poll: not a number of microseconds (0..9999999): $rr_busy"; exit 2; }
 for n in $nics; do
@@ -202,7 +222,7 @@ declare -A hip=([venet]=10.81.1.1 [virtio]=10.81.2.1)
 declare -A gip=([venet]=10.81.1.2 [virtio]=10.81.2.2)
 declare -A mac=([venet]=52:54:00:b1:00:02 [virtio]=52:54:00:b2:00:02)
 venet_id=2 rr_port=7777
-lab_netns "${hip[venet]}" "${tap[venet]}" "${hip[virtio]}" "${tap[virtio]}"
+lab_netns "${netns_mq[@]}" "${hip[venet]}" "${tap[venet]}" "${hip[virtio]}" "${tap[virtio]}"
 lab_defer bench_cleanup
 
 # ---- vbus-hostd (in the namespace: it opens the tap there) -------------------------------
@@ -213,8 +233,8 @@ if [[ -z "$venet_reason" ]]; then
 	# runs under that command; hostd_pid is then looked up below
 	# shellcheck disable=SC2086 # the wrapper is a word list
 	ip netns exec "$ns" ${VBUS_HOSTD_WRAP:-} "$hostd" --foreground --ctl "$run/ctl.sock" \
-		--guest "$(lab_guest g1)" \
-		--device "g1:type=venet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}${VBUS_BENCH_VENET_PARAMS:+,$VBUS_BENCH_VENET_PARAMS}" \
+		--guest "$(lab_guest g1)$( ((queues)) && echo ",vectors=$vectors")" \
+		--device "g1:type=venet,id=$venet_id,tap=${tap[venet]},mac=${mac[venet]}$( ((queues)) && echo ",queues=$queues")${VBUS_BENCH_VENET_PARAMS:+,$VBUS_BENCH_VENET_PARAMS}" \
 		>"$raw/hostd.log" 2>&1 &
 	hostd_pid=$!
 	wrap_pid=""
@@ -250,7 +270,7 @@ VB_VIRTIO_IP=${gip[virtio]}
 VB_VENET_IP=${gip[venet]}
 VB_PREFIX=24
 VB_RR_PORT=$rr_port
-VB_VENET_PARAMS="${VBUS_BENCH_VENET_MODPARAMS:-}"
+VB_VENET_PARAMS="$( ((queues)) && echo "queues=$queues ")${VBUS_BENCH_VENET_MODPARAMS:-}"
 CONFIG
 
 # ---- boot (QEMU in the namespace: the virtio tap is looked up by name) --------------------
@@ -260,14 +280,16 @@ printf '#!/bin/sh\nexec ip netns exec %q %q "$@"\n' "$ns" "$(command -v qemu-sys
 chmod +x "$run/bin/qemu-system-x86_64"
 qargs=() vbus=()
 if want virtio; then
-	qargs+=(-netdev "tap,id=vq0,ifname=${tap[virtio]},script=no,downscript=no,vhost=off"
-		-device "virtio-net-pci,netdev=vq0,mac=${mac[virtio]},romfile=")
+	vmq="" tmq=""
+	((queues > 1)) && vmq=",mq=on,vectors=$vectors" tmq=",queues=$queues"
+	qargs+=(-netdev "tap,id=vq0,ifname=${tap[virtio]},script=no,downscript=no,vhost=off$tmq"
+		-device "virtio-net-pci,netdev=vq0,mac=${mac[virtio]},romfile=$vmq")
 fi
 [[ -z "$venet_reason" ]] && vbus=(--guest g1)
 accel=$(vbus_qemu_accel)
 log="$raw/guest.log"
 bench_log "accelerator: $accel (cpu $(vbus_qemu_cpu "$accel"), 2 vCPUs, RAM $mem, kernel $VBUS_KVER, $VBUS_KBOOT boot)"
-PATH="$run/bin:$PATH" lab_boot guest "${vbus[@]}" --smp 2 -- "${qargs[@]}"
+PATH="$run/bin:$PATH" lab_boot guest "${vbus[@]}" --vectors "$vectors" --smp 2 -- "${qargs[@]}"
 t0=$(vbus_now)
 lab_wait_ready guest '^VBUS-BENCH READY' || exit 1
 glines=$(tr -d '\r' <"$log" 2>/dev/null | grep -aoE '^VBUS-BENCH .*' || true)
@@ -384,6 +406,11 @@ measure() {
 	fi
 	iperf "$d" "$n" h2g
 	iperf "$d" "$n" g2h -R
+	if ((queues)); then
+		# 64-byte frames: 18 bytes of UDP payload + 8 + 20 + 14 + FCS
+		iperf "$d" "$n" p64h2g -u -l 18 -b 0
+		iperf "$d" "$n" p64g2h -u -l 18 -b 0 -R
+	fi
 }
 
 for ((r = 1; r <= rounds; r++)); do
@@ -423,7 +450,7 @@ fi
 # ---- report --------------------------------------------------------------------------------------
 lab_meta venet_params="${VBUS_BENCH_VENET_PARAMS:-}" kboot="$VBUS_KBOOT" \
 	cmdline="$VBUS_BASE_CMDLINE" time_s="$secs" streams rounds ping_n ping_tool rr_n \
-	rr_busy_poll_us="$rr_busy" wakeups host_loadavg_before="$load_before" \
+	rr_busy_poll_us="$rr_busy" wakeups queues vectors host_loadavg_before="$load_before" \
 	host_busy_before_pct="$busy_before" guest_log_ok="$guest_ok" >"$raw/meta.env"
 python3 "$here/report.py" "$raw" "$out" || { vbus_err "report.py failed"; exit 1; }
 if [[ -f "$raw/hostd-stats.txt" ]]; then

@@ -53,7 +53,7 @@ struct venet_rx_slot {
 	dma_addr_t dma;		/* plain mode: skb->data mapped, buflen */
 	u32 buflen;		/* bytes posted: the most the host may fill */
 	bool posted;		/* RXSG: the descriptor is the host's */
-	struct venet_sg *vsg;	/* RXSG: in priv->rx_vsgs, VENET_RX_SG_SIZE */
+	struct venet_sg *vsg;	/* RXSG: in q->rx_vsgs, VENET_RX_SG_SIZE */
 	dma_addr_t vsg_dma;
 	struct page *pages[VENET_RX_PAGES];	/* RXSG; NULL once consumed */
 	/* RXSG: pages[i] is mapped (DMA_FROM_DEVICE) at page_dma[i] */
@@ -67,7 +67,7 @@ struct venet_rx_slot {
  */
 struct venet_tx_slot {
 	struct sk_buff *skb;
-	struct venet_sg *vsg;	/* SG mode: in priv->tx_vsgs, VENET_TX_SG_SIZE */
+	struct venet_sg *vsg;	/* SG: in q->tx_vsgs, VENET_TX_SG_SIZE */
 	dma_addr_t vsg_dma;
 	int nents;		/* SG mode: sgl entries mapped; 0 = none */
 	dma_addr_t dma;		/* plain mode: the linear frame */
@@ -83,7 +83,7 @@ struct venet_vsgs {
 	size_t stride;
 };
 
-/* Written only by the NAPI poll (or with NAPI disabled). */
+/* Per pair: written only by its NAPI poll (or with NAPI disabled). */
 struct venet_rx_stats {
 	struct u64_stats_sync syncp;
 	u64_stats_t packets;
@@ -100,7 +100,7 @@ struct venet_rx_stats {
 	u64_stats_t refill_doorbells; /* rx re-posts that called ioq_signal */
 };
 
-/* Written only under txlock. */
+/* Per pair: written only under its txlock. */
 struct venet_tx_stats {
 	struct u64_stats_sync syncp;
 	u64_stats_t packets;
@@ -116,27 +116,43 @@ struct venet_tx_stats {
 	u64_stats_t irq_waits;		/* tx_complete_irq=0: tx unmasked */
 };
 
-struct venet_priv {
-	struct net_device *dev;
-	struct vbus_device_proxy *vdev;
+/*
+ * One queue pair (docs/devices/venet.md, "Queue pairs"): rx ring DEVSHM id
+ * 2p, tx ring 2p + 1, one NAPI context for both, netdev tx queue p. Every
+ * rule of the single-queue driver holds per pair: the rings' state is the
+ * pair's own, and one pair's corrupted ring faults the whole device.
+ */
+struct venet_queue {
+	struct venet_priv *priv;
+	u32 index;		/* p */
 	struct napi_struct napi;
+	struct netdev_queue *txnq;	/* stack's tx queue p: BQL, stop/wake */
 
 	struct ioq *rxq;
 	struct ioq_notifier rx_notifier;
 	struct venet_rx_slot *rx_slots;
 	struct venet_vsgs rx_vsgs;	/* RXSG */
-	u32 rx_count;
-	u32 rx_bufsize;		/* size of buffers posted from now on */
-	struct delayed_work refill;
 
 	struct ioq *txq;
 	struct ioq_notifier tx_notifier;
 	struct venet_tx_slot *tx_slots;
 	struct venet_vsgs tx_vsgs;	/* SG mode */
-	u32 tx_count;
 	u32 tx_unpublished;	/* filled, not published yet (txlock) */
 	spinlock_t txlock;	/* tx ring tail/head, tx_slots, tx stats */
 	struct timer_list tx_timer;	/* reaps what a burst left in flight */
+
+	struct venet_rx_stats rx_stats;
+	struct venet_tx_stats tx_stats;
+};
+
+struct venet_priv {
+	struct net_device *dev;
+	struct vbus_device_proxy *vdev;
+
+	u32 rx_count;
+	u32 rx_bufsize;		/* size of buffers posted from now on */
+	struct delayed_work refill;	/* every pair's rx refill */
+	u32 tx_count;
 
 	struct {
 		bool sg;
@@ -146,6 +162,17 @@ struct venet_priv {
 		bool rxsg;	/* rx descriptors carry a venet_sg */
 	} caps;
 
+	/*
+	 * Queue pairs: max_pairs structs in queues[] (the netdev's tx/rx
+	 * queues, what we ask QUEUES for); the first @pairs have rings (the
+	 * host's grant at the last DEVOPEN; changes only while detached, all
+	 * NAPIs disabled); the first @active are the stack's real queues
+	 * and get rx from the host (SETACTIVE, ethtool -L). Under RTNL.
+	 */
+	u32 max_pairs;
+	u32 pairs;
+	u32 active;
+
 	bool link_up;		/* LINKUP answered; under RTNL */
 	/*
 	 * The host restarted and forgot the device: no rings, NAPI off,
@@ -154,9 +181,12 @@ struct venet_priv {
 	bool detached;
 	unsigned long faulted;	/* bit 0: ring corrupted, device unusable */
 
-	struct venet_rx_stats rx_stats;
-	struct venet_tx_stats tx_stats;
+	struct venet_queue queues[];	/* max_pairs */
 };
+
+/* The pairs with rings. */
+#define venet_for_each_pair(priv, q) \
+	for ((q) = (priv)->queues; (q) < (priv)->queues + (priv)->pairs; (q)++)
 
 static inline u32 venet_rx_bufsize(unsigned int mtu)
 {
@@ -192,25 +222,33 @@ static inline bool venet_faulted(struct venet_priv *priv)
 }
 
 /* rx */
-int venet_rx_fill(struct venet_priv *priv, gfp_t gfp);
-int venet_rx_poll(struct venet_priv *priv, int budget);
-void venet_rx_drain(struct venet_priv *priv);
-void venet_rx_free_all(struct venet_priv *priv);
-int venet_rx_setup(struct venet_priv *priv);
+int venet_rx_fill(struct venet_queue *q, gfp_t gfp);
+int venet_rx_poll(struct venet_queue *q, int budget);
+void venet_rx_drain(struct venet_queue *q);
+void venet_rx_free_all(struct venet_queue *q);
+int venet_rx_setup(struct venet_queue *q);
 void venet_refill_work(struct work_struct *work);
 
 /* tx */
-int venet_tx_setup(struct venet_priv *priv);
-void venet_tx_teardown(struct venet_priv *priv);
+int venet_tx_setup(struct venet_queue *q);
+void venet_tx_teardown(struct venet_queue *q);
 netdev_tx_t venet_start_xmit(struct sk_buff *skb, struct net_device *dev);
-void venet_tx_reap(struct venet_priv *priv);
-bool venet_tx_pending(struct venet_priv *priv);
-bool venet_tx_wants_signal(struct venet_priv *priv);
+void venet_tx_reap(struct venet_queue *q);
+bool venet_tx_pending(struct venet_queue *q);
+bool venet_tx_wants_signal(struct venet_queue *q);
 void venet_tx_timer(struct timer_list *t);
 void venet_tx_timeout(struct net_device *dev, unsigned int txqueue);
 
-/* main: schedule the NAPI poll from any context */
-void venet_kick(struct venet_priv *priv);
+/* main: schedule the pair's NAPI poll from any context */
+void venet_kick(struct venet_queue *q);
+int venet_devcall(struct venet_priv *priv, u32 func, void *data, size_t len);
+
+/* mq: queue pairs; under RTNL */
+int venet_negqueues(struct venet_priv *priv);
+int venet_queues_follow(struct venet_priv *priv);
+void venet_reactivate(struct venet_priv *priv);
+int venet_set_active(struct venet_priv *priv, u32 n);
+void venet_set_xps(struct venet_priv *priv);
 
 /* ethtool */
 extern const struct ethtool_ops venet_ethtool_ops;

@@ -7,11 +7,19 @@
  * ported to Linux 6.1 and to IOQ ring version 5. The wire contract with
  * the host is docs/devices/venet.md.
  *
- * One NAPI context serves both rings: a signal on either masks both and
- * schedules the poll; the poll reaps tx completions, receives up to its
- * budget, and when it completes unmasks both and re-checks both rings
- * (docs/design.md, "Signals: unmask, then look again": a signal that races
- * the completion is otherwise lost).
+ * Queue pairs (docs/devices/venet.md, "Queue pairs"): after NEGCAP the
+ * driver asks the host for `queues` pairs (default: one per online CPU)
+ * with QUEUES; an old host's -EINVAL means one pair, exactly the
+ * single-queue device. Pair p has an rx ring (DEVSHM 2p), a tx ring
+ * (2p + 1) and the stack's tx/rx queue p. ethtool -L changes how many
+ * are active (SETACTIVE); every granted pair keeps its rings and NAPI so
+ * frames in flight on one made inactive are still reaped.
+ *
+ * One NAPI context per pair serves both its rings: a signal on either
+ * masks both and schedules the poll; the poll reaps tx completions,
+ * receives up to its budget, and when it completes unmasks both and
+ * re-checks both rings (docs/design.md, "Signals: unmask, then look
+ * again": a signal that races the completion is otherwise lost).
  *
  * Nothing the host writes can make the driver crash: lengths are checked
  * against the guest's own records, skbs are found by slot index (never by
@@ -37,6 +45,12 @@ static int tx_ringlen = 256;
 module_param(tx_ringlen, int, 0444);
 MODULE_PARM_DESC(tx_ringlen, "tx ring descriptors (power of two, 2..4096)");
 
+static int queues;
+module_param(queues, int, 0444);
+MODULE_PARM_DESC(queues,
+		 "queue pairs to ask the host for (0: one per online CPU, the default; at most "
+		 __stringify(VENET_MAX_QUEUE_PAIRS) ")");
+
 static bool sg_enabled = true;
 module_param(sg_enabled, bool, 0444);
 MODULE_PARM_DESC(sg_enabled,
@@ -44,7 +58,7 @@ MODULE_PARM_DESC(sg_enabled,
 
 #define VENET_MAX_RINGLEN 4096
 
-static int venet_devcall(struct venet_priv *priv, u32 func, void *data,
+int venet_devcall(struct venet_priv *priv, u32 func, void *data,
 			 size_t len)
 {
 	struct vbus_device_proxy *vdev = priv->vdev;
@@ -63,83 +77,83 @@ void venet_fault(struct venet_priv *priv, const char *why)
 	netdev_err(priv->dev, "ring fault (%s): device disabled until removed\n",
 		   why);
 	netif_carrier_off(priv->dev);
-	netif_stop_queue(priv->dev);
+	netif_tx_stop_all_queues(priv->dev);
 }
 
 /*
- * Mask both rings and schedule the poll, unless it is already scheduled
- * (then NAPI notes the miss and polls again) or disabled.
+ * Mask both rings of the pair and schedule its poll, unless it is already
+ * scheduled (then NAPI notes the miss and polls again) or disabled.
  */
-static void venet_schedule(struct venet_priv *priv)
+static void venet_schedule(struct venet_queue *q)
 {
-	if (napi_schedule_prep(&priv->napi)) {
+	if (napi_schedule_prep(&q->napi)) {
 		/*
 		 * Masking is only an optimisation: a late mask costs one
 		 * spurious signal. The poll unmasks both when it completes.
 		 */
-		ioq_notify_disable(priv->rxq, 0);
-		ioq_notify_disable(priv->txq, 0);
-		__napi_schedule(&priv->napi);
+		ioq_notify_disable(q->rxq, 0);
+		ioq_notify_disable(q->txq, 0);
+		__napi_schedule(&q->napi);
 	}
 }
 
 /*
- * Signal from the host on either ring. The bus may call this from a hard
- * or soft interrupt or from a work item; from task context, bracket the
- * schedule with a BH-disabled section so the NET_RX softirq runs at
- * local_bh_enable() instead of waiting for the next interrupt.
+ * Signal from the host on either ring of a pair. The bus may call this
+ * from a hard or soft interrupt or from a work item; from task context,
+ * bracket the schedule with a BH-disabled section so the NET_RX softirq
+ * runs at local_bh_enable() instead of waiting for the next interrupt.
  */
-static void venet_notify(struct venet_priv *priv)
+static void venet_notify(struct venet_queue *q)
 {
 	if (in_interrupt() || irqs_disabled()) {
-		venet_schedule(priv);
+		venet_schedule(q);
 	} else {
 		local_bh_disable();
-		venet_schedule(priv);
+		venet_schedule(q);
 		local_bh_enable();
 	}
 }
 
 static void venet_rx_signal(struct ioq_notifier *n)
 {
-	venet_notify(container_of(n, struct venet_priv, rx_notifier));
+	venet_notify(container_of(n, struct venet_queue, rx_notifier));
 }
 
 static void venet_tx_signal(struct ioq_notifier *n)
 {
-	venet_notify(container_of(n, struct venet_priv, tx_notifier));
+	venet_notify(container_of(n, struct venet_queue, tx_notifier));
 }
 
 static int venet_poll(struct napi_struct *napi, int budget)
 {
-	struct venet_priv *priv =
-		container_of(napi, struct venet_priv, napi);
+	struct venet_queue *q = container_of(napi, struct venet_queue, napi);
+	struct venet_priv *priv = q->priv;
 	int done = 0;
 	u32 rx_snap;
 
 	/* the ring layer faults a signal whose indexes the host corrupted */
-	if (shm_signal_faulted(priv->rxq->signal) ||
-	    shm_signal_faulted(priv->txq->signal))
+	if (shm_signal_faulted(q->rxq->signal) ||
+	    shm_signal_faulted(q->txq->signal))
 		venet_fault(priv, "ring index out of range");
 
-	venet_tx_reap(priv);
+	venet_tx_reap(q);
 	if (budget)	/* budget 0 is netpoll: tx only */
-		done = venet_rx_poll(priv, budget);
+		done = venet_rx_poll(q, budget);
 
 	/*
 	 * Where the rx reaper got to, taken while this poll still owns it:
 	 * once napi_complete_done() returned, another CPU's poll may be
 	 * reaping, and the look-again below only compares (read-only).
 	 */
-	rx_snap = ioq_reap_snapshot(priv->rxq);
+	rx_snap = ioq_reap_snapshot(q->rxq);
 	if (done < budget && napi_complete_done(napi, done) &&
 	    !venet_faulted(priv)) {
 		/* tx completions interrupt only when we wait on them */
-		bool tx_on = venet_tx_wants_signal(priv);
+		bool tx_on = venet_tx_wants_signal(q);
 
-		ioq_notify_enable(priv->rxq, 0);
+		ioq_notify_enable(q->rxq, 0);
 		if (tx_on)
-			ioq_notify_enable(priv->txq, 0);
+			ioq_notify_enable(q->txq, 0);
 		/*
 		 * docs/design.md, "Signals: unmask, then look again": re-check
 		 * after unmasking. The host may have completed descriptors
@@ -153,19 +167,59 @@ static int venet_poll(struct napi_struct *napi, int budget)
 		 * pop here. rx: ioq_reap_poll() against the snapshot, which
 		 * writes no ring state; tx: under txlock.
 		 */
-		if (ioq_reap_poll(priv->rxq, rx_snap) ||
-		    (tx_on && venet_tx_pending(priv)))
-			venet_schedule(priv);
+		if (ioq_reap_poll(q->rxq, rx_snap) ||
+		    (tx_on && venet_tx_pending(q)))
+			venet_schedule(q);
 	}
 
 	return done;
 }
 
-void venet_kick(struct venet_priv *priv)
+void venet_kick(struct venet_queue *q)
 {
 	local_bh_disable();
-	venet_schedule(priv);
+	venet_schedule(q);
 	local_bh_enable();
+}
+
+static void venet_napi_enable_all(struct venet_priv *priv)
+{
+	struct venet_queue *q;
+
+	venet_for_each_pair(priv, q)
+		napi_enable(&q->napi);
+}
+
+static void venet_napi_disable_all(struct venet_priv *priv)
+{
+	struct venet_queue *q;
+
+	venet_for_each_pair(priv, q)
+		napi_disable(&q->napi);
+}
+
+static void venet_kick_all(struct venet_priv *priv)
+{
+	struct venet_queue *q;
+
+	venet_for_each_pair(priv, q)
+		venet_kick(q);
+}
+
+static void venet_napi_del_all(struct venet_priv *priv)
+{
+	u32 i;
+
+	for (i = 0; i < priv->max_pairs; i++)
+		netif_napi_del(&priv->queues[i].napi);
+}
+
+static void venet_tx_timers_stop(struct venet_priv *priv)
+{
+	u32 i;
+
+	for (i = 0; i < priv->max_pairs; i++)
+		del_timer_sync(&priv->queues[i].tx_timer);
 }
 
 static int venet_open(struct net_device *dev)
@@ -179,38 +233,39 @@ static int venet_open(struct net_device *dev)
 	if (priv->detached)
 		return 0;
 
-	napi_enable(&priv->napi);
+	venet_napi_enable_all(priv);
 
 	ret = venet_devcall(priv, VENET_FUNC_LINKUP, NULL, 0);
 	if (ret < 0) {
 		netdev_err(dev, "host refused LINKUP: %d\n", ret);
-		napi_disable(&priv->napi);
+		venet_napi_disable_all(priv);
 		return ret;
 	}
 	priv->link_up = true;
 
 	netif_carrier_on(dev);
-	netif_start_queue(dev);
+	netif_tx_start_all_queues(dev);
 
 	/* reap and refill whatever happened while we were down */
-	venet_kick(priv);
+	venet_kick_all(priv);
 	return 0;
 }
 
 static int venet_stop(struct net_device *dev)
 {
 	struct venet_priv *priv = netdev_priv(dev);
+	struct venet_queue *q;
 	int ret;
 
 	netif_tx_disable(dev);
-	/* no xmit runs now to arm it again; a poll it would schedule is moot */
-	del_timer_sync(&priv->tx_timer);
+	/* no xmit runs now to arm them again; a poll they schedule is moot */
+	venet_tx_timers_stop(priv);
 	if (priv->detached) {
 		/* disconnect already stopped NAPI and freed the rings */
 		netif_carrier_off(dev);
 		return 0;
 	}
-	napi_disable(&priv->napi);
+	venet_napi_disable_all(priv);
 	/* not _sync: the work takes RTNL, which we hold; it re-checks state */
 	cancel_delayed_work(&priv->refill);
 
@@ -224,22 +279,25 @@ static int venet_stop(struct net_device *dev)
 	netif_carrier_off(dev);
 
 	/* free what the host has already completed; the rest at open/remove */
-	venet_tx_reap(priv);
+	venet_for_each_pair(priv, q)
+		venet_tx_reap(q);
 	return 0;
 }
 
 /*
  * New MTU: the posted rx buffers have the old size. FLUSHRX makes the
- * host hand every one back with length 0; we reap them and post buffers of
- * the new size. NAPI is off meanwhile so nothing posts an old-size buffer
- * behind the flush. If the host refuses, the old buffers are used up
- * first (a frame too big for one is dropped by the host) and replaced as
- * they come back.
+ * host hand every one back (every pair's) with length 0; we reap them and
+ * post buffers of the new size. NAPI is off meanwhile so nothing posts an
+ * old-size buffer behind the flush. If the host refuses, the old buffers
+ * are used up first (a frame too big for one is dropped by the host) and
+ * replaced as they come back.
  */
 static int venet_change_mtu(struct net_device *dev, int new_mtu)
 {
 	struct venet_priv *priv = netdev_priv(dev);
 	bool running = netif_running(dev);
+	struct venet_queue *q;
+	bool refill = false;
 	int ret;
 
 	if (priv->detached) {
@@ -249,7 +307,7 @@ static int venet_change_mtu(struct net_device *dev, int new_mtu)
 		return 0;
 	}
 	if (running)
-		napi_disable(&priv->napi);
+		venet_napi_disable_all(priv);
 
 	WRITE_ONCE(dev->mtu, new_mtu);
 	priv->rx_bufsize = venet_rx_bufsize(new_mtu);
@@ -258,44 +316,63 @@ static int venet_change_mtu(struct net_device *dev, int new_mtu)
 		ret = venet_devcall(priv, VENET_FUNC_FLUSHRX, NULL, 0);
 		if (ret < 0)
 			netdev_warn(dev, "host refused FLUSHRX: %d\n", ret);
-		venet_rx_drain(priv);
-		if (venet_rx_fill(priv, GFP_KERNEL) == -ENOMEM)
+		venet_for_each_pair(priv, q) {
+			venet_rx_drain(q);
+			if (venet_rx_fill(q, GFP_KERNEL) == -ENOMEM)
+				refill = true;
+		}
+		if (refill)
 			schedule_delayed_work(&priv->refill, HZ / 10);
 	}
 
 	if (running) {
-		napi_enable(&priv->napi);
-		venet_kick(priv);
+		venet_napi_enable_all(priv);
+		venet_kick_all(priv);
 	}
 	return 0;
 }
 
+/* Every pair that ever had rings: a later smaller grant keeps their counts. */
 static void venet_get_stats64(struct net_device *dev,
 			      struct rtnl_link_stats64 *stats)
 {
 	struct venet_priv *priv = netdev_priv(dev);
-	const struct venet_rx_stats *rx = &priv->rx_stats;
-	const struct venet_tx_stats *tx = &priv->tx_stats;
 	unsigned int start;
+	u32 i;
 
-	do {
-		start = u64_stats_fetch_begin(&rx->syncp);
-		stats->rx_packets = u64_stats_read(&rx->packets);
-		stats->rx_bytes = u64_stats_read(&rx->bytes);
-		stats->rx_length_errors = u64_stats_read(&rx->length_errors);
-		stats->rx_errors = stats->rx_length_errors +
-				   u64_stats_read(&rx->bad_offload);
-		stats->rx_dropped = u64_stats_read(&rx->dropped) +
-				    u64_stats_read(&rx->alloc_failed);
-	} while (u64_stats_fetch_retry(&rx->syncp, start));
+	for (i = 0; i < priv->max_pairs; i++) {
+		const struct venet_rx_stats *rx = &priv->queues[i].rx_stats;
+		const struct venet_tx_stats *tx = &priv->queues[i].tx_stats;
+		u64 packets, bytes, length_errors, bad_offload, dropped;
+		u64 tpackets, tbytes, terrors, tdropped;
 
-	do {
-		start = u64_stats_fetch_begin(&tx->syncp);
-		stats->tx_packets = u64_stats_read(&tx->packets);
-		stats->tx_bytes = u64_stats_read(&tx->bytes);
-		stats->tx_errors = u64_stats_read(&tx->errors);
-		stats->tx_dropped = u64_stats_read(&tx->dropped);
-	} while (u64_stats_fetch_retry(&tx->syncp, start));
+		do {
+			start = u64_stats_fetch_begin(&rx->syncp);
+			packets = u64_stats_read(&rx->packets);
+			bytes = u64_stats_read(&rx->bytes);
+			length_errors = u64_stats_read(&rx->length_errors);
+			bad_offload = u64_stats_read(&rx->bad_offload);
+			dropped = u64_stats_read(&rx->dropped) +
+				  u64_stats_read(&rx->alloc_failed);
+		} while (u64_stats_fetch_retry(&rx->syncp, start));
+		stats->rx_packets += packets;
+		stats->rx_bytes += bytes;
+		stats->rx_length_errors += length_errors;
+		stats->rx_errors += length_errors + bad_offload;
+		stats->rx_dropped += dropped;
+
+		do {
+			start = u64_stats_fetch_begin(&tx->syncp);
+			tpackets = u64_stats_read(&tx->packets);
+			tbytes = u64_stats_read(&tx->bytes);
+			terrors = u64_stats_read(&tx->errors);
+			tdropped = u64_stats_read(&tx->dropped);
+		} while (u64_stats_fetch_retry(&tx->syncp, start));
+		stats->tx_packets += tpackets;
+		stats->tx_bytes += tbytes;
+		stats->tx_errors += terrors;
+		stats->tx_dropped += tdropped;
+	}
 }
 
 static const struct net_device_ops venet_netdev_ops = {
@@ -420,44 +497,70 @@ static int venet_queue_init(struct venet_priv *priv, int qid,
 	return 0;
 }
 
+/* Mask every registered ring's signal (before close or free). */
+static void venet_mask_all(struct venet_priv *priv)
+{
+	struct venet_queue *q;
+
+	venet_for_each_pair(priv, q) {
+		if (q->rxq)
+			ioq_notify_disable(q->rxq, 0);
+		if (q->txq)
+			ioq_notify_disable(q->txq, 0);
+	}
+}
+
+/* One pair's half of venet_free_rings(), after the RCU grace period. */
+static void venet_free_pair(struct venet_queue *q, bool closed)
+{
+	if (!closed) {
+		kvfree(q->rx_slots);
+		q->rx_slots = NULL;
+		return;
+	}
+
+	if (q->rx_slots)
+		venet_rx_free_all(q);
+	kvfree(q->rx_slots);
+	q->rx_slots = NULL;
+	venet_tx_teardown(q);
+
+	if (q->rxq)
+		ioq_put(q->rxq);
+	if (q->txq)
+		ioq_put(q->txq);
+	q->rxq = NULL;
+	q->txq = NULL;
+}
+
 /*
- * Undo the ring side of probe. @closed: the host has answered DEVCLOSE, so
- * it no longer touches the buffers. Without that answer the host may still
- * write into rx buffers or read tx frames; freeing them could corrupt
- * whatever reuses the memory, so they are leaked instead (with a log).
+ * Undo the ring side of probe, for every pair. @closed: the host has
+ * answered DEVCLOSE, so it no longer touches the buffers. Without that
+ * answer the host may still write into rx buffers or read tx frames;
+ * freeing them could corrupt whatever reuses the memory, so they are
+ * leaked instead (with a log).
  */
 static void venet_free_rings(struct venet_priv *priv, bool closed)
 {
-	if (priv->rxq)
-		WRITE_ONCE(priv->rxq->notifier, NULL);
-	if (priv->txq)
-		WRITE_ONCE(priv->txq->notifier, NULL);
+	struct venet_queue *q;
+
+	venet_for_each_pair(priv, q) {
+		if (q->rxq)
+			WRITE_ONCE(q->rxq->notifier, NULL);
+		if (q->txq)
+			WRITE_ONCE(q->txq->notifier, NULL);
+	}
 	/*
 	 * A notifier already running from an interrupt or softirq (an RCU
 	 * read-side section) finishes before priv goes away.
 	 */
 	synchronize_rcu();
 
-	if (!closed) {
+	if (!closed)
 		dev_err(&priv->vdev->dev,
 			"host did not close the device: leaking its buffers\n");
-		kvfree(priv->rx_slots);
-		priv->rx_slots = NULL;
-		return;
-	}
-
-	if (priv->rx_slots)
-		venet_rx_free_all(priv);
-	kvfree(priv->rx_slots);
-	priv->rx_slots = NULL;
-	venet_tx_teardown(priv);
-
-	if (priv->rxq)
-		ioq_put(priv->rxq);
-	if (priv->txq)
-		ioq_put(priv->txq);
-	priv->rxq = NULL;
-	priv->txq = NULL;
+	venet_for_each_pair(priv, q)
+		venet_free_pair(q, closed);
 }
 
 /* Close the host device; true when the host confirmed it. */
@@ -475,12 +578,28 @@ static bool venet_close_vdev(struct venet_priv *priv)
 	return ret != -ETIMEDOUT;
 }
 
+/* What probe and reconnect do when they give up on the rings. */
+static void venet_drop_rings(struct venet_priv *priv)
+{
+	venet_mask_all(priv);
+	venet_free_rings(priv, venet_close_vdev(priv));
+}
+
+/* The pairs to ask for: the module parameter, or one per online CPU. */
+static u32 venet_wanted_pairs(void)
+{
+	u32 n = queues ? (u32)queues : num_online_cpus();
+
+	return clamp_t(u32, n, 1, VENET_MAX_QUEUE_PAIRS);
+}
+
 static struct net_device *venet_alloc(struct vbus_device_proxy *vdev)
 {
+	u32 i, max = venet_wanted_pairs();
 	struct venet_priv *priv;
 	struct net_device *dev;
 
-	dev = alloc_etherdev(sizeof(*priv));
+	dev = alloc_etherdev_mqs(struct_size(priv, queues, max), max, max);
 	if (!dev)
 		return NULL;
 	SET_NETDEV_DEV(dev, &vdev->dev);
@@ -488,13 +607,21 @@ static struct net_device *venet_alloc(struct vbus_device_proxy *vdev)
 	priv = netdev_priv(dev);
 	priv->dev = dev;
 	priv->vdev = vdev;
-	spin_lock_init(&priv->txlock);
-	timer_setup(&priv->tx_timer, venet_tx_timer, 0);
+	priv->max_pairs = max;
 	INIT_DELAYED_WORK(&priv->refill, venet_refill_work);
-	u64_stats_init(&priv->rx_stats.syncp);
-	u64_stats_init(&priv->tx_stats.syncp);
 	priv->rx_count = rx_ringlen;
 	priv->tx_count = tx_ringlen;
+	for (i = 0; i < max; i++) {
+		struct venet_queue *q = &priv->queues[i];
+
+		q->priv = priv;
+		q->index = i;
+		q->txnq = netdev_get_tx_queue(dev, i);
+		spin_lock_init(&q->txlock);
+		timer_setup(&q->tx_timer, venet_tx_timer, 0);
+		u64_stats_init(&q->rx_stats.syncp);
+		u64_stats_init(&q->tx_stats.syncp);
+	}
 	return dev;
 }
 
@@ -502,6 +629,7 @@ static struct net_device *venet_alloc(struct vbus_device_proxy *vdev)
 static void venet_netdev_setup(struct venet_priv *priv)
 {
 	struct net_device *dev = priv->dev;
+	u32 i;
 
 	dev->netdev_ops = &venet_netdev_ops;
 	dev->ethtool_ops = &venet_ethtool_ops;
@@ -511,33 +639,36 @@ static void venet_netdev_setup(struct venet_priv *priv)
 	priv->rx_bufsize = venet_rx_bufsize(dev->mtu);
 	venet_set_features(priv);
 
-	netif_napi_add(dev, &priv->napi, venet_poll);
+	/* all of them: a reconnect may grant more pairs than probe did */
+	for (i = 0; i < priv->max_pairs; i++)
+		netif_napi_add(dev, &priv->queues[i].napi, venet_poll);
 }
 
-/* Slots, both rings registered with the host, rx buffers posted. */
-static int venet_rings_setup(struct venet_priv *priv)
+/* One pair's slots, both its rings registered with the host, rx posted. */
+static int venet_pair_setup(struct venet_queue *q)
 {
+	struct venet_priv *priv = q->priv;
 	int ret;
 
-	ret = venet_rx_setup(priv);
+	ret = venet_rx_setup(q);
 	if (ret)
 		return ret;
-	ret = venet_tx_setup(priv);
+	ret = venet_tx_setup(q);
 	if (ret)
 		return ret;
 
-	ret = venet_queue_init(priv, VENET_QUEUE_RX, priv->rx_count,
-			       &priv->rxq, &priv->rx_notifier,
+	ret = venet_queue_init(priv, VENET_QUEUE_RX_ID(q->index),
+			       priv->rx_count, &q->rxq, &q->rx_notifier,
 			       venet_rx_signal);
 	if (ret)
 		return ret;
-	ret = venet_queue_init(priv, VENET_QUEUE_TX, priv->tx_count,
-			       &priv->txq, &priv->tx_notifier,
+	ret = venet_queue_init(priv, VENET_QUEUE_TX_ID(q->index),
+			       priv->tx_count, &q->txq, &q->tx_notifier,
 			       venet_tx_signal);
 	if (ret)
 		return ret;
 
-	ret = venet_rx_fill(priv, GFP_KERNEL);
+	ret = venet_rx_fill(q, GFP_KERNEL);
 	if (ret < 0)
 		return ret;
 
@@ -546,9 +677,23 @@ static int venet_rings_setup(struct venet_priv *priv)
 	 * follows the poll's rule (venet_tx_wants_signal): on by default, masked
 	 * with tx_complete_irq=0 until we wait on completions.
 	 */
-	ioq_notify_enable(priv->rxq, 0);
-	if (venet_tx_wants_signal(priv))
-		ioq_notify_enable(priv->txq, 0);
+	ioq_notify_enable(q->rxq, 0);
+	if (venet_tx_wants_signal(q))
+		ioq_notify_enable(q->txq, 0);
+	return 0;
+}
+
+/* Every granted pair's rings; on error the caller drops what was made. */
+static int venet_rings_setup(struct venet_priv *priv)
+{
+	struct venet_queue *q;
+	int ret;
+
+	venet_for_each_pair(priv, q) {
+		ret = venet_pair_setup(q);
+		if (ret)
+			return ret;
+	}
 	return 0;
 }
 
@@ -570,8 +715,17 @@ static int venet_probe(struct vbus_device_proxy *vdev)
 	}
 
 	venet_negcap(priv);
+	ret = venet_negqueues(priv);
+	if (ret < 0)
+		goto out_close;
+	priv->pairs = ret;
+	priv->active = ret;
 	venet_macquery(priv);
 	venet_netdev_setup(priv);
+	/* not registered yet: only an invalid count fails, and it is not */
+	ret = netif_set_real_num_queues(dev, priv->active, priv->pairs);
+	if (ret)
+		goto out_close;
 
 	ret = venet_rings_setup(priv);
 	if (ret)
@@ -586,18 +740,18 @@ static int venet_probe(struct vbus_device_proxy *vdev)
 		vdev->priv = NULL;
 		goto out_close;
 	}
+	rtnl_lock();
+	venet_set_xps(priv);
+	rtnl_unlock();
 
-	netdev_info(dev, "vbus device %llu, MAC %pM, rings rx %u tx %u\n",
-		    vdev->id, dev->dev_addr, priv->rx_count, priv->tx_count);
+	netdev_info(dev, "vbus device %llu, MAC %pM, %u queue pairs, rings rx %u tx %u\n",
+		    vdev->id, dev->dev_addr, priv->pairs, priv->rx_count,
+		    priv->tx_count);
 	return 0;
 
 out_close:
-	if (priv->rxq)
-		ioq_notify_disable(priv->rxq, 0);
-	if (priv->txq)
-		ioq_notify_disable(priv->txq, 0);
-	venet_free_rings(priv, venet_close_vdev(priv));
-	netif_napi_del(&priv->napi);
+	venet_drop_rings(priv);
+	venet_napi_del_all(priv);
 out_free_netdev:
 	free_netdev(dev);
 	return ret;
@@ -607,7 +761,6 @@ static int venet_remove(struct vbus_device_proxy *vdev)
 {
 	struct venet_priv *priv = vdev->priv;
 	struct net_device *dev;
-	bool closed;
 
 	if (!priv)
 		return 0;
@@ -615,17 +768,13 @@ static int venet_remove(struct vbus_device_proxy *vdev)
 
 	/* stops traffic: ndo_stop disables NAPI and sends LINKDOWN */
 	unregister_netdev(dev);
-	del_timer_sync(&priv->tx_timer);	/* ndo_stop did; never opened */
+	venet_tx_timers_stop(priv);	/* ndo_stop did; never opened */
 	cancel_delayed_work_sync(&priv->refill);
 
 	/* detached: disconnect closed the device and freed the rings */
-	if (!priv->detached) {
-		ioq_notify_disable(priv->rxq, 0);
-		ioq_notify_disable(priv->txq, 0);
-		closed = venet_close_vdev(priv);
-		venet_free_rings(priv, closed);
-	}
-	netif_napi_del(&priv->napi);
+	if (!priv->detached)
+		venet_drop_rings(priv);
+	venet_napi_del_all(priv);
 
 	vdev->priv = NULL;
 	free_netdev(dev);
@@ -635,7 +784,7 @@ static int venet_remove(struct vbus_device_proxy *vdev)
 /*
  * Host restarts (docs/transport.md, "Host restarts"). The netdev, its
  * addresses and its up/down state survive; only the host side goes.
- * Frames the old host had taken from the tx ring without completing
+ * Frames the old host had taken from the tx rings without completing
  * them are freed here, lost (TCP retransmits); rx buffers are freed and
  * posted anew at reconnect.
  */
@@ -650,16 +799,14 @@ static void venet_detach(struct venet_priv *priv)
 	netif_carrier_off(dev);
 	if (netif_running(dev)) {
 		netif_tx_disable(dev);
-		napi_disable(&priv->napi);
+		venet_napi_disable_all(priv);
 	}
 	/* not _sync: the work takes RTNL; it sees detached and returns */
 	cancel_delayed_work(&priv->refill);
 	priv->link_up = false;
 	/* xmit reads it without RTNL; netif_tx_disable flushed any in flight */
 	WRITE_ONCE(priv->detached, true);
-	ioq_notify_disable(priv->rxq, 0);
-	ioq_notify_disable(priv->txq, 0);
-	venet_free_rings(priv, venet_close_vdev(priv));
+	venet_drop_rings(priv);
 }
 
 static void venet_disconnect(struct vbus_device_proxy *vdev)
@@ -676,7 +823,12 @@ static void venet_disconnect(struct vbus_device_proxy *vdev)
 	rtnl_unlock();
 }
 
-/* The rings as at probe, with the capabilities the netdev was made for. */
+/*
+ * The rings as at probe, with the capabilities the netdev was made for.
+ * The new host may grant another number of pairs (its queues=): the
+ * stack's queues follow; the active count is kept where it still fits.
+ * Under RTNL, detached (every NAPI disabled, tx stopped).
+ */
 static int venet_reopen(struct venet_priv *priv)
 {
 	struct vbus_device_proxy *vdev = priv->vdev;
@@ -694,16 +846,17 @@ static int venet_reopen(struct venet_priv *priv)
 		ret = -EPROTO;
 	}
 	if (!ret)
+		ret = venet_negqueues(priv);
+	if (ret > 0) {
+		WRITE_ONCE(priv->pairs, ret);
+		ret = venet_queues_follow(priv);
+	}
+	if (!ret)
 		ret = venet_rings_setup(priv);
 	if (!ret)
 		clear_bit(0, &priv->faulted);	/* that was the old host's ring */
-	if (ret) {
-		if (priv->rxq)
-			ioq_notify_disable(priv->rxq, 0);
-		if (priv->txq)
-			ioq_notify_disable(priv->txq, 0);
-		venet_free_rings(priv, venet_close_vdev(priv));
-	}
+	if (ret)
+		venet_drop_rings(priv);
 	return ret;
 }
 
@@ -724,8 +877,9 @@ static int venet_reconnect(struct vbus_device_proxy *vdev)
 		return ret;
 	}
 	WRITE_ONCE(priv->detached, false);
+	venet_reactivate(priv);
 	if (netif_running(dev)) {
-		napi_enable(&priv->napi);
+		venet_napi_enable_all(priv);
 		ret = venet_devcall(priv, VENET_FUNC_LINKUP, NULL, 0);
 		if (ret < 0) {
 			/* back to waiting; the bus decides what next */
@@ -737,10 +891,11 @@ static int venet_reconnect(struct vbus_device_proxy *vdev)
 		priv->link_up = true;
 		netif_carrier_on(dev);
 		netif_tx_wake_all_queues(dev);
-		venet_kick(priv);
+		venet_kick_all(priv);
 	}
 	rtnl_unlock();
-	netdev_info(dev, "host back: reconnected\n");
+	netdev_info(dev, "host back: reconnected, %u queue pairs\n",
+		    priv->pairs);
 	return 0;
 }
 
@@ -769,6 +924,11 @@ static bool venet_ringlen_ok(const char *name, int len)
 
 static int __init venet_init(void)
 {
+	if (queues < 0 || queues > VENET_MAX_QUEUE_PAIRS) {
+		pr_err(VENET_DRV_NAME ": queues=%d: must be 0 (one per online CPU) or 1..%d\n",
+		       queues, VENET_MAX_QUEUE_PAIRS);
+		return -EINVAL;
+	}
 	if (!venet_ringlen_ok("rx_ringlen", rx_ringlen) ||
 	    !venet_ringlen_ok("tx_ringlen", tx_ringlen))
 		return -EINVAL;

@@ -25,8 +25,9 @@
  * post never carries old kernel data: plain skbs are zeroed, RXSG pages
  * come zeroed from the allocator or hold an earlier frame of the host's.
  *
- * Everything here runs in one context at a time: the NAPI poll, or a
- * caller that has disabled NAPI (probe, MTU change, refill work, remove).
+ * Everything here is per queue pair (struct venet_queue) and runs in one
+ * context at a time: the pair's NAPI poll, or a caller that has disabled
+ * it (probe, MTU change, refill work, remove).
  */
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
@@ -43,15 +44,16 @@
 #define VENET_SG_RX_FLAGS (VENET_SG_FLAG_NEEDS_CSUM | VENET_SG_FLAG_GSO | \
 			   VENET_SG_FLAG_ECN | VENET_SG_FLAG_DATA_VALID)
 
-static void venet_rx_count(struct venet_priv *priv, u64_stats_t *c)
+static void venet_rx_count(struct venet_queue *q, u64_stats_t *c)
 {
-	u64_stats_update_begin(&priv->rx_stats.syncp);
+	u64_stats_update_begin(&q->rx_stats.syncp);
 	u64_stats_inc(c);
-	u64_stats_update_end(&priv->rx_stats.syncp);
+	u64_stats_update_end(&q->rx_stats.syncp);
 }
 
-int venet_rx_setup(struct venet_priv *priv)
+int venet_rx_setup(struct venet_queue *q)
 {
+	struct venet_priv *priv = q->priv;
 	u32 i;
 
 	/* a frame never needs more frags than there are pages */
@@ -59,27 +61,28 @@ int venet_rx_setup(struct venet_priv *priv)
 	BUILD_BUG_ON(VENET_RX_COPY > PAGE_SIZE);
 	BUILD_BUG_ON(VENET_RX_PAGES > BITS_PER_LONG);	/* slot->mapped */
 
-	priv->rx_slots = kvcalloc(priv->rx_count, sizeof(*priv->rx_slots),
+	q->rx_slots = kvcalloc(priv->rx_count, sizeof(*q->rx_slots),
 				  GFP_KERNEL);
-	if (!priv->rx_slots)
+	if (!q->rx_slots)
 		return -ENOMEM;
 	if (!priv->caps.rxsg)
 		return 0;
 
 	/* the caller frees what we got */
-	if (venet_vsgs_alloc(priv, &priv->rx_vsgs, priv->rx_count,
+	if (venet_vsgs_alloc(priv, &q->rx_vsgs, priv->rx_count,
 			     VENET_RX_SG_SIZE))
 		return -ENOMEM;
 	for (i = 0; i < priv->rx_count; i++)
-		priv->rx_slots[i].vsg = venet_vsg(&priv->rx_vsgs, i,
-						  &priv->rx_slots[i].vsg_dma);
+		q->rx_slots[i].vsg = venet_vsg(&q->rx_vsgs, i,
+						  &q->rx_slots[i].vsg_dma);
 	return 0;
 }
 
 /* RXSG: page @i of @slot for the host to write; 0 or -ENOMEM. */
-static int venet_rx_map_page(struct venet_priv *priv,
+static int venet_rx_map_page(struct venet_queue *q,
 			     struct venet_rx_slot *slot, u32 i)
 {
+	struct venet_priv *priv = q->priv;
 	struct device *dma_dev = venet_dma_dev(priv);
 	dma_addr_t dma;
 
@@ -99,9 +102,10 @@ static int venet_rx_map_page(struct venet_priv *priv,
  * unmap them (under swiotlb this copies the frame out of the bounce
  * buffers) before we read them. The rest stay mapped for the next post.
  */
-static void venet_rx_unmap_pages(struct venet_priv *priv,
+static void venet_rx_unmap_pages(struct venet_queue *q,
 				 struct venet_rx_slot *slot, u32 len)
 {
+	struct venet_priv *priv = q->priv;
 	u32 i;
 
 	for (i = 0; i < VENET_RX_PAGES && i * PAGE_SIZE < len; i++) {
@@ -117,7 +121,7 @@ static void venet_rx_unmap_pages(struct venet_priv *priv,
  * venet_sg. Pages a previous frame did not use are still there (and
  * mapped) and are posted again; new ones come zeroed.
  */
-static int venet_rx_prep_sg(struct venet_priv *priv,
+static int venet_rx_prep_sg(struct venet_queue *q,
 			    struct venet_rx_slot *slot, gfp_t gfp)
 {
 	struct venet_sg *vsg = slot->vsg;
@@ -127,7 +131,7 @@ static int venet_rx_prep_sg(struct venet_priv *priv,
 		if (!slot->pages[i])
 			slot->pages[i] = alloc_page(gfp | __GFP_NOWARN |
 						    __GFP_ZERO);
-		if (!slot->pages[i] || venet_rx_map_page(priv, slot, i))
+		if (!slot->pages[i] || venet_rx_map_page(q, slot, i))
 			return -ENOMEM;
 	}
 
@@ -148,12 +152,13 @@ static int venet_rx_prep_sg(struct venet_priv *priv,
 #define VENET_REFILL_DELAY	(HZ / 10)
 
 /* RXSG: post the slot's pages behind its venet_sg. 0, -ENOMEM or -EIO. */
-static int venet_rx_post_sg(struct venet_priv *priv, struct ioq_ring_desc *desc,
+static int venet_rx_post_sg(struct venet_queue *q, struct ioq_ring_desc *desc,
 			    __u32 at, struct venet_rx_slot *slot, gfp_t gfp)
 {
+	struct venet_priv *priv = q->priv;
 
-	if (venet_rx_prep_sg(priv, slot, gfp)) {
-		venet_rx_count(priv, &priv->rx_stats.alloc_failed);
+	if (venet_rx_prep_sg(q, slot, gfp)) {
+		venet_rx_count(q, &q->rx_stats.alloc_failed);
 		return -ENOMEM;
 	}
 	WRITE_ONCE(desc->cookie, at & (priv->rx_count - 1));
@@ -166,19 +171,20 @@ static int venet_rx_post_sg(struct venet_priv *priv, struct ioq_ring_desc *desc,
 }
 
 /* Flat: post one skb of @bufsize. 0, -ENOMEM or -EIO. */
-static int venet_rx_post_flat(struct venet_priv *priv,
+static int venet_rx_post_flat(struct venet_queue *q,
 			      struct ioq_ring_desc *desc, __u32 at,
 			      struct venet_rx_slot *slot, u32 bufsize, gfp_t gfp)
 {
+	struct venet_priv *priv = q->priv;
 	struct device *dma_dev = venet_dma_dev(priv);
 	struct sk_buff *skb;
 	dma_addr_t dma;
 
 	skb = __netdev_alloc_skb_ip_align(priv->dev, bufsize, gfp);
 	if (!skb) {
-		u64_stats_update_begin(&priv->rx_stats.syncp);
-		u64_stats_inc(&priv->rx_stats.alloc_failed);
-		u64_stats_update_end(&priv->rx_stats.syncp);
+		u64_stats_update_begin(&q->rx_stats.syncp);
+		u64_stats_inc(&q->rx_stats.alloc_failed);
+		u64_stats_update_end(&q->rx_stats.syncp);
 		return -ENOMEM;
 	}
 	/* the host may read what it may write: no old kernel data in it */
@@ -186,7 +192,7 @@ static int venet_rx_post_flat(struct venet_priv *priv,
 	dma = dma_map_single(dma_dev, skb->data, bufsize, DMA_FROM_DEVICE);
 	if (dma_mapping_error(dma_dev, dma)) {
 		kfree_skb(skb);
-		venet_rx_count(priv, &priv->rx_stats.alloc_failed);
+		venet_rx_count(q, &q->rx_stats.alloc_failed);
 		return -ENOMEM;
 	}
 
@@ -217,9 +223,10 @@ static int venet_rx_post_flat(struct venet_priv *priv,
  * ring is broken. A slot that failed to fill keeps nothing: the helpers
  * leave it empty on -ENOMEM.
  */
-int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
+int venet_rx_fill(struct venet_queue *q, gfp_t gfp)
 {
-	struct ioq *ioq = priv->rxq;
+	struct venet_priv *priv = q->priv;
+	struct ioq *ioq = q->rxq;
 	u32 bufsize = priv->rx_bufsize;
 	int room, posted = 0;
 	int ret = 0;
@@ -238,7 +245,7 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 		struct ioq_ring_desc *desc = ioq_desc(ioq, at);
 		struct venet_rx_slot *slot;
 
-		slot = &priv->rx_slots[at & (priv->rx_count - 1)];
+		slot = &q->rx_slots[at & (priv->rx_count - 1)];
 		if (slot->skb || slot->posted) {
 			/* room, yet the tail slot is posted: see venet_tx_tail() */
 			venet_fault(priv, "rx tail slot still posted");
@@ -246,9 +253,9 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 			break;
 		}
 		if (priv->caps.rxsg)
-			ret = venet_rx_post_sg(priv, desc, at, slot, gfp);
+			ret = venet_rx_post_sg(q, desc, at, slot, gfp);
 		else
-			ret = venet_rx_post_flat(priv, desc, at, slot, bufsize,
+			ret = venet_rx_post_flat(q, desc, at, slot, bufsize,
 						 gfp);
 		if (ret)
 			break;
@@ -262,7 +269,7 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
 		venet_fault(priv, "rx ring publish");
 		return -EIO;
 	}
-	venet_rx_count(priv, &priv->rx_stats.refill_doorbells);
+	venet_rx_count(q, &q->rx_stats.refill_doorbells);
 	return ret < 0 ? ret : posted;
 }
 
@@ -270,11 +277,12 @@ int venet_rx_fill(struct venet_priv *priv, gfp_t gfp)
  * Account for one completed rx buffer and hand its frame up (or drop it).
  * @len is what the host wrote; @buflen what we posted.
  */
-static void venet_rx_complete(struct venet_priv *priv,
+static void venet_rx_complete(struct venet_queue *q,
 			      struct sk_buff *skb, u32 buflen, u64 len,
 			      bool napi)
 {
-	struct venet_rx_stats *st = &priv->rx_stats;
+	struct venet_priv *priv = q->priv;
+	struct venet_rx_stats *st = &q->rx_stats;
 	struct net_device *dev = priv->dev;
 
 	if (!len) {
@@ -304,8 +312,10 @@ static void venet_rx_complete(struct venet_priv *priv,
 	u64_stats_add(&st->bytes, len);
 	u64_stats_update_end(&st->syncp);
 
+	/* rx queues are every granted pair (venet_mq.c): a valid index */
+	skb_record_rx_queue(skb, q->index);
 	if (napi)
-		napi_gro_receive(&priv->napi, skb);
+		napi_gro_receive(&q->napi, skb);
 	else
 		netif_rx(skb);
 }
@@ -385,16 +395,17 @@ static bool venet_rx_meta_to_vnet(const struct venet_rx_meta *m,
  * as frags and leave the slot (refill replaces them). NULL when no skb
  * could be allocated: the pages then stay with the slot.
  */
-static struct sk_buff *venet_rx_build_sg(struct venet_priv *priv,
+static struct sk_buff *venet_rx_build_sg(struct venet_queue *q,
 					 struct venet_rx_slot *slot,
 					 u32 len, bool napi)
 {
+	struct venet_priv *priv = q->priv;
 	u32 copy = min_t(u32, len, VENET_RX_COPY);
 	struct sk_buff *skb;
 	u32 pos;
 
 	if (napi)
-		skb = napi_alloc_skb(&priv->napi, VENET_RX_COPY);
+		skb = napi_alloc_skb(&q->napi, VENET_RX_COPY);
 	else
 		skb = netdev_alloc_skb_ip_align(priv->dev, VENET_RX_COPY);
 	if (!skb)
@@ -416,25 +427,26 @@ static struct sk_buff *venet_rx_build_sg(struct venet_priv *priv,
 	return skb;
 }
 
-static void venet_rx_complete_sg(struct venet_priv *priv,
+static void venet_rx_complete_sg(struct venet_queue *q,
 				 struct venet_rx_slot *slot, u64 len,
 				 const struct venet_rx_meta *m,
 				 bool napi)
 {
-	struct venet_rx_stats *st = &priv->rx_stats;
+	struct venet_priv *priv = q->priv;
+	struct venet_rx_stats *st = &q->rx_stats;
 	struct net_device *dev = priv->dev;
 	struct virtio_net_hdr hdr;
 	struct sk_buff *skb;
 
 	if (!len) {
 		/* the pages stay with the slot for the next post */
-		venet_rx_count(priv, &st->flushed);
+		venet_rx_count(q, &st->flushed);
 		return;
 	}
 
 	/* our own record of the capacity decides, not the venet_sg */
 	if (len < ETH_HLEN || len > slot->buflen || m->len != len) {
-		venet_rx_count(priv, &st->length_errors);
+		venet_rx_count(q, &st->length_errors);
 		if (net_ratelimit())
 			netdev_warn(dev, "host returned a bad rx length %llu/%u (buffer %u)\n",
 				    len, m->len, slot->buflen);
@@ -442,23 +454,23 @@ static void venet_rx_complete_sg(struct venet_priv *priv,
 	}
 
 	if (!venet_rx_meta_to_vnet(m, (u32)len, &hdr)) {
-		venet_rx_count(priv, &st->bad_offload);
+		venet_rx_count(q, &st->bad_offload);
 		if (net_ratelimit())
 			netdev_warn(dev, "host returned bad rx offload state (flags 0x%x gso %u)\n",
 				    m->flags, m->gso_type);
 		return;
 	}
 
-	venet_rx_unmap_pages(priv, slot, (u32)len);
-	skb = venet_rx_build_sg(priv, slot, (u32)len, napi);
+	venet_rx_unmap_pages(q, slot, (u32)len);
+	skb = venet_rx_build_sg(q, slot, (u32)len, napi);
 	if (!skb) {
-		venet_rx_count(priv, &st->alloc_failed);
+		venet_rx_count(q, &st->alloc_failed);
 		return;
 	}
 
 	/* offsets are from the Ethernet header: before eth_type_trans() */
 	if (virtio_net_hdr_to_skb(skb, &hdr, true)) {
-		venet_rx_count(priv, &st->bad_offload);
+		venet_rx_count(q, &st->bad_offload);
 		if (net_ratelimit())
 			netdev_warn(dev, "host returned rx offload state the stack refused\n");
 		kfree_skb(skb);
@@ -481,8 +493,10 @@ static void venet_rx_complete_sg(struct venet_priv *priv,
 		u64_stats_inc(&st->csum_valid);
 	u64_stats_update_end(&st->syncp);
 
+	/* rx queues are every granted pair (venet_mq.c): a valid index */
+	skb_record_rx_queue(skb, q->index);
 	if (napi)
-		napi_gro_receive(&priv->napi, skb);
+		napi_gro_receive(&q->napi, skb);
 	else
 		netif_rx(skb);
 }
@@ -491,10 +505,11 @@ static void venet_rx_complete_sg(struct venet_priv *priv,
  * Reap up to @budget completed rx descriptors. Returns how many were
  * reaped (-EIO when the ring is broken counts as 0).
  */
-static int venet_rx_reap(struct venet_priv *priv, int budget,
+static int venet_rx_reap(struct venet_queue *q, int budget,
 			 bool napi)
 {
-	struct ioq *ioq = priv->rxq;
+	struct venet_priv *priv = q->priv;
+	struct ioq *ioq = q->rxq;
 	int avail, done = 0;
 	__u32 pos;
 
@@ -515,7 +530,7 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 		u32 buflen;
 		u64 len;
 
-		slot = &priv->rx_slots[(pos + done) & (priv->rx_count - 1)];
+		slot = &q->rx_slots[(pos + done) & (priv->rx_count - 1)];
 		len = READ_ONCE(ioq_desc(ioq, pos + done)->len);
 
 		if (priv->caps.rxsg) {
@@ -528,7 +543,7 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 			venet_rx_read_meta(slot->vsg, &m);
 			slot->posted = false;
 			done++;
-			venet_rx_complete_sg(priv, slot, len, &m, napi);
+			venet_rx_complete_sg(q, slot, len, &m, napi);
 			continue;
 		}
 
@@ -543,7 +558,7 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 		dma_unmap_single(venet_dma_dev(priv), slot->dma, buflen,
 				 DMA_FROM_DEVICE);
 		done++;
-		venet_rx_complete(priv, skb, buflen, len, napi);
+		venet_rx_complete(q, skb, buflen, len, napi);
 	}
 	/* one inuse-head store for the batch: [R3] */
 	if (done && ioq_reap_end(ioq, done, 0))
@@ -552,17 +567,18 @@ static int venet_rx_reap(struct venet_priv *priv, int budget,
 }
 
 /* The rx half of the NAPI poll. */
-int venet_rx_poll(struct venet_priv *priv, int budget)
+int venet_rx_poll(struct venet_queue *q, int budget)
 {
+	struct venet_priv *priv = q->priv;
 	int done;
 
 	if (venet_faulted(priv))
 		return 0;
 
-	venet_rx_count(priv, &priv->rx_stats.polls);
-	done = venet_rx_reap(priv, budget, true);
+	venet_rx_count(q, &q->rx_stats.polls);
+	done = venet_rx_reap(q, budget, true);
 
-	if (venet_rx_fill(priv, GFP_ATOMIC) == -ENOMEM)
+	if (venet_rx_fill(q, GFP_ATOMIC) == -ENOMEM)
 		schedule_delayed_work(&priv->refill, VENET_REFILL_DELAY);
 
 	return done;
@@ -575,23 +591,26 @@ int venet_rx_poll(struct venet_priv *priv, int budget)
  * napi_complete_done(); that one is ioq_reap_poll(), which writes no ring
  * state, so it cannot race this reaper.
  */
-void venet_rx_drain(struct venet_priv *priv)
+void venet_rx_drain(struct venet_queue *q)
 {
+	struct venet_priv *priv = q->priv;
+
 	if (venet_faulted(priv))
 		return;
-	venet_rx_reap(priv, priv->rx_count, false);
+	venet_rx_reap(q, priv->rx_count, false);
 }
 
 /*
  * Free every buffer still posted. Only after DEVCLOSE: the host no longer
  * writes into them.
  */
-void venet_rx_free_all(struct venet_priv *priv)
+void venet_rx_free_all(struct venet_queue *q)
 {
+	struct venet_priv *priv = q->priv;
 	u32 i;
 
 	for (i = 0; i < priv->rx_count; i++) {
-		struct venet_rx_slot *slot = &priv->rx_slots[i];
+		struct venet_rx_slot *slot = &q->rx_slots[i];
 		u32 p;
 
 		if (slot->skb)
@@ -599,7 +618,7 @@ void venet_rx_free_all(struct venet_priv *priv)
 					 slot->buflen, DMA_FROM_DEVICE);
 		kfree_skb(slot->skb);
 		slot->skb = NULL;
-		venet_rx_unmap_pages(priv, slot, VENET_RX_PAGES * PAGE_SIZE);
+		venet_rx_unmap_pages(q, slot, VENET_RX_PAGES * PAGE_SIZE);
 		for (p = 0; p < VENET_RX_PAGES; p++) {
 			if (slot->pages[p])
 				put_page(slot->pages[p]);
@@ -608,21 +627,22 @@ void venet_rx_free_all(struct venet_priv *priv)
 		slot->vsg = NULL;
 		slot->posted = false;
 	}
-	venet_vsgs_free(priv, &priv->rx_vsgs);
+	venet_vsgs_free(priv, &q->rx_vsgs);
 }
 
 /*
- * Retry an rx refill that failed for lack of memory. RTNL serialises it
- * with open/stop/MTU change, which also toggle NAPI; NAPI is disabled
- * while the ring is filled so that only one context posts.
+ * Retry an rx refill that failed for lack of memory, on every pair (one
+ * work for the device). RTNL serialises it with open/stop/MTU change and
+ * reconnect, which also toggle NAPI and change the pairs; a pair's NAPI
+ * is disabled while its ring is filled so that only one context posts.
  */
 void venet_refill_work(struct work_struct *work)
 {
 	struct venet_priv *priv =
 		container_of(to_delayed_work(work), struct venet_priv,
 			     refill);
-	bool running;
-	int ret;
+	struct venet_queue *q;
+	bool running, again = false;
 
 	rtnl_lock();
 	if (priv->dev->reg_state != NETREG_REGISTERED || priv->detached) {
@@ -631,19 +651,18 @@ void venet_refill_work(struct work_struct *work)
 	}
 
 	running = netif_running(priv->dev);
-	if (running)
-		napi_disable(&priv->napi);
-
-	ret = venet_rx_fill(priv, GFP_KERNEL);
-
-	if (running) {
-		napi_enable(&priv->napi);
-		local_bh_disable();
-		napi_schedule(&priv->napi);
-		local_bh_enable();
+	venet_for_each_pair(priv, q) {
+		if (running)
+			napi_disable(&q->napi);
+		if (venet_rx_fill(q, GFP_KERNEL) == -ENOMEM)
+			again = true;
+		if (running) {
+			napi_enable(&q->napi);
+			venet_kick(q);
+		}
 	}
 	rtnl_unlock();
 
-	if (ret == -ENOMEM)
+	if (again)
 		schedule_delayed_work(&priv->refill, VENET_REFILL_DELAY);
 }

@@ -364,8 +364,19 @@ blk_no_io_error() {
 
 same_blk() { [ "$(blk_disk)" = "$BLK" ] || { echo "disk is now $(blk_disk), was $BLK"; return 1; }; }
 
+# venet_pairs_back N: venet logged its reconnect with all its queue pairs
+# (VT_QUEUE_PAIRS: the host's queues=, at most the 2 vCPUs) more than N
+# times
+venet_pairs_back() {
+	local n
+	n=$(dmesg | grep -c "host back: reconnected, ${VT_QUEUE_PAIRS:-1} queue pairs")
+	echo "venet reconnects with ${VT_QUEUE_PAIRS:-1} queue pairs: $n (before: $1)"
+	[ "$n" -gt "$1" ]
+}
+
 restart_case() {
-	local k=$1 re0 down0 rc0 r0 dl up figs blk=0 gone0 back0 backs0 p n b0
+	local k=$1 re0 down0 rc0 r0 dl up figs blk=0 gone0 back0 backs0 p n b0 vq0
+	vq0=$(dmesg | grep -c "host back: reconnected, ${VT_QUEUE_PAIRS:-1} queue pairs")
 	re0=$(bridge_stat reattach)
 	down0=$(bridge_stat host_down)
 	rc0=$(bridge_stat reconnect)
@@ -427,6 +438,7 @@ restart_case() {
 	fi
 	vt_check "$k-devices-reconnected" wait_stat_above reconnect $((rc0 + NDEV - 1))
 	vt_check "$k-netdev-kept" same_if
+	vt_check "$k-venet-queue-pairs-again" venet_pairs_back "$vq0"
 	vt_check "$k-ping" ping -c 3 -i 0.2 -W 5 "$VT_HOST_IP"
 	vt_check "$k-vbus-test-ring" ring_ok 2000
 	if [ "$blk" = 1 ]; then

@@ -29,17 +29,18 @@
 #   --blk-mb N    MiB each verified fio pass covers on the disk (1..32,
 #                 default 16; the stamp is at 32..36 MiB)
 #   --no-blk      no vbus-blk devices (venet and vbus-test only)
-#   --queues N    venet's queues=N (default 1); N > 1 makes vr0 a
-#                 multi-queue tap, which every restarted daemon opens
-#                 again with all N queues (a guest driver without queue
-#                 pairs runs one of them)
+#   --queues N    venet's queues=N (default 2: venet.ko runs 2 queue
+#                 pairs on the 2 vCPUs and each restart must bring both
+#                 back); N > 1 makes vr0 a multi-queue tap, which every
+#                 restarted daemon opens again with all N queues (a guest
+#                 driver without queue pairs runs one of them)
 # Check groups (REGEX): term kill flap resize stop.
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../lib/lab.sh"
 
-kinds="term kill" data_mb=8 blk_mb=16 blk=1 mem=512M queues=1
+kinds="term kill" data_mb=8 blk_mb=16 blk=1 mem=512M queues=2
 lab_begin restart kinds:S data-mb:N blk-mb:N no-blk:blk=0 queues:N -- "$@"
 ((data_mb > 0 && blk_mb > 0 && blk_mb <= 32)) ||
 	{ vbus_err "--data-mb must be > 0, --blk-mb 1..32 (the stamp is at 32 MiB)"; exit 2; }
@@ -101,6 +102,7 @@ VT_BLK_MB=$blk_mb
 VT_FIO=${tool_fio:-}
 VT_FS_SERIAL=$( ((blk)) && echo vr-fs)
 VT_STOP=$blk
+VT_QUEUE_PAIRS=$((queues < 2 ? queues : 2))
 CONFIG
 
 blk_dev=()

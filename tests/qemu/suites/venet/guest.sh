@@ -7,7 +7,10 @@
 # sg_enabled=1 (which also negotiates RXSG), that host->guest TCP arrives
 # as GSO frames (rx_gso_packets); with VT_SOAK_MB, that many MiB each way
 # (one download, 64 MiB uploads), md5-checked at both ends (the soak);
-# remove while traffic flows;
+# remove while traffic flows; at 2 queue pairs (the host's queues=2, 2
+# vCPUs): flows spread over both, interrupts on both vCPUs, ethtool -L
+# combined 1 and back under traffic, md5 both ways (mq), and one pair
+# from a host with queues=1 (mq_old_host);
 # then load/unload cycles with traffic that must not grow any slab cache.
 #
 # The host side (host.sh) runs vbus-hostd with a venet device on a tap
@@ -410,6 +413,168 @@ check_hotdrop() {
 	vt_check hotdrop/unload rmmod venet
 }
 
+# ---- queue pairs (docs/devices/venet.md, "Queue pairs") -----------------
+# host.sh gives the device queues=2 and the guest has 2 vCPUs, so venet
+# asks for and gets 2 pairs (every group above runs on them); the
+# mq_old_host group re-adds the device with queues=1.
+
+# ethchan IF: "MAX CURRENT" combined channels (ethtool -l)
+ethchan() {
+	ethtool -l "$1" | awk '/^Pre-set/ { s = "max" } /^Current/ { s = "cur" }
+		$1 == "Combined:" { v[s] = $2 } END { print v["max"], v["cur"] }'
+}
+
+# mq_channels IF "MAX CURRENT": ethtool -l says so
+mq_channels() {
+	local got
+	got=$(ethchan "$1")
+	echo "ethtool -l combined (max current): $got, want $2"
+	[ "$got" = "$2" ]
+}
+
+# mq_snap IF: packets per pair "rx0 rx1 tx0 tx1", one ethtool -S snapshot
+mq_snap() {
+	ethstats "$1" rx_queue_0_packets rx_queue_1_packets tx_queue_0_packets tx_queue_1_packets
+}
+
+# mq_moved IF SNAP I...: the per-pair counters I (1..4 in mq_snap's
+# order) all moved past SNAP
+mq_moved() {
+	local now snap=$2 IF=$1
+	shift 2
+	now=$(mq_snap "$IF") || return 1
+	echo "per-pair packets (rx0 rx1 tx0 tx1): $snap -> $now"
+	awk -v a="$snap" -v b="$now" -v w="$*" 'BEGIN { split(a, x); split(b, y)
+		n = split(w, k); for (i = 1; i <= n; i++) if (y[k[i]] <= x[k[i]]) exit 1 }'
+}
+
+# mq_rx0_past IF N: pair 0 has received more than N frames
+mq_rx0_past() { [ "$(ethstats "$1" rx_queue_0_packets)" -gt "$2" ]; }
+
+# vbus_irq_cpus: the vbus bridge's interrupts per CPU (every vector:
+# vbus-hc, vbus-eventq, the queue vectors vbus-qN)
+vbus_irq_cpus() {
+	awk '$NF ~ /^vbus-/ { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s[i - 1] += $i
+		if (i - 2 > n) n = i - 2 }
+		END { for (c = 1; c <= n; c++) printf "%s%d", (c > 1 ? " " : ""), s[c]; print "" }' \
+		/proc/interrupts
+}
+
+# vbus_irq_every_cpu BEFORE: every CPU took vbus interrupts since BEFORE
+vbus_irq_every_cpu() {
+	local now
+	now=$(vbus_irq_cpus)
+	echo "vbus interrupts per CPU: $1 -> $now"
+	awk -v a="$1" -v b="$now" 'BEGIN { n = split(a, x); m = split(b, y)
+		if (m < 2 || n != m) exit 1; for (i = 1; i <= m; i++) if (y[i] <= x[i]) exit 1 }'
+}
+
+# xps_set IF N: tx queues 0..N-1 each have XPS CPUs (venet sets them from
+# its tx rings' queue vectors; the suite's bridge has them)
+xps_set() {
+	local i=0 m
+	while [ "$i" -lt "$2" ]; do
+		m=$(cat "/sys/class/net/$1/queues/tx-$i/xps_cpus" 2>/dev/null)
+		echo "tx-$i xps_cpus: ${m:-?}"
+		case "$m" in *[1-9a-f]*) ;; *) return 1 ;; esac
+		i=$((i + 1))
+	done
+}
+
+# flows in the background: new TCP connections both ways, one after the
+# other (each its own flow hash), until mq_flows_stop
+mq_flows_start() {
+	(while http_get /data >/dev/null 2>&1; do :; done) &
+	mq_pids=$!
+	(while http_get /data >/dev/null 2>&1; do :; done) &
+	mq_pids="$mq_pids $!"
+	(while http_post /cgi-bin/md5 /tmp/up >/dev/null 2>&1; do :; done) &
+	mq_pids="$mq_pids $!"
+	(while http_post /cgi-bin/md5 /tmp/up >/dev/null 2>&1; do :; done) &
+	mq_pids="$mq_pids $!"
+}
+mq_flows_stop() {
+	# shellcheck disable=SC2086 # the pids
+	kill $mq_pids 2>/dev/null
+	# shellcheck disable=SC2086
+	wait $mq_pids 2>/dev/null
+}
+
+# ethtool -L combined 1: once pair 0 has received 200 more frames (what
+# pair 1 had completed before SETACTIVE is reaped by then), pair 1
+# receives and sends nothing while pair 0 receives 1000 more
+mq_pair1_quiet() {
+	local s0 s1 s2
+	s0=$(mq_snap "$1") || return 1
+	vt_wait 60 mq_rx0_past "$1" $((${s0%% *} + 200)) || return 1
+	s1=$(mq_snap "$1")
+	vt_wait 60 mq_rx0_past "$1" $((${s1%% *} + 1000)) || return 1
+	s2=$(mq_snap "$1")
+	echo "per-pair packets (rx0 rx1 tx0 tx1): $s1 -> $s2"
+	awk -v a="$s1" -v b="$s2" 'BEGIN { split(a, x); split(b, y); exit !(y[2] == x[2] && y[4] == x[4]) }'
+}
+
+check_mq() {
+	local p=mq IF s0 i0 b0
+	[ "$HAVE_ETHTOOL" = 1 ] || { vt_fail mq/ethtool "no ethtool in the guest"; return; }
+	vt_check "$p/load" vt_kmod_load venet || return
+	IF=$(venet_if) || { vt_fail "$p/netdev" "no venet netdev"; rmmod venet; return; }
+	ip addr add "$VT_GUEST_IP/$VT_PREFIX" dev "$IF"
+	ip link set dev "$IF" up
+	vt_check "$p/carrier-on" wait_carrier "$IF" 1
+	vt_check "$p/channels-2-combined" mq_channels "$IF" "2 2"
+	vt_check "$p/xps-from-queue-vectors" xps_set "$IF" 2
+	mk_upload 1
+
+	# flows both ways spread over both pairs; interrupts on both vCPUs
+	s0=$(mq_snap "$IF") i0=$(vbus_irq_cpus)
+	mq_flows_start
+	vt_check "$p/flows-spread-over-both-pairs" vt_wait 60 mq_moved "$IF" "$s0" 1 2 3 4
+	vt_check "$p/interrupts-on-every-cpu" vt_wait 30 vbus_irq_every_cpu "$i0"
+
+	# one pair, under traffic: it keeps flowing, pair 1 goes quiet
+	vt_check "$p/set-combined-1-under-traffic" ethtool -L "$IF" combined 1
+	vt_check "$p/channels-1-combined" mq_channels "$IF" "2 1"
+	b0=$(vt_net_bytes "$IF")
+	vt_check "$p/combined-1-traffic-flows" vt_wait 30 vt_flowing "$IF" "$b0"
+	vt_check "$p/combined-1-pair-1-quiet" mq_pair1_quiet "$IF"
+
+	# and back: pair 1 carries traffic both ways again
+	vt_check "$p/set-combined-2-under-traffic" ethtool -L "$IF" combined 2
+	vt_check "$p/channels-2-combined-again" mq_channels "$IF" "2 2"
+	vt_check "$p/xps-from-queue-vectors-again" xps_set "$IF" 2
+	s0=$(mq_snap "$IF")
+	vt_check "$p/combined-2-pair-1-both-ways" vt_wait 60 mq_moved "$IF" "$s0" 2 4
+	mq_flows_stop
+
+	vt_check "$p/md5-host-to-guest-2-pairs" check_tcp_in
+	vt_check "$p/md5-guest-to-host-2-pairs" check_tcp_out
+	ethtool -S "$IF" | grep -E '_queue_' | sed 's/^/  /'
+	vt_check "$p/unload" rmmod venet
+}
+
+# a host that grants one pair (queues=1, as a host from before queue
+# pairs runs one): one pair, and it works
+check_mq_old_host() {
+	local p=mq-old-host IF
+	[ "$HAVE_ETHTOOL" = 1 ] || { vt_fail "$p/ethtool" "no ethtool in the guest"; return; }
+	vt_check "$p/drop" vt_host drop
+	vt_check "$p/add-queues-1" vt_host add 1
+	vt_check "$p/load" vt_kmod_load venet
+	if IF=$(venet_if); then
+		ip addr add "$VT_GUEST_IP/$VT_PREFIX" dev "$IF"
+		ip link set dev "$IF" up
+		vt_check "$p/carrier-on" wait_carrier "$IF" 1
+		vt_check "$p/channels-1-combined" mq_channels "$IF" "1 1"
+		vt_check "$p/ping" check_ping_out
+	else
+		vt_fail "$p/netdev" "no venet netdev"
+	fi
+	vt_check "$p/unload" rmmod venet
+	vt_check "$p/drop-again" vt_host drop
+	vt_check "$p/add-back" vt_host add
+}
+
 # the 2009 series built the driver as vbus-enet.ko: `modprobe vbus_enet`
 # (a modules-load.d line written for it) still loads venet
 check_alias() {
@@ -467,7 +632,7 @@ if [ "${VT_SWIOTLB:-0}" = 1 ]; then
 	vt_run_checks swiotlb
 else
 	# shellcheck disable=SC2046 # one group per sg_enabled mode
-	vt_run_checks $(for sg in $VT_SG_MODES; do echo "sg$sg"; done) small_rings hotdrop alias cycles
+	vt_run_checks $(for sg in $VT_SG_MODES; do echo "sg$sg"; done) mq mq_old_host small_rings hotdrop alias cycles
 fi
 vt_check enet-unloaded test ! -d /sys/module/venet
 

@@ -24,9 +24,11 @@
 #                 one download and N MiB guest->host in 64 MiB uploads, each
 #                 md5-checked at both ends (default 0: none; the opt-in
 #                 stage soak-venet of scripts/test.sh uses 2048)
-# Check groups (REGEX): sg1 sg0 small_rings hotdrop alias cycles; with
-# --swiotlb: swiotlb. The guest has per-queue MSI-X vectors (vbus-hostd
-# vectors=4, QEMU's vectors=4): the rings' signals never use the eventq.
+# Check groups (REGEX): sg1 sg0 mq mq_old_host small_rings hotdrop alias
+# cycles; with --swiotlb: swiotlb. The guest has per-queue MSI-X vectors
+# (vbus-hostd vectors=4, QEMU's vectors=4): the rings' signals never use
+# the eventq. The device has queues=2 and the guest 2 vCPUs: venet runs
+# 2 queue pairs in every group (mq_old_host: 1, from a queues=1 device).
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
@@ -41,7 +43,8 @@ guest_ip=10.77.0.2 guest_mac=52:54:00:7e:00:02
 
 lab_build --modules "$LAB_BUS_SUBDIRS kernel/venet" --cmake vbus-hostd
 lab_kos --bus kernel/venet/venet.ko
-lab_netns 10.77.0.1 vt0
+# multi-queue: the device has queues=2 (a tap queue per pair)
+lab_netns --mq 10.77.0.1 vt0
 
 www="$run/www"
 mkdir -p "$www"
@@ -78,17 +81,21 @@ CONFIG
 
 # in the namespace: it opens the tap there
 lab_hostd --ns -- --guest "$(lab_guest g1),vectors=4" \
-	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1"
+	--device "g1:type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1,queues=2"
 
 # the guest's requests: the host pings it; the tap's MTU
 req_ping() { nsx ping -c 3 -i 0.2 -W 3 "$guest_ip" >/dev/null 2>&1; }
 req_mtu() { [[ "$1" =~ ^[0-9]+$ ]] && nsx ip link set dev "$tap" mtu "$1"; }
 # hot drop and re-add of the device; the guest's hypercall errors so far
+# (add N: with queues=N, default 2)
 venet_spec="type=venet,id=1,tap=$tap,mac=$guest_mac,strict=1"
 req_drop() { ctl drop g1 1 >>"$out/ctl.log" 2>&1 || { lab_reply="ctl drop (see $out/ctl.log)"; return 1; }; }
-req_add() { ctl add g1 "$venet_spec" >>"$out/ctl.log" 2>&1 || { lab_reply="ctl add (see $out/ctl.log)"; return 1; }; }
+req_add() {
+	[[ "${1:-2}" =~ ^[0-9]+$ ]] || { lab_reply="add: queues not a number"; return 1; }
+	ctl add g1 "$venet_spec,queues=${1:-2}" >>"$out/ctl.log" 2>&1 || { lab_reply="ctl add (see $out/ctl.log)"; return 1; }
+}
 # --swiotlb: the device back with the guest's swiotlb range as dma_window
-req_window() { lab_dma_add "$venet_spec" "$@"; }
+req_window() { lab_dma_add "$venet_spec,queues=2" "$@"; }
 req_dmacheck() { lab_dma_check 1; }
 req_hc_errors() {
 	lab_reply=$(ctl stats g1 2>>"$out/ctl.log" | sed -n 's/^guest=g1 .* hc_errors=\([0-9]*\).*/\1/p')
