@@ -8,8 +8,10 @@
  * (spread over the CPUs by the kernel, as virtio_pci does), offered in
  * NEGOTIATE as VBUS_PCI_CAP_QVEC and used only when the host accepts.
  * Then every device shm with a signal is bound to one queue vector at
- * DEVSHM (device's base + shm id, modulo the count: a device's queues
- * land on different vectors, different devices start at different ones)
+ * DEVSHM (device's base + its queue, modulo the count: the queue is the
+ * shm id, or id / shms_per_queue for a driver whose queue is several
+ * shms, as venet's rx+tx pair; a device's queues land on different
+ * vectors, different devices start at different ones)
  * and the host signals it on that vector instead of with a SHMSIGNAL
  * event. The eventq keeps the control events (DEVADD, DEVDROP, SHMCLOSE)
  * and every shm of a host that declined.
@@ -205,6 +207,19 @@ void vbus_pci_qvec_dev_init(struct vbus_pci_device *dev)
 		(unsigned int)atomic_inc_return(&b->qvec_next) % b->nqvec : 0;
 }
 
+/*
+ * The driver's queue of shm @id: the bound driver's shms_per_queue
+ * consecutive ids share one queue (and so one vector). Only called while
+ * a driver is bound (its DEVSHM, its queue_affinity).
+ */
+static unsigned int qvec_queue_of(struct vbus_pci_device *dev, int id)
+{
+	struct device_driver *drv = dev->vdev.dev.driver;
+	unsigned int per = drv ? to_vbus_driver(drv)->shms_per_queue : 0;
+
+	return (unsigned int)id / (per ? per : 1);
+}
+
 /* The queue vector of shm @id of @dev, or NULL (through the eventq). */
 static struct vbus_pci_qvec *qvec_of(struct vbus_pci_device *dev, int id)
 {
@@ -212,7 +227,8 @@ static struct vbus_pci_qvec *qvec_of(struct vbus_pci_device *dev, int id)
 
 	if (!READ_ONCE(b->qvec_on) || !b->qvecs || id < 0)
 		return NULL;
-	return &b->qvecs[(dev->qvec_base + (unsigned int)id) % b->nqvec];
+	return &b->qvecs[(dev->qvec_base + qvec_queue_of(dev, id)) %
+			 b->nqvec];
 }
 
 /* DEVSHM's vector field for shm @id of @dev: 0 = the eventq. */

@@ -910,6 +910,8 @@ static struct vbus_driver venet_driver = {
 	.type	= VENET_TYPE,
 	.owner	= THIS_MODULE,
 	.ops	= &venet_driver_ops,
+	/* a pair's rx and tx ring on one vector: the pair completes on one CPU */
+	.shms_per_queue = 2,
 };
 
 static bool venet_ringlen_ok(const char *name, int len)

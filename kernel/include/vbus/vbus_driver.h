@@ -107,6 +107,13 @@ struct vbus_driver {
 	char *type;
 	struct module *owner;
 	struct vbus_driver_ops *ops;
+	/*
+	 * Optional: how many consecutive shm ids make one queue (venet: 2,
+	 * a pair's rx and tx ring). The bridge binds a queue's shms to the
+	 * same per-queue vector, so one queue completes on one CPU and the
+	 * next queue lands on the next vector. 0 means 1.
+	 */
+	unsigned int shms_per_queue;
 	struct device_driver drv;
 };
 

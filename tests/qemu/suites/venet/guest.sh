@@ -481,6 +481,17 @@ xps_set() {
 	done
 }
 
+# xps_apart IF: pairs 0 and 1 send from different CPUs (the bridge puts a
+# pair's rx and tx ring on one vector, the next pair on the next one)
+xps_apart() {
+	local a b
+	a=$(tr -d , <"/sys/class/net/$1/queues/tx-0/xps_cpus" 2>/dev/null)
+	b=$(tr -d , <"/sys/class/net/$1/queues/tx-1/xps_cpus" 2>/dev/null)
+	echo "xps_cpus: tx-0 ${a:-?}, tx-1 ${b:-?}"
+	[ -n "$a" ] && [ -n "$b" ] && [ $((0x$a)) -ne 0 ] && [ $((0x$b)) -ne 0 ] &&
+		[ $((0x$a & 0x$b)) -eq 0 ]
+}
+
 # flows in the background: new TCP connections both ways, one after the
 # other (each its own flow hash), until mq_flows_stop
 mq_flows_start() {
@@ -524,6 +535,7 @@ check_mq() {
 	vt_check "$p/carrier-on" wait_carrier "$IF" 1
 	vt_check "$p/channels-2-combined" mq_channels "$IF" "2 2"
 	vt_check "$p/xps-from-queue-vectors" xps_set "$IF" 2
+	vt_check "$p/xps-pairs-on-different-cpus" xps_apart "$IF"
 	mk_upload 1
 
 	# flows both ways spread over both pairs; interrupts on both vCPUs
