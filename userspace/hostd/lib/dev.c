@@ -358,6 +358,21 @@ static void watch_del(struct hostd_dev_watch *w)
 	free(w);
 }
 
+static int watch_del_call(void *arg)
+{
+	watch_del(arg);
+	return 0;
+}
+
+/* From any thread: a queue thread's watch goes on its thread (its loop's) */
+static void watch_del_any(struct hostd_dev_watch *w)
+{
+	if (w->thr && dev_thread_current(w->dev) != w->thr)
+		hostd_loop_call(w->loop, watch_del_call, w);
+	else
+		watch_del(w);
+}
+
 void hostd_fd_del(struct hostd_dev *dev, int fd)
 {
 	struct hostd_dev_watch *w = watch_get(dev, fd);
@@ -883,8 +898,8 @@ void hostd_dev_destroy(struct hostd_dev *dev)
 {
 	/* fds the device forgot: out of our epoll before it closes them */
 	while (!hostd_list_empty(&dev->watches))
-		watch_del(hostd_container_of(dev->watches.next,
-					     struct hostd_dev_watch, node));
+		watch_del_any(hostd_container_of(dev->watches.next,
+						 struct hostd_dev_watch, node));
 	if (dev->created)
 		dev->type->destroy(dev);
 	/*
@@ -893,6 +908,7 @@ void hostd_dev_destroy(struct hostd_dev *dev)
 	 * their last writes before what we free now.
 	 */
 	threads_stop(dev);
+	/* what destroy added, on a stopped thread's loop: ours now */
 	while (!hostd_list_empty(&dev->watches))
 		watch_del(hostd_container_of(dev->watches.next,
 					     struct hostd_dev_watch, node));
