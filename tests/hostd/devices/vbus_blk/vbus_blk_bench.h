@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
+/* hostd_vbus_blk_bench's parts (vbus_blk_bench.c is main). */
+#ifndef VBUS_TESTS_VBUS_BLK_BENCH_H
+#define VBUS_TESTS_VBUS_BLK_BENCH_H
+
+#define BENCH_FILE_SIZE	(64u << 20)
+
+/*
+ * The queue-threads table (vbus_blk_bench_threads.c) over three files of
+ * BENCH_FILE_SIZE; starts the host's loop thread and stops it.
+ */
+void bench_threads(const char *const paths[3], int direct, int runs);
+
+#endif /* VBUS_TESTS_VBUS_BLK_BENCH_H */
