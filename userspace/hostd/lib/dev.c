@@ -1007,11 +1007,12 @@ void hostd_dev_stats(struct hostd_dev *dev, struct hostd_stats_out *out,
 		}
 		if (fault[0])
 			hostd_stat_str(out, "fault", fault);
-		threads_stats(dev, out);
 		hostd_stat_begin(out, "device");
 		if (dev->type->stats && dev->created)
 			dev->type->stats(dev, out);
 		hostd_stat_end(out);
+		/* after the device's: text keeps the device's on its line */
+		threads_stats(dev, out);
 	}
 	hostd_stat_end(out);
 }
