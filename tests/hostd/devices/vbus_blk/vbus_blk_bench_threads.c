@@ -124,7 +124,9 @@ static void trun(struct tside *s, unsigned int qd, double *kiops,
 				tpost(s, q, (unsigned int)cookie);
 			}
 		}
+#if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
+#endif
 	}
 	/* the last ones land before the next configuration runs */
 	for (left = s->nq * qd; left;)
