@@ -189,14 +189,22 @@ void bench_threads(const char *const paths[3], int direct, int runs)
 	fgd_stopping();
 	for (c = 0; c < NCONF; c++) {
 		printf("  %s: reads=%llu batches=%llu notify_in=%llu "
-		       "thread0_batches=%llu thread1_batches=%llu faulted=%d\n",
-		       s[c].name,
+		       "faulted=%d", s[c].name,
 		       (unsigned long long)fgd_stat(s[c].dev, "reads"),
 		       (unsigned long long)fgd_stat(s[c].dev, "batches"),
 		       (unsigned long long)fgd_stat(s[c].dev, "notify_in"),
-		       (unsigned long long)fgd_stat(s[c].dev, "thread0_batches"),
-		       (unsigned long long)fgd_stat(s[c].dev, "thread1_batches"),
 		       fgd_dev_faulted(s[c].dev));
+		/* which thread handed back how much (threads=N only) */
+		for (k = 0; k < 2; k++) {
+			char key[32];
+			__u64 v;
+
+			snprintf(key, sizeof(key), "thread%u_batches", k);
+			v = fgd_stat(s[c].dev, key);
+			if (v != ~0ull)
+				printf(" %s=%llu", key, (unsigned long long)v);
+		}
+		printf("\n");
 		fgd_dev_destroy(s[c].dev);
 	}
 }
