@@ -18,9 +18,9 @@
  * saves and costs on this machine without a guest kernel in the way.
  *
  * Last, queue threads (threads=N, vbus_blk_bench_threads.c): kIOPS and
- * host CPU ns per I/O at QD1 and QD32 for 1 queue on the guest's thread,
- * 1 queue on a queue thread and 2 queues on 2 queue threads; `threads`
- * (third argument) prints only that table.
+ * host CPU ns per I/O at QD1 and QD32 for 1 and 2 queues on the guest's
+ * thread, 1 queue on a queue thread and 2 queues on 2 queue threads;
+ * `threads` (third argument) prints only that table.
  *
  *   build/tests/hostd/devices/vbus_blk/hostd_vbus_blk_bench [direct=0|1] [runs] [threads]
  *
@@ -297,15 +297,15 @@ int main(int argc, char **argv)
 	static const unsigned int qds[] = { 1, MAXQD };
 	struct dev_side d = { 0 }, dp = { 0 };
 	struct raw_side r = { 0 };
-	char path[512], path2[512], path3[512];
-	const char *paths[3] = { path, path2, path3 };
+	char path[512], path2[512], path3[512], path4[512];
+	const char *paths[BENCH_FILES] = { path, path2, path3, path4 };
 	unsigned int q;
 	int i;
 
 	if (runs < 1 || runs > 99)
 		runs = 5;
 	if (threads_only) {
-		for (i = 0; i < 3; i++) {
+		for (i = 0; i < BENCH_FILES; i++) {
 			snprintf((char *)paths[i], 512,
 				 "%s/vbus-blk-bench-%d-t%d.img",
 				 dir ? dir : ".", (int)getpid(), i);
@@ -315,7 +315,7 @@ int main(int argc, char **argv)
 			die("fgd_init");
 		bench_threads(paths, direct, runs);
 		fgd_fini();
-		for (i = 0; i < 3; i++)
+		for (i = 0; i < BENCH_FILES; i++)
 			unlink(paths[i]);
 		return 0;
 	}
@@ -388,10 +388,12 @@ int main(int argc, char **argv)
 	snprintf(path3, sizeof(path3), "%s/vbus-blk-bench-%d-3.img",
 		 dir ? dir : ".", (int)getpid());
 	make_file(path3);
+	snprintf(path4, sizeof(path4), "%s/vbus-blk-bench-%d-4.img",
+		 dir ? dir : ".", (int)getpid());
+	make_file(path4);
 	bench_threads(paths, direct, runs);
 	fgd_fini();
-	unlink(path);
-	unlink(path2);
-	unlink(path3);
+	for (i = 0; i < BENCH_FILES; i++)
+		unlink(paths[i]);
 	return 0;
 }

@@ -4,11 +4,13 @@
 #define VBUS_TESTS_VBUS_BLK_BENCH_H
 
 #define BENCH_FILE_SIZE	(64u << 20)
+#define BENCH_FILES	4	/* the queue-threads table's disks */
 
 /*
- * The queue-threads table (vbus_blk_bench_threads.c) over three files of
- * BENCH_FILE_SIZE; starts the host's loop thread and stops it.
+ * The queue-threads table (vbus_blk_bench_threads.c) over BENCH_FILES
+ * files of BENCH_FILE_SIZE; starts the host's loop thread and stops it.
  */
-void bench_threads(const char *const paths[3], int direct, int runs);
+void bench_threads(const char *const paths[BENCH_FILES], int direct,
+		   int runs);
 
 #endif /* VBUS_TESTS_VBUS_BLK_BENCH_H */

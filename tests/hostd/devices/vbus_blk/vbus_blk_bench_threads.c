@@ -3,7 +3,9 @@
  * hostd_vbus_blk_bench's queue-threads table (threads=N, printed, never
  * asserted): 4 KiB random reads through the whole host side at QD1 and
  * QD32 per queue, for 1 queue on the guest's thread (threads=0, the
- * baseline), 1 queue on 1 queue thread and 2 queues on 2 queue threads.
+ * baseline), 1 queue on 1 queue thread, 2 queues on the guest's thread
+ * and 2 queues on 2 queue threads (the last two tell the queues' gain
+ * from the threads').
  * The host runs as vbus-hostd does (the guest's loop on its thread,
  * fgd_host_start); the guest is this thread, posting on every queue and
  * spinning on the rings for completions. Per configuration: kIOPS and
@@ -27,7 +29,7 @@
 #define TQD		32		/* the deeper queue depth, per queue */
 #define TIO		4096u
 #define TRUN_NS		1000000000ull
-#define NCONF		3
+#define NCONF		BENCH_FILES
 
 struct tside {
 	const char *name;
@@ -156,7 +158,8 @@ static void tprint(const char *name, unsigned int qd, double *k, double *h,
 	       h[runs - 1], h[runs / 2] / hbase);
 }
 
-void bench_threads(const char *const paths[3], int direct, int runs)
+void bench_threads(const char *const paths[BENCH_FILES], int direct,
+		   int runs)
 {
 	static const unsigned int qds[] = { 1, TQD };
 	static struct tside s[NCONF];
@@ -165,7 +168,8 @@ void bench_threads(const char *const paths[3], int direct, int runs)
 
 	tsetup(&s[0], "1 queue, threads=0", paths[0], direct, 1, 0);
 	tsetup(&s[1], "1 queue, threads=1", paths[1], direct, 1, 1);
-	tsetup(&s[2], "2 queues, threads=2", paths[2], direct, 2, 2);
+	tsetup(&s[2], "2 queues, threads=0", paths[2], direct, 2, 0);
+	tsetup(&s[3], "2 queues, threads=2", paths[3], direct, 2, 2);
 	if (fgd_host_start())
 		tdie("host thread");
 	printf("queue threads: 4 KiB random reads, %s, QD per queue, guest "
