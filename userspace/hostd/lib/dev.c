@@ -718,8 +718,11 @@ static int threads_param(struct hostd_dev *dev, unsigned int *n)
 		if (!strcmp(dev->params.v[i].key, "threads"))
 			v = dev->params.v[i].value;
 	*n = 0;
-	if (!v)
+	if (!v) {
+		/* the guest's threads=, for a type that takes it */
+		*n = dev->type->threads ? dev->env.threads : 0;
 		return 0;
+	}
 	errno = 0;
 	x = strtoul(v, &end, 10);
 	if (errno || end == v || *end || v[0] == '-' || v[0] == '+' ||

@@ -41,6 +41,7 @@ struct hostd_dev_env {
 	struct hostd_loop *loop;
 	struct hostd_evq *evq;
 	const struct hostd_peer_rule *qemu;	/* who may be QEMU */
+	unsigned int threads;		/* the guest's threads=: a default */
 };
 
 /* One DEVSHM registration (the public part is struct hostd_shm). */

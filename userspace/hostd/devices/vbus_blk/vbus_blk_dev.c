@@ -258,7 +258,7 @@ static int vbus_blk_params(struct vbus_blk *b, const struct hostd_params *p)
 	if (!ret)
 		ret = params_file(b, p);
 	if (!ret)
-		ret = vbus_blk_threads_check(b);
+		ret = vbus_blk_threads_check(b, p);
 	if (!ret)
 		ret = param_bool(b, p, "ro", false, &b->ro);
 	if (!ret)

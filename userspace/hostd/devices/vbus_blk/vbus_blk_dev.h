@@ -300,7 +300,8 @@ int vbus_blk_file_ring_up(struct vbus_blk *b);
 void vbus_blk_file_ring_down(struct vbus_blk *b);
 
 /* vbus_blk_thread.c: threads=N (each a no-op without it) */
-int vbus_blk_threads_check(struct vbus_blk *b);	/* params: file= only */
+/* params: file= only (@p: was threads= the device's own) */
+int vbus_blk_threads_check(struct vbus_blk *b, const struct hostd_params *p);
 int vbus_blk_threads_create(struct vbus_blk *b);	/* hostd_dev_fail */
 void vbus_blk_threads_destroy(struct vbus_blk *b);
 /* open, NEGOTIATE, resize: the guest's thread's state to the shards */

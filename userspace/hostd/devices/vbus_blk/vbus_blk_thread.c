@@ -100,15 +100,19 @@ static struct vbus_blk *shard_new(struct vbus_blk *b, unsigned int i)
 	return s;
 }
 
-int vbus_blk_threads_check(struct vbus_blk *b)
+int vbus_blk_threads_check(struct vbus_blk *b, const struct hostd_params *p)
 {
 	unsigned int n = hostd_dev_threads(b->dev);
 
-	if (n && b->be != &vbus_blk_file_ops)
-		return hostd_dev_fail(b->dev, -EINVAL,
-				      "threads=%u applies to file= only (nbd= and image= serve every queue from the guest's thread)",
-				      n);
-	return 0;
+	if (!n || b->be == &vbus_blk_file_ops)
+		return 0;
+	/* the guest's default (no threads= of its own): say how to opt out */
+	return hostd_dev_fail(b->dev, -EINVAL,
+			      "threads=%u%s applies to file= only (nbd= and image= serve every queue from the guest's thread)%s",
+			      n, hostd_param_get(p, "threads") ? "" :
+			      " (the guest's threads=)",
+			      hostd_param_get(p, "threads") ? "" :
+			      ": give this disk threads=0");
 }
 
 int vbus_blk_threads_create(struct vbus_blk *b)
