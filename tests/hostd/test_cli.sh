@@ -25,6 +25,8 @@ expect_fail "unknown QEMU group" "qemu_gid=no-such-group-x: no such group" "${C[
 expect_fail "vectors= below 2" "vectors=1 must be a number from 2 to 64" "${C[@]}" --guest "$G,vectors=1"
 expect_fail "vectors= above 64" "vectors=65 must be a number from 2 to 64" "${C[@]}" --guest "$G,vectors=65"
 expect_fail "vectors= not a number" "vectors=4x must be a number from 2 to 64" "${C[@]}" --guest "$G,vectors=4x"
+expect_fail "threads= above 16" "threads=17 must be a number from 0 to 16" "${C[@]}" --guest "$G,threads=17"
+expect_fail "threads= not a number" "threads=-1 must be a number from 0 to 16" "${C[@]}" --guest "$G,threads=-1"
 expect_fail "malformed pair" "malformed 'size'" "${C[@]}" --guest "g1:sock=a,mem=b,size"
 expect_fail "duplicate key" "sock= given twice" "${C[@]}" --guest "$G,sock=x"
 expect_fail "duplicate guest" "guest g1 defined twice" "${C[@]}" --guest "$G" --guest "$G"

@@ -24,10 +24,11 @@ TAP=vbce$$
 TAP=${TAP:0:15}
 
 # guests NAME: the two guests' options in $guest_args, with files of
-# their own per daemon NAME
+# their own per daemon NAME; g2's devices get queue threads by default
+# (threads=2: those whose type takes it)
 guests() {
 	guest_args=(--guest "g1:sock=$T/$1-g1.sock,mem=$T/$1-g1.ram,size=8M"
-		    --guest "g2:sock=$T/$1-g2.sock,mem=$T/$1-g2.ram,size=8M")
+		    --guest "g2:sock=$T/$1-g2.sock,mem=$T/$1-g2.ram,size=8M,threads=2")
 }
 
 # vbus-blk backing files: a disk, one too small for a sector
@@ -135,6 +136,39 @@ same g1 "type=vbus-blk,id=5,file=$T/disk.img" \
 same g2 "type=vbus-blk,id=5,file=$T/../${T##*/}/disk.img" \
 	"^guest g2: device 5 \\(vbus-blk\\): backing file $T/disk.img is already used by device 2 of guest g1 \\(as $T/disk.img\\)\$"
 
+# threads= (the library's, every device type): a number 0..16, only for
+# a type that serves queues from threads (vbus-blk's file backend); the
+# config file says it the same way too
+TH="want a number in 0..16 \\(0: the guest's thread serves every queue\\)\$"
+same g1 "type=vbus-blk,id=5,file=$T/tiny.img,threads=x" "${B}threads=x: $TH"
+same g1 "type=vbus-blk,id=5,file=$T/tiny.img,threads=17" "${B}threads=17: $TH"
+same g1 "type=vbus-blk,id=5,file=$T/tiny.img,threads=-1" "${B}threads=-1: $TH"
+same g1 "type=vbus-blk,id=5,file=$T/tiny.img,threads=2x" "${B}threads=2x: $TH"
+same g1 "type=venet,id=5,threads=2" \
+	'^guest g1: device 5 \(venet\): threads=2: venet serves its queues from the guest.s thread only$'
+same g1 "type=vbus-blk,id=5,nbd=$NBD,threads=2" \
+	"${B}threads=2 applies to file= only \\(nbd= and image= serve every queue from the guest's thread\\)\$"
+# g2's threads=2 is its disks' default: an nbd= disk is told to opt out
+same g2 "type=vbus-blk,id=5,nbd=$NBD" \
+	"^guest g2: device 5 \\(vbus-blk\\): threads=2 \\(the guest's threads=\\) applies to file= only \\(nbd= and image= serve every queue from the guest's thread\\): give this disk threads=0\$"
+# the config file's daemon refuses it with the same words as ctl add
+guests conf
+{
+	printf 'guest %s\n' "${guest_args[1]}"
+	printf 'device g1:type=vbus-blk,id=5,file=%s/tiny.img,threads=x\n' "$T"
+} >"$T/threads.conf"
+"$HOSTD" --ctl "$T/conf.sock" --config "$T/threads.conf" --foreground \
+	>/dev/null 2>"$T/conf.err"
+conf=$(sed -n '1s/^vbus-hostd: //p' "$T/conf.err")
+"$HOSTD" ctl "${C[@]}" add g1 "type=vbus-blk,id=5,file=$T/tiny.img,threads=x" \
+	>/dev/null 2>"$T/ctl.err"
+ctl=$(sed -n '1s/^vbus-hostd ctl: //p' "$T/ctl.err")
+if [ -n "$conf" ] && [ "$conf" = "$ctl" ]; then
+	echo "ok: threads=x: the config file and ctl add both say: $conf"
+else
+	fail "threads=x: config file '$conf', ctl add '$ctl'"
+fi
+
 # none of the refused adds left a device behind, and the tap is free
 # again once its device is dropped
 expect_fail "g1 got no device 5" "guest g1 has no device 5" ctl "${C[@]}" stats g1 5
@@ -177,5 +211,6 @@ expect_ok "the disk's stats" "direct=[01] .*capacity=4096 " stats g1 2
 expect_ok "the disk's stats, json" '"capacity": ?4096' stats --json g1 2
 expect_ok "drop the disk's device" "dropped device 2 from g1" drop g1 2
 expect_ok "its file is free again" "added virtual-block device 7 to g2" add g2 "type=virtual-block,id=7,file=$T/disk.img"
+expect_ok "g2's threads=2 is its disk's default" " threads=2" stats g2 7
 stop_daemon
 finish

@@ -208,6 +208,23 @@ static int guest_vectors(struct guest_spec *s, const char *v)
 	return 0;
 }
 
+/* threads=: the default threads= of the guest's devices (device.h) */
+static int guest_threads(struct guest_spec *s, const char *v)
+{
+	unsigned long n;
+	char *end;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (!isdigit((unsigned char)*v) || *end || errno ||
+	    n > HOSTD_DEV_MAX_THREADS)
+		return fail(s->err, s->errlen,
+			    "--guest %s: threads=%s must be a number from 0 to %d (its devices' queue threads, by default)",
+			    s->gc->name, v, HOSTD_DEV_MAX_THREADS);
+	s->gc->threads = (unsigned int)n;
+	return 0;
+}
+
 /* A number, or a name the system's user (group) database knows. */
 static int guest_qemu_id(struct guest_spec *s, const char *key, const char *v,
 			 bool group, __u32 *id)
@@ -274,6 +291,7 @@ static const struct {
 	{ "qemu_uid", guest_qemu_uid, false },
 	{ "qemu_gid", guest_qemu_gid, false },
 	{ "vectors", guest_vectors, false },
+	{ "threads", guest_threads, false },
 };
 #define N_GUEST_KEYS (sizeof(guest_keys) / sizeof(guest_keys[0]))
 
@@ -291,7 +309,7 @@ static int guest_pair(struct guest_spec *s, const char *k, const char *v)
 		return guest_keys[i].set(s, v);
 	}
 	return fail(s->err, s->errlen,
-		    "--guest %s: unknown parameter '%s' (sock, mem, size, machine, qemu_uid, qemu_gid, vectors)",
+		    "--guest %s: unknown parameter '%s' (sock, mem, size, machine, qemu_uid, qemu_gid, vectors, threads)",
 		    s->gc->name, k);
 }
 

@@ -17,7 +17,8 @@
  * state. A device that wants its own worker threads hands results back to
  * the loop through an fd it registers (an eventfd) and makes hostd_*()
  * calls only from the callback. Blocking in an op stalls only that guest;
- * still, don't (use O_NONBLOCK fds).
+ * still, don't (use O_NONBLOCK fds). The one exception is a type that
+ * opts into queue threads (threads=N, "Queue threads" below).
  *
  * Guest memory is hostile. Anything a device reads from it (ring
  * descriptors, buffers) may change under it at any time: read each field
@@ -339,6 +340,56 @@ void hostd_kick_fini(struct hostd_kick *k);
  * signals' deferred notify (vbus_defer) is run by the loop as well.
  */
 
+/* --- queue threads ------------------------------------------------------------ */
+
+/*
+ * threads=N (the library's parameter, 0..16, default 0; the analogue of
+ * QEMU's iothread-vq-mapping): the device gets N threads of its own, each
+ * running a loop of its own, started before create and joined after
+ * destroy; queue q is served by thread q mod N. Only a type with
+ * .threads set takes it (others refuse threads= above 0).
+ *
+ * The rule is "a queue's things belong to the thread that set them up":
+ *  - hostd_fd_add()/hostd_kick_init() register in the loop of the thread
+ *    that calls them (a queue thread's, or the guest's); the callback
+ *    runs there, and hostd_fd_mod/_del are called there too;
+ *  - hostd_devq_attach() on a queue thread homes the shm there: the
+ *    guest's doorbells for it run @on_signal on that thread, and the
+ *    signal's deferred notify; hostd_devq_signal() may be called there
+ *    (hostd hands an eventq SHMSIGNAL to the guest's thread itself);
+ *  - so a device runs its per-queue setup (attach, the backend's
+ *    per-thread resources) and teardown (detach, before close returns:
+ *    nothing may run on a queue after it) on the queue's thread, with
+ *    hostd_devthread_call(), and keeps each thread's state apart.
+ * The ops themselves (create .. ctl, stats) still run on the guest's
+ * thread. Thread-safe from a queue thread: hostd_dev_fault/_faulted,
+ * hostd_dev_log, hostd_dev_account, hostd_dev_gpa/_data, hostd_desc_buf,
+ * hostd_dev_stopping, hostd_now_ns, the eventfd helpers, the devq calls
+ * on its own queues. Nothing else of the device may be shared between
+ * its threads without a lock or an ordering rule the device states.
+ */
+struct hostd_devthread;		/* one queue thread; opaque */
+
+/* N of threads=N (0: the guest's thread serves every queue). */
+unsigned int hostd_dev_threads(const struct hostd_dev *dev);
+/* The thread serving queue @q (q mod N), or NULL when N is 0. */
+struct hostd_devthread *hostd_dev_thread(struct hostd_dev *dev,
+					 unsigned int q);
+/*
+ * Run @fn(@arg) on @t and wait for its result (inline when @t is NULL).
+ * From the guest's thread only (a queue thread never waits for another).
+ */
+int hostd_devthread_call(struct hostd_devthread *t, int (*fn)(void *arg),
+			 void *arg);
+/*
+ * The same, but give up (-ETIMEDOUT, @fn never runs) if @t has not
+ * taken it within @ms: for `ctl stats`, which must not hang on a busy
+ * thread. 0 with @fn's result in *@ret.
+ */
+int hostd_devthread_call_within(struct hostd_devthread *t,
+				int (*fn)(void *arg), void *arg,
+				unsigned int ms, int *ret);
+
 /* --- unix sockets ------------------------------------------------------------ */
 
 /*
@@ -433,6 +484,11 @@ struct hostd_dev_type {
 	 */
 	int (*ctl)(struct hostd_dev *dev, const char *verb, const char *arg,
 		   char *msg, size_t len);
+	/*
+	 * Takes threads=N ("Queue threads" above): its queues and their fds
+	 * follow the rules there [threads= above 0 is refused].
+	 */
+	bool threads;
 };
 
 /*

@@ -29,8 +29,9 @@
  *
  * Models: libvhost-user's vu_queue_pop/vu_queue_push/vu_queue_notify and
  * vhost-user-backend's enable_notification(). Everything runs on the
- * guest's loop thread (device.h, "Threading"); the struct is the
- * device's, embedded where it likes.
+ * thread that attached it: the guest's loop thread (device.h,
+ * "Threading"), or with threads=N the queue's thread ("Queue threads");
+ * the struct is the device's, embedded where it likes.
  */
 #ifndef VBUS_HOSTD_DEVQ_H
 #define VBUS_HOSTD_DEVQ_H

@@ -293,7 +293,8 @@ void hostd_bus_run_deferred(struct hostd_bus *b)
 	for (h = 1; h < VBUS_PCI_MAX_SIGNALS; h++) {
 		struct hostd_shm_ent *e = b->sigs[h];
 
-		if (!e)
+		/* a queue thread's shm: its thread runs it (dev.c) */
+		if (!e || e->thr)
 			continue;
 		shm_signal_get(&e->signal);
 		vbus_defer_run(&e->signal.deferred_notify);

@@ -7,12 +7,31 @@
  * ioq_signal() -> core's shm_signal_inject() -> shm_inject() here ->
  * hostd_evq_post() (evq.c) -> the eventq's own signal -> MSI-X
  * (ivshmem.c). Each step is a layer further down; nothing calls back up.
+ *
+ * Queue threads (threads=N, device.h). A device's queue may run on a
+ * thread of the device's (struct hostd_devthread) instead of the guest's.
+ * What crosses between them, and the rule for each:
+ *  - the guest's doorbell for a homed shm: the guest's thread writes the
+ *    shm's db_fd (an eventfd), the queue thread runs the wakeup
+ *    (shm_db_fire); the eventfd's read/write order it
+ *  - a homed shm's SHMSIGNAL: the eventq is the guest thread's, so the
+ *    queue thread sets post_pending (an exchange) and writes post_fd;
+ *    the guest's thread exchanges it back and posts (posts_fire)
+ *  - faulted, fault[], cnt.faults and the shms and watches lists:
+ *    dev->lock (faulted is also read without it, atomically)
+ *  - the counters: relaxed atomics
+ *  - e->thr and db_fd: set on the queue thread inside the device's shm
+ *    op, which the guest's thread waits for (hostd_devthread_call)
+ *    before it can ring the shm; never changed until the shm is freed
+ *  - a thread's shms list and loop: the thread's alone (devthread.h)
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "claim.h"
 #include "dev.h"
 #include "mem.h"
@@ -20,6 +39,8 @@
 struct hostd_dev_watch {
 	struct hostd_list node;		/* in dev->watches */
 	struct hostd_dev *dev;
+	struct hostd_loop *loop;	/* the adding thread's (device.h) */
+	struct hostd_devthread *thr;	/* NULL: the guest's thread */
 	int fd;
 	hostd_fd_cb cb;
 	void *arg;
@@ -57,7 +78,8 @@ void *hostd_dev_data(struct hostd_dev *dev, __u64 gpa, __u64 len)
 
 bool hostd_dev_faulted(const struct hostd_dev *dev)
 {
-	return dev->faulted;
+	/* acquire: pairs with the release in hostd_dev_fault */
+	return __atomic_load_n(&dev->faulted, __ATOMIC_ACQUIRE);
 }
 
 bool hostd_dev_qemu_peer_ok(struct hostd_dev *dev, int fd, struct ucred *cr)
@@ -70,10 +92,21 @@ bool hostd_dev_stopping(const struct hostd_dev *dev)
 	return hostd_loop_stopping(dev->env.loop);
 }
 
+/* A counter any thread of the device adds to (dev.h) */
+static void cnt_add(__u64 *c, __u64 v)
+{
+	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+
+static __u64 cnt_get(const __u64 *c)
+{
+	return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
 void hostd_dev_account(struct hostd_dev *dev, __u64 descs, __u64 bytes)
 {
-	dev->cnt.descs += descs;
-	dev->cnt.bytes += bytes;
+	cnt_add(&dev->cnt.descs, descs);
+	cnt_add(&dev->cnt.bytes, bytes);
 }
 
 /* ---- messages ----------------------------------------------------------------- */
@@ -99,20 +132,27 @@ void hostd_dev_log(struct hostd_dev *dev, const char *fmt, ...)
 void hostd_dev_fault(struct hostd_dev *dev, const char *fmt, ...)
 {
 	struct hostd_shm_ent *e;
+	char why[sizeof(dev->fault)];
 	va_list ap;
 
-	if (dev->faulted)
+	pthread_mutex_lock(&dev->lock);
+	if (dev->faulted) {
+		pthread_mutex_unlock(&dev->lock);
 		return;	/* the first reason is the one worth reading */
-	dev->faulted = true;
-	dev->cnt.faults++;
+	}
 	va_start(ap, fmt);
 	vsnprintf(dev->fault, sizeof(dev->fault), fmt, ap);
 	va_end(ap);
-	hostd_log_limited(dev->env.log, "%s faulted: %s", dev->name, dev->fault);
+	memcpy(why, dev->fault, sizeof(why));
+	dev->cnt.faults++;
 	/* stop the device's signals: injects now return -EIO */
 	hostd_list_for_each_entry(e, pos, &dev->shms, struct hostd_shm_ent, node)
 		if (e->pub.signal)
 			VBUS_WRITE(e->signal.faulted, 1);
+	/* release: a thread that sees it sees the signals' faulted too */
+	__atomic_store_n(&dev->faulted, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&dev->lock);
+	hostd_log_limited(dev->env.log, "%s faulted: %s", dev->name, why);
 }
 
 int hostd_dev_fail(struct hostd_dev *dev, int err, const char *fmt, ...)
@@ -239,6 +279,7 @@ int hostd_shm_ioq(struct hostd_shm *shm, struct ioq *ioq,
 
 /* ---- fd watches ------------------------------------------------------------------- */
 
+/* Under dev->lock. */
 static struct hostd_dev_watch *watch_find(struct hostd_dev *dev, int fd)
 {
 	struct hostd_dev_watch *w;
@@ -254,7 +295,15 @@ static void watch_fire(void *arg, int fd, __u32 events)
 {
 	struct hostd_dev_watch *w = arg;
 
+	if (w->thr)
+		hostd_devthread_count(w->thr);
 	w->cb(w->dev, fd, events, w->arg);
+}
+
+/* The queue thread calling, or NULL on the guest's (or any other). */
+static struct hostd_devthread *dev_thread_current(struct hostd_dev *dev)
+{
+	return hostd_devthread_current(dev->threads, dev->nthreads);
 }
 
 int hostd_fd_add(struct hostd_dev *dev, int fd, __u32 events, hostd_fd_cb cb,
@@ -268,35 +317,70 @@ int hostd_fd_add(struct hostd_dev *dev, int fd, __u32 events, hostd_fd_cb cb,
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	/* in the loop of the thread that adds it: a queue thread's, or ours */
 	*w = (struct hostd_dev_watch){ .dev = dev, .fd = fd, .cb = cb,
-				       .arg = arg };
-	ret = hostd_loop_add(dev->env.loop, fd, events, watch_fire, w);
+				       .arg = arg,
+				       .thr = dev_thread_current(dev) };
+	w->loop = w->thr ? &w->thr->loop : dev->env.loop;
+	ret = hostd_loop_add(w->loop, fd, events, watch_fire, w);
 	if (ret < 0) {
 		free(w);
 		return ret;
 	}
+	pthread_mutex_lock(&dev->lock);
 	hostd_list_add_tail(&w->node, &dev->watches);
+	pthread_mutex_unlock(&dev->lock);
 	return 0;
+}
+
+/* The watch of @fd (its loop is its thread's: only that thread uses it). */
+static struct hostd_dev_watch *watch_get(struct hostd_dev *dev, int fd)
+{
+	struct hostd_dev_watch *w;
+
+	pthread_mutex_lock(&dev->lock);
+	w = watch_find(dev, fd);
+	pthread_mutex_unlock(&dev->lock);
+	return w;
 }
 
 int hostd_fd_mod(struct hostd_dev *dev, int fd, __u32 events)
 {
-	if (!watch_find(dev, fd))
+	struct hostd_dev_watch *w = watch_get(dev, fd);
+
+	if (!w)
 		return -ENOENT;
-	return hostd_loop_mod(dev->env.loop, fd, events);
+	return hostd_loop_mod(w->loop, fd, events);
 }
 
 static void watch_del(struct hostd_dev_watch *w)
 {
 	/* the loop skips a batched event for it: @w may go at once */
-	hostd_loop_del(w->dev->env.loop, w->fd);
+	hostd_loop_del(w->loop, w->fd);
+	pthread_mutex_lock(&w->dev->lock);
 	hostd_list_del(&w->node);
+	pthread_mutex_unlock(&w->dev->lock);
 	free(w);
+}
+
+static int watch_del_call(void *arg)
+{
+	watch_del(arg);
+	return 0;
+}
+
+/* From any thread: a queue thread's watch goes on its thread (its loop's) */
+static void watch_del_any(struct hostd_dev_watch *w)
+{
+	if (w->thr && dev_thread_current(w->dev) != w->thr)
+		hostd_loop_call(w->loop, watch_del_call, w);
+	else
+		watch_del(w);
 }
 
 void hostd_fd_del(struct hostd_dev *dev, int fd)
 {
-	struct hostd_dev_watch *w = watch_find(dev, fd);
+	struct hostd_dev_watch *w = watch_get(dev, fd);
 
 	if (w)
 		watch_del(w);
@@ -304,7 +388,9 @@ void hostd_fd_del(struct hostd_dev *dev, int fd)
 
 long hostd_dev_fd_events(struct hostd_dev *dev, int fd)
 {
-	return watch_find(dev, fd) ? hostd_loop_events(dev->env.loop, fd) : -1;
+	struct hostd_dev_watch *w = watch_get(dev, fd);
+
+	return w ? hostd_loop_events(w->loop, fd) : -1;
 }
 
 /* ---- shms ---------------------------------------------------------------------------- */
@@ -335,13 +421,27 @@ static int shm_inject(struct shm_signal *s)
 	struct hostd_shm_ent *e = to_ent(s);
 
 	/* a device that kept a reference past close signals nobody */
-	if (e->closed)
+	if (__atomic_load_n(&e->closed, __ATOMIC_ACQUIRE))
 		return 0;
-	e->pub.dev->cnt.notify_out++;
-	if (e->vector)
+	cnt_add(&e->pub.dev->cnt.notify_out, 1);
+	/*
+	 * A vector's eventfd is written from any thread: the fds stay open
+	 * until the bus closed the devices (ivshmem.c's teardown).
+	 */
+	if (e->vector) {
 		hostd_ivshmem_irq(e->evq->iv, e->vector);
-	else
+	} else if (e->thr) {
+		/*
+		 * The eventq is the guest thread's: it posts (posts_fire).
+		 * The exchange (acq_rel) orders the ring stores and dirty=1
+		 * of shm_signal_inject() before it; pairs with the one in
+		 * posts_fire, which posts after it.
+		 */
+		if (!__atomic_exchange_n(&e->post_pending, 1, __ATOMIC_ACQ_REL))
+			hostd_eventfd_write(e->pub.dev->post_fd);
+	} else {
 		post_handle_event(e->evq, VBUS_PCI_EVENT_SHMSIGNAL, e->cookie);
+	}
 	return 0;
 }
 
@@ -349,13 +449,17 @@ static void shm_fault(struct shm_signal *s, const char *msg)
 {
 	struct hostd_shm_ent *e = to_ent(s);
 
-	if (!e->closed)
+	if (!__atomic_load_n(&e->closed, __ATOMIC_ACQUIRE))
 		hostd_dev_fault(e->pub.dev, "%s", msg);
 }
 
 static void shm_release(struct shm_signal *s)
 {
-	free(to_ent(s));
+	struct hostd_shm_ent *e = to_ent(s);
+
+	if (e->db_fd >= 0)
+		close(e->db_fd);
+	free(e);
 }
 
 static const struct shm_signal_ops shm_ops = {
@@ -373,6 +477,8 @@ struct hostd_shm_ent *hostd_shm_ent_new(struct hostd_dev *dev,
 	if (!e)
 		return NULL;
 	hostd_list_init(&e->node);
+	hostd_list_init(&e->tnode);
+	e->db_fd = -1;
 	e->evq = dev->env.evq;
 	e->pub.dev = dev;
 	e->pub.id = s->id;
@@ -403,15 +509,21 @@ int hostd_shm_ent_add(struct hostd_shm_ent *e)
 
 	if (ret < 0)
 		return ret;
+	pthread_mutex_lock(&dev->lock);
 	hostd_list_add_tail(&e->node, &dev->shms);
+	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
 
 /* The last reference is ours unless the device leaked one. */
 static void shm_ent_put(struct hostd_shm_ent *e)
 {
-	e->closed = true;
+	struct hostd_dev *dev = e->pub.dev;
+
+	__atomic_store_n(&e->closed, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&dev->lock);
 	hostd_list_del(&e->node);
+	pthread_mutex_unlock(&dev->lock);
 	if (!e->pub.signal) {
 		free(e);
 		return;
@@ -435,13 +547,239 @@ void hostd_shm_ent_drop(struct hostd_shm_ent *e)
 
 void hostd_shm_ent_wakeup(struct hostd_shm_ent *e)
 {
-	e->pub.dev->cnt.notify_in++;
-	if (e->pub.dev->faulted)
+	cnt_add(&e->pub.dev->cnt.notify_in, 1);
+	if (hostd_dev_faulted(e->pub.dev))
 		return;
+	if (e->thr) {
+		/* its queue thread runs the wakeup (shm_db_fire) */
+		hostd_eventfd_write(e->db_fd);
+		return;
+	}
 	/* the notifier may close the ring: keep the signal alive meanwhile */
 	shm_signal_get(&e->signal);
 	_shm_signal_wakeup(&e->signal);
 	shm_signal_put(&e->signal);
+}
+
+/* ---- queue threads ------------------------------------------------------------------ */
+
+/* On a queue thread: the guest rang a homed shm (hostd_shm_ent_wakeup). */
+static void shm_db_fire(void *arg, int fd, __u32 events)
+{
+	struct hostd_shm_ent *e = arg;
+
+	(void)events;
+	hostd_eventfd_drain(fd);
+	hostd_devthread_count(e->thr);
+	if (hostd_dev_faulted(e->pub.dev))
+		return;
+	shm_signal_get(&e->signal);
+	_shm_signal_wakeup(&e->signal);
+	shm_signal_put(&e->signal);
+}
+
+int hostd_shm_home(struct hostd_shm *shm)
+{
+	struct hostd_shm_ent *e = hostd_container_of(shm, struct hostd_shm_ent,
+						     pub);
+	struct hostd_devthread *t = dev_thread_current(shm->dev);
+	int ret;
+
+	if (!t || !shm->signal)
+		return 0;	/* the guest's thread's, as without threads= */
+	if (e->thr)
+		return e->thr == t ? 0 : -EBUSY;
+	e->db_fd = hostd_eventfd_new();
+	if (e->db_fd < 0)
+		return e->db_fd;
+	ret = hostd_loop_add(&t->loop, e->db_fd, EPOLLIN, shm_db_fire, e);
+	if (ret < 0) {
+		close(e->db_fd);
+		e->db_fd = -1;
+		return ret;
+	}
+	/* the core's deferred notify (an unmask that found work) runs here */
+	vbus_defer_set_kick(&e->signal.deferred_notify, hostd_loop_defer_kick,
+			    &t->loop);
+	hostd_list_add_tail(&e->tnode, &t->shms);
+	e->thr = t;
+	return 0;
+}
+
+void hostd_signal_unhome(struct shm_signal *s)
+{
+	struct hostd_shm_ent *e = to_ent(s);
+
+	/*
+	 * On its thread. db_fd stays open (the guest's thread may still
+	 * write it until the bus lets go of the shm: nothing reads it now);
+	 * shm_release closes it.
+	 */
+	if (!e->thr || hostd_list_empty(&e->tnode))
+		return;
+	hostd_loop_del(&e->thr->loop, e->db_fd);
+	hostd_list_del(&e->tnode);
+	hostd_list_init(&e->tnode);
+	vbus_defer_cancel(&e->signal.deferred_notify);
+}
+
+/* A queue thread's deferred hook: its shms' deferred notifies. */
+static void thread_deferred(void *arg)
+{
+	struct hostd_devthread *t = arg;
+	struct hostd_shm_ent *e;
+
+	hostd_list_for_each_entry(e, pos, &t->shms, struct hostd_shm_ent,
+				  tnode) {
+		shm_signal_get(&e->signal);
+		vbus_defer_run(&e->signal.deferred_notify);
+		shm_signal_put(&e->signal);
+	}
+}
+
+/* On the guest's thread: the SHMSIGNALs the queue threads asked for. */
+static void posts_fire(void *arg, int fd, __u32 events)
+{
+	struct hostd_dev *dev = arg;
+	struct hostd_shm_ent *e;
+
+	(void)events;
+	hostd_eventfd_drain(fd);
+	/* the list changes only on this thread: no lock to read it here */
+	hostd_list_for_each_entry(e, pos, &dev->shms, struct hostd_shm_ent,
+				  node) {
+		/* acq_rel: pairs with the exchange in shm_inject */
+		if (__atomic_exchange_n(&e->post_pending, 0, __ATOMIC_ACQ_REL) &&
+		    !__atomic_load_n(&e->closed, __ATOMIC_ACQUIRE))
+			post_handle_event(e->evq, VBUS_PCI_EVENT_SHMSIGNAL,
+					  e->cookie);
+	}
+}
+
+unsigned int hostd_dev_threads(const struct hostd_dev *dev)
+{
+	return dev->nthreads;
+}
+
+struct hostd_devthread *hostd_dev_thread(struct hostd_dev *dev,
+					 unsigned int q)
+{
+	return dev->nthreads ? &dev->threads[q % dev->nthreads] : NULL;
+}
+
+int hostd_devthread_call(struct hostd_devthread *t, int (*fn)(void *arg),
+			 void *arg)
+{
+	if (!t)
+		return fn(arg);
+	return hostd_loop_call(&t->loop, fn, arg);
+}
+
+int hostd_devthread_call_within(struct hostd_devthread *t,
+				int (*fn)(void *arg), void *arg,
+				unsigned int ms, int *ret)
+{
+	if (!t) {
+		*ret = fn(arg);
+		return 0;
+	}
+	return hostd_loop_call_within(&t->loop, fn, arg, ms, ret);
+}
+
+static void threads_stop(struct hostd_dev *dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->nthreads; i++)
+		hostd_devthread_stop(&dev->threads[i]);
+}
+
+static void threads_fini(struct hostd_dev *dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->nthreads; i++)
+		hostd_devthread_fini(&dev->threads[i]);
+	free(dev->threads);
+	dev->threads = NULL;
+	dev->nthreads = 0;
+	if (dev->post_fd >= 0) {
+		hostd_loop_del(dev->env.loop, dev->post_fd);
+		close(dev->post_fd);
+	}
+	dev->post_fd = -1;
+}
+
+/* threads=N: the value, or -1 after hostd_dev_fail */
+static int threads_param(struct hostd_dev *dev, unsigned int *n)
+{
+	const char *v = NULL;
+	unsigned long x;
+	unsigned int i;
+	char *end;
+
+	/* not hostd_param_get(): param.c is a layer above (check_layers.py) */
+	for (i = 0; !v && i < dev->params.count; i++)
+		if (!strcmp(dev->params.v[i].key, "threads"))
+			v = dev->params.v[i].value;
+	*n = 0;
+	if (!v) {
+		/* the guest's threads=, for a type that takes it */
+		*n = dev->type->threads ? dev->env.threads : 0;
+		return 0;
+	}
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || end == v || *end || v[0] == '-' || v[0] == '+' ||
+	    x > HOSTD_DEV_MAX_THREADS)
+		return hostd_dev_fail(dev, -EINVAL,
+				      "threads=%s: want a number in 0..%d (0: the guest's thread serves every queue)",
+				      v, HOSTD_DEV_MAX_THREADS);
+	if (x && !dev->type->threads)
+		return hostd_dev_fail(dev, -EINVAL,
+				      "threads=%s: %s serves its queues from the guest's thread only",
+				      v, dev->type->name);
+	*n = (unsigned int)x;
+	return 0;
+}
+
+/* threads=N: N queue threads and the post eventfd, before create */
+static int threads_start(struct hostd_dev *dev)
+{
+	unsigned int n, i;
+	int ret = threads_param(dev, &n);
+
+	if (ret < 0 || !n)
+		return ret;
+	dev->threads = calloc(n, sizeof(*dev->threads));
+	if (!dev->threads)
+		return -ENOMEM;
+	dev->post_fd = hostd_eventfd_new();
+	if (dev->post_fd < 0)
+		return hostd_dev_fail(dev, dev->post_fd, "threads=%u: eventfd: %s",
+				      n, strerror(-dev->post_fd));
+	ret = hostd_loop_add(dev->env.loop, dev->post_fd, EPOLLIN, posts_fire,
+			     dev);
+	if (ret < 0) {
+		close(dev->post_fd);
+		dev->post_fd = -1;
+		return hostd_dev_fail(dev, ret, "threads=%u: %s", n,
+				      strerror(-ret));
+	}
+	for (i = 0; i < n; i++) {
+		char name[16];
+
+		/* "d3.t0:g1": device 3's thread 0 of guest g1 (cut to 15) */
+		snprintf(name, sizeof(name), "d%u.t%u:%s", dev->id, i,
+			 dev->env.guest);
+		ret = hostd_devthread_start(&dev->threads[i], i, name,
+					    thread_deferred, &dev->threads[i]);
+		if (ret < 0)
+			return hostd_dev_fail(dev, ret, "threads=%u: thread %u: %s",
+					      n, i, strerror(-ret));
+		dev->nthreads = i + 1;
+	}
+	return 0;
 }
 
 /* ---- lifetime ------------------------------------------------------------------------ */
@@ -474,6 +812,8 @@ static int params_copy(struct hostd_dev *dev, const struct hostd_params *p)
 
 static void dev_free(struct hostd_dev *dev)
 {
+	threads_fini(dev);
+	pthread_mutex_destroy(&dev->lock);
 	free(dev->strbuf);
 	free(dev->pv);
 	free(dev);
@@ -488,6 +828,8 @@ struct hostd_dev *hostd_dev_new(const struct hostd_dev_env *env,
 	if (!dev)
 		return NULL;
 	dev->env = *env;
+	pthread_mutex_init(&dev->lock, NULL);
+	dev->post_fd = -1;
 	dev->type = t;
 	dev->id = id;
 	snprintf(dev->name, sizeof(dev->name), "device %u (%s)", id, t->name);
@@ -522,12 +864,15 @@ int hostd_dev_create(struct hostd_dev *dev, char *err, size_t errlen)
 	dev->errlen = errlen;
 	ret = dev_dma_window(dev);
 	if (!ret)
+		ret = threads_start(dev);
+	if (!ret)
 		ret = dev->type->create(dev, &dev->params);
 	dev->err = NULL;
 	dev->errlen = 0;
 	if (ret < 0) {
 		if (!err[0])	/* the device did not say why */
 			snprintf(err, errlen, "%s", strerror(-ret));
+		threads_stop(dev);	/* freed with the device */
 		return ret;
 	}
 	dev->created = true;
@@ -589,10 +934,20 @@ void hostd_dev_destroy(struct hostd_dev *dev)
 {
 	/* fds the device forgot: out of our epoll before it closes them */
 	while (!hostd_list_empty(&dev->watches))
-		watch_del(hostd_container_of(dev->watches.next,
-					     struct hostd_dev_watch, node));
+		watch_del_any(hostd_container_of(dev->watches.next,
+						 struct hostd_dev_watch, node));
 	if (dev->created)
 		dev->type->destroy(dev);
+	/*
+	 * Joined before anything they could touch goes: the destroy op let
+	 * go of what it ran on them (hostd_devthread_call); the join orders
+	 * their last writes before what we free now.
+	 */
+	threads_stop(dev);
+	/* what destroy added, on a stopped thread's loop: ours now */
+	while (!hostd_list_empty(&dev->watches))
+		watch_del(hostd_container_of(dev->watches.next,
+					     struct hostd_dev_watch, node));
 	hostd_claim_release(dev);
 	hostd_list_del(&dev->node);
 	dev_free(dev);
@@ -602,8 +957,11 @@ int hostd_dev_open(struct hostd_dev *dev, __u32 version)
 {
 	int ret;
 
-	dev->faulted = false;	/* a fresh open starts clean */
+	pthread_mutex_lock(&dev->lock);
+	/* a fresh open starts clean (no queue is attached: no thread reads) */
+	__atomic_store_n(&dev->faulted, false, __ATOMIC_RELEASE);
 	dev->fault[0] = 0;
+	pthread_mutex_unlock(&dev->lock);
 	ret = dev->type->open ? dev->type->open(dev, version) : 0;
 	if (ret < 0)
 		return ret;
@@ -634,7 +992,30 @@ static const char *hostd_dev_state(const struct hostd_dev *dev)
 {
 	if (dev->pending)
 		return "pending";
-	return dev->faulted ? "faulted" : dev->open ? "open" : "closed";
+	return hostd_dev_faulted(dev) ? "faulted" : dev->open ? "open" :
+	       "closed";
+}
+
+/* threads=N: each thread's name and the events it served */
+static void threads_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
+{
+	unsigned int i;
+
+	if (!dev->nthreads)
+		return;		/* threads=0: the lines read as they always did */
+	hostd_stat_u64(out, "threads", dev->nthreads);
+	hostd_stat_list(out, "queue_threads");
+	for (i = 0; i < dev->nthreads; i++) {
+		struct hostd_devthread *t = &dev->threads[i];
+
+		hostd_stat_begin(out, NULL);
+		hostd_stat_u64(out, "thread", t->index);
+		hostd_stat_str(out, "comm", t->name);
+		hostd_stat_u64(out, "events",
+			       __atomic_load_n(&t->events, __ATOMIC_RELAXED));
+		hostd_stat_end(out);
+	}
+	hostd_stat_list_end(out);
 }
 
 void hostd_dev_stats(struct hostd_dev *dev, struct hostd_stats_out *out,
@@ -645,22 +1026,31 @@ void hostd_dev_stats(struct hostd_dev *dev, struct hostd_stats_out *out,
 	hostd_stat_str(out, "type", dev->type->name);
 	hostd_stat_str(out, "state", hostd_dev_state(dev));
 	if (counters) {
+		char fault[sizeof(dev->fault)];
+		__u64 faults;
+
+		pthread_mutex_lock(&dev->lock);
+		memcpy(fault, dev->fault, sizeof(fault));
+		faults = dev->cnt.faults;
+		pthread_mutex_unlock(&dev->lock);
 		hostd_stat_u64(out, "calls", dev->cnt.calls);
-		hostd_stat_u64(out, "descs", dev->cnt.descs);
-		hostd_stat_u64(out, "bytes", dev->cnt.bytes);
-		hostd_stat_u64(out, "notify_in", dev->cnt.notify_in);
-		hostd_stat_u64(out, "notify_out", dev->cnt.notify_out);
-		hostd_stat_u64(out, "faults", dev->cnt.faults);
+		hostd_stat_u64(out, "descs", cnt_get(&dev->cnt.descs));
+		hostd_stat_u64(out, "bytes", cnt_get(&dev->cnt.bytes));
+		hostd_stat_u64(out, "notify_in", cnt_get(&dev->cnt.notify_in));
+		hostd_stat_u64(out, "notify_out", cnt_get(&dev->cnt.notify_out));
+		hostd_stat_u64(out, "faults", faults);
 		if (dev->dma.on) {
-			hostd_stat_u64(out, "dma_in", dev->dma.in);
-			hostd_stat_u64(out, "dma_out", dev->dma.out);
+			hostd_stat_u64(out, "dma_in", cnt_get(&dev->dma.in));
+			hostd_stat_u64(out, "dma_out", cnt_get(&dev->dma.out));
 		}
-		if (dev->fault[0])
-			hostd_stat_str(out, "fault", dev->fault);
+		if (fault[0])
+			hostd_stat_str(out, "fault", fault);
 		hostd_stat_begin(out, "device");
 		if (dev->type->stats && dev->created)
 			dev->type->stats(dev, out);
 		hostd_stat_end(out);
+		/* after the device's: text keeps the device's on its line */
+		threads_stats(dev, out);
 	}
 	hostd_stat_end(out);
 }

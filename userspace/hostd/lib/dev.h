@@ -7,9 +7,11 @@
 #ifndef VBUS_HOSTD_DEV_H
 #define VBUS_HOSTD_DEV_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <vbus/vbus_pci.h>
 #include "device.h"
+#include "devthread.h"
 #include "dma_window.h"
 #include "evq.h"
 #include "list.h"
@@ -18,6 +20,10 @@
 #include "mem.h"
 #include "stat.h"
 
+/* threads= (device.h, "Queue threads"): at most this many per device */
+#define HOSTD_DEV_MAX_THREADS	16
+
+/* Any thread of the device adds (relaxed atomics); `ctl stats` reads. */
 struct hostd_counters {
 	__u64 calls;		/* DEVCALLs answered */
 	__u64 descs;		/* descriptors consumed (device-reported) */
@@ -35,6 +41,7 @@ struct hostd_dev_env {
 	struct hostd_loop *loop;
 	struct hostd_evq *evq;
 	const struct hostd_peer_rule *qemu;	/* who may be QEMU */
+	unsigned int threads;		/* the guest's threads=: a default */
 };
 
 /* One DEVSHM registration (the public part is struct hostd_shm). */
@@ -46,12 +53,29 @@ struct hostd_shm_ent {
 	__u64 cookie;			/* the guest's, for SHMSIGNAL/SHMCLOSE */
 	__u32 handle;			/* 1..VBUS_PCI_MAX_SIGNALS-1, or 0 */
 	__u32 vector;			/* guest MSI-X queue vector, or 0 */
-	bool closed;			/* device closed: injects go nowhere */
+	int closed;			/* device closed: injects go nowhere
+					 * (__atomic: a queue thread reads it) */
+	/*
+	 * A queue thread's shm (hostd_shm_home, dev.c): the guest's
+	 * doorbells for it go to @thr through @db_fd, its SHMSIGNALs come
+	 * back through @post_pending and the device's post_fd.
+	 */
+	struct hostd_devthread *thr;	/* NULL: the guest's thread's */
+	int db_fd;			/* eventfd, -1 without @thr */
+	int post_pending;		/* __atomic */
+	struct hostd_list tnode;	/* in thr->shms (the thread's) */
 };
 
 struct hostd_dev {
 	struct hostd_list node;		/* in bus->devs */
 	struct hostd_dev_env env;
+	/*
+	 * Taken by any thread of the device for: faulted/fault/cnt.faults
+	 * (hostd_dev_fault), and changes to shms and watches, which the
+	 * guest's thread makes and a queue thread's fault or fd_add reads
+	 * or makes. Never held across a call into a device or a wait.
+	 */
+	pthread_mutex_t lock;
 	const struct hostd_dev_type *type;
 	__u32 id;
 	char name[48];			/* "device 3 (venet)", for messages */
@@ -63,13 +87,17 @@ struct hostd_dev {
 	bool doomed;			/* gave up: dropped in the deferred pass */
 	char why[256];			/* a pending device's hostd_dev_fail() */
 	bool open;
-	bool faulted;
+	bool faulted;			/* __atomic (any thread reads) */
 	char fault[160];		/* the first reason, until reopened */
 	__u64 handle;			/* nonzero while open */
 	struct hostd_list shms;		/* struct hostd_shm_ent */
 	struct hostd_list watches;	/* struct hostd_dev_watch */
 	struct hostd_counters cnt;
 	struct hostd_dma_window dma;	/* test-only dma_window= */
+	/* threads= (device.h): queue threads, started by create */
+	unsigned int nthreads;
+	struct hostd_devthread *threads;
+	int post_fd;			/* eventfd: their SHMSIGNALs to post */
 	/* params: our copy of the caller's */
 	struct hostd_params params;
 	struct hostd_param *pv;
@@ -113,6 +141,14 @@ int hostd_shm_ent_add(struct hostd_shm_ent *e);
 void hostd_shm_ent_close(struct hostd_shm_ent *e);
 /* The device refused it: the guest holds nothing, just our put. */
 void hostd_shm_ent_drop(struct hostd_shm_ent *e);
+/*
+ * Home @shm on the calling queue thread (hostd_devq_attach runs it on
+ * the thread serving the queue): its doorbells and deferred notifies
+ * run there from now on. 0 (also on the guest's thread: nothing to do)
+ * or -errno. Unhome (on the same thread) when the queue detaches.
+ */
+int hostd_shm_home(struct hostd_shm *shm);
+void hostd_signal_unhome(struct shm_signal *s);
 /* Guest doorbell for its handle: run the device's notifier. */
 void hostd_shm_ent_wakeup(struct hostd_shm_ent *e);
 

@@ -27,6 +27,12 @@ int hostd_devq_attach(struct hostd_devq *q, struct hostd_shm *shm,
 	ret = hostd_shm_ioq(shm, &q->ioq, NULL, count);
 	if (ret)
 		return ret;
+	/* on a queue thread (threads=): its doorbells come here (dev.c) */
+	ret = hostd_shm_home(shm);
+	if (ret) {
+		ioq_put(&q->ioq);
+		return ret;
+	}
 	q->dev = shm->dev;
 	q->on_signal = on_signal;
 	q->notifier.signal = devq_notify;
@@ -46,6 +52,7 @@ void hostd_devq_detach(struct hostd_devq *q)
 	q->unmasked = false;
 	q->slept = false;
 	q->ioq.notifier = NULL;
+	hostd_signal_unhome(q->ioq.signal);
 	ioq_put(&q->ioq);
 }
 

@@ -60,9 +60,10 @@ bool hostd_dma_window_admits(struct hostd_dma_window *w, __u64 gpa, __u64 len)
 	if (!w->on)
 		return true;
 	if (gpa >= w->lo && gpa < w->hi && len <= w->hi - gpa) {
-		w->in++;
+		/* relaxed atomics: a queue thread counts, `ctl stats` reads */
+		__atomic_fetch_add(&w->in, 1, __ATOMIC_RELAXED);
 		return true;
 	}
-	w->out++;
+	__atomic_fetch_add(&w->out, 1, __ATOMIC_RELAXED);
 	return false;
 }

@@ -79,6 +79,8 @@ int hostd_guest_init(struct hostd_guest *g, const struct hostd_guest_cfg *cfg,
 	}
 	hostd_loop_set_deferred(&g->loop, on_deferred, g);
 	hostd_bus_init(&g->bus, g->name, &g->log, &g->mem, &g->iv, &g->loop);
+	/* the default threads= of its devices whose type takes it */
+	g->bus.env.threads = cfg->threads;
 	hostd_hc_init(&g->hc, &g->bus, &g->iv, &g->mem);
 	hostd_sig_init(&g->sig, &g->bus, &g->iv);
 	ret = hostd_ivshmem_init(&g->iv, &g->loop, &g->log, g->name,

@@ -34,6 +34,7 @@ struct hostd_guest_cfg {
 	enum hostd_machine machine;
 	struct hostd_peer_rule qemu;	/* qemu_uid=, qemu_gid= */
 	unsigned int vectors;		/* vectors= (QEMU's); 0: the default 2 */
+	unsigned int threads;		/* threads=: its devices' default */
 };
 
 struct hostd_guest {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /* vbus-hostd: logging (see log.h). */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -77,25 +78,38 @@ void hostd_log_limit_init(struct hostd_log_limit *l, const char *name)
 	snprintf(l->prefix, sizeof(l->prefix), "[%s] ", name);
 }
 
+/*
+ * A guest's limiter is shared by its thread and its devices' queue
+ * threads (threads=): its counters under limit_lock, the line printed
+ * after it (vlog takes log_lock).
+ */
+static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void hostd_log_vlimited(struct hostd_log_limit *l, const char *sub,
 			const char *fmt, va_list ap)
 {
 	unsigned long long now = hostd_now_ns();
+	unsigned long suppressed = 0;
+	bool print = true;
 
+	pthread_mutex_lock(&limit_lock);
 	if (!l->window_ns || now - l->window_ns >= HOSTD_LOG_INTERVAL_NS) {
-		if (l->suppressed)
-			hostd_log("%s%lu messages suppressed", l->prefix,
-				  l->suppressed);
+		suppressed = l->suppressed;
 		l->window_ns = now;
 		l->printed = 0;
 		l->suppressed = 0;
 	}
 	if (l->printed >= HOSTD_LOG_BURST) {
 		l->suppressed++;
-		return;
+		print = false;
+	} else {
+		l->printed++;
 	}
-	l->printed++;
-	vlog(l->prefix, sub, fmt, ap);
+	pthread_mutex_unlock(&limit_lock);
+	if (suppressed)
+		hostd_log("%s%lu messages suppressed", l->prefix, suppressed);
+	if (print)
+		vlog(l->prefix, sub, fmt, ap);
 }
 
 void hostd_log_limited(struct hostd_log_limit *l, const char *fmt, ...)

@@ -20,6 +20,9 @@
 
 #define LOOP_BATCH 16
 
+/* The loop the calling thread runs (loop_thread), or NULL: one per thread. */
+static __thread struct hostd_loop *loop_current;
+
 /*
  * A call handed to the loop's thread. Under cmd_lock: @started when the
  * loop takes it, @done with @ret when it returns. A caller that gave up
@@ -255,6 +258,7 @@ static void *loop_thread(void *arg)
 {
 	struct hostd_loop *l = arg;
 
+	loop_current = l;
 	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
 		int ret = hostd_loop_poll(l, 1000);
 
@@ -296,6 +300,11 @@ void hostd_loop_stop(struct hostd_loop *l)
 	hostd_eventfd_write(l->wake_fd);
 	pthread_join(l->thread, NULL);
 	l->thread_started = false;
+}
+
+struct hostd_loop *hostd_loop_current(void)
+{
+	return loop_current;
 }
 
 bool hostd_loop_stopping(const struct hostd_loop *l)

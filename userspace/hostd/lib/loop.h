@@ -108,6 +108,11 @@ int hostd_loop_poll(struct hostd_loop *l, int timeout_ms);
  */
 int hostd_loop_start(struct hostd_loop *l, const char *name);
 void hostd_loop_stop(struct hostd_loop *l);
+/*
+ * The loop whose thread (hostd_loop_start) is calling, or NULL on any
+ * other thread (a caller polling a loop itself gets NULL too).
+ */
+struct hostd_loop *hostd_loop_current(void);
 /* hostd_loop_stop() was called (from any thread; stays true). */
 bool hostd_loop_stopping(const struct hostd_loop *l);
 /* Run @fn on the loop's thread (inline when it has none) and wait. */

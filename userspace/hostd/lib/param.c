@@ -41,7 +41,8 @@ int hostd_params_check(struct hostd_dev *dev, const struct hostd_params *p,
 		const char *const *k;
 
 		/* the library's own keys, valid for every device */
-		if (hostd_dma_window_key(p->v[i].key))
+		if (hostd_dma_window_key(p->v[i].key) ||
+		    !strcmp(p->v[i].key, "threads"))
 			continue;
 		for (k = known; k && *k; k++)
 			if (!strcmp(*k, p->v[i].key))

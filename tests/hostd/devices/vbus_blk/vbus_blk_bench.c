@@ -17,9 +17,15 @@
  * thread's CPU per I/O and the doorbells per I/O. That is what polling
  * saves and costs on this machine without a guest kernel in the way.
  *
- *   build/tests/hostd/devices/vbus_blk/hostd_vbus_blk_bench [direct=0|1] [runs]
+ * Last, queue threads (threads=N, vbus_blk_bench_threads.c): kIOPS and
+ * host CPU ns per I/O at QD1 and QD32 for 1 and 2 queues on the guest's
+ * thread, 1 queue on a queue thread and 2 queues on 2 queue threads;
+ * `threads` (third argument) prints only that table.
  *
- * The file (64 MiB) goes to $VBUS_BLK_TEST_DIR or the current directory.
+ *   build/tests/hostd/devices/vbus_blk/hostd_vbus_blk_bench [direct=0|1] [runs] [threads]
+ *
+ * The files (64 MiB each) go to $VBUS_BLK_TEST_DIR or the current
+ * directory.
  *
  * With nbd=URI instead, the NBD backend (vbus_blk_nbd*.c) against that
  * server (an export of 64 MiB or more, e.g. `qemu-nbd -k SOCK -f qcow2
@@ -47,8 +53,9 @@
 #include <liburing.h>
 #include <vbus/vbus_blk.h>
 #include "fg_dev.h"
+#include "vbus_blk_bench.h"
 
-#define FILE_SIZE	(64u << 20)
+#define FILE_SIZE	BENCH_FILE_SIZE
 #define IO		4096u
 #define MAXQD		16
 #define NBD_QD		32	/* nbd=URI: the queue depth */
@@ -420,10 +427,12 @@ int main(int argc, char **argv)
 	const char *dir = getenv("VBUS_BLK_TEST_DIR");
 	int direct = argc > 1 && !strcmp(argv[1], "direct=1");
 	int runs = argc > 2 ? atoi(argv[2]) : 5;
+	bool threads_only = argc > 3 && !strcmp(argv[3], "threads");
 	static const unsigned int qds[] = { 1, MAXQD };
 	struct dev_side d = { 0 }, dp = { 0 };
 	struct raw_side r = { 0 };
-	char path[512], path2[512];
+	char path[512], path2[512], path3[512], path4[512];
+	const char *paths[BENCH_FILES] = { path, path2, path3, path4 };
 	unsigned int q;
 	int i;
 
@@ -431,6 +440,21 @@ int main(int argc, char **argv)
 		runs = 5;
 	if (argc > 1 && !strncmp(argv[1], "nbd=", 4))
 		return nbd_main(argv[1], runs);
+	if (threads_only) {
+		for (i = 0; i < BENCH_FILES; i++) {
+			snprintf((char *)paths[i], 512,
+				 "%s/vbus-blk-bench-%d-t%d.img",
+				 dir ? dir : ".", (int)getpid(), i);
+			make_file(paths[i]);
+		}
+		if (fgd_init())
+			die("fgd_init");
+		bench_threads(paths, direct, runs);
+		fgd_fini();
+		for (i = 0; i < BENCH_FILES; i++)
+			unlink(paths[i]);
+		return 0;
+	}
 	snprintf(path, sizeof(path), "%s/vbus-blk-bench-%d.img",
 		 dir ? dir : ".", (int)getpid());
 	snprintf(path2, sizeof(path2), "%s/vbus-blk-bench-%d-2.img",
@@ -496,8 +520,16 @@ int main(int argc, char **argv)
 	close(r.fd);
 	fgd_dev_destroy(d.dev);
 	fgd_dev_destroy(dp.dev);
+	/* the files again: the devices let go of them */
+	snprintf(path3, sizeof(path3), "%s/vbus-blk-bench-%d-3.img",
+		 dir ? dir : ".", (int)getpid());
+	make_file(path3);
+	snprintf(path4, sizeof(path4), "%s/vbus-blk-bench-%d-4.img",
+		 dir ? dir : ".", (int)getpid());
+	make_file(path4);
+	bench_threads(paths, direct, runs);
 	fgd_fini();
-	unlink(path);
-	unlink(path2);
+	for (i = 0; i < BENCH_FILES; i++)
+		unlink(paths[i]);
 	return 0;
 }

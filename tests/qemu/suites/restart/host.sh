@@ -11,9 +11,10 @@
 # again, which takes over the QEMU connection; both transfers complete
 # with the right md5 at both ends, venet keeps its name and address, the
 # carrier comes back, vbus-test's ring carries verified traffic. With two
-# vbus-blk devices too (id 3, serial vr-blk: fio with verify=crc32c; id 4,
-# serial vr-fs: a mounted ext4 with fsynced writes; --no-blk leaves them
-# out) the same restarts hit both disks, the guest first asking for the
+# vbus-blk devices too (id 3, serial vr-blk: fio with verify=crc32c, its
+# two queues served by two host queue threads, threads=2; id 4, serial
+# vr-fs: a mounted ext4 with fsynced writes, on the guest's thread;
+# --no-blk leaves them out) the same restarts hit both disks, the guest first asking for the
 # daemon to be frozen (freeze: SIGSTOP) so that the crash always leaves
 # requests on the ring to take back. Then a hostile host (flap:
 # lib/bar2-flap.py flips host_epoch and fires every vector for 3 s) and,
@@ -108,7 +109,7 @@ CONFIG
 blk_dev=()
 if ((blk)); then
 	truncate -s 64M "$run/blk.img" "$run/fs.img"
-	blk_dev=(--device "g1:type=vbus-blk,id=3,file=$run/blk.img,serial=vr-blk,strict=1"
+	blk_dev=(--device "g1:type=vbus-blk,id=3,file=$run/blk.img,serial=vr-blk,strict=1,queues=2,threads=2"
 		--device "g1:type=vbus-blk,id=4,file=$run/fs.img,serial=vr-fs,strict=1")
 fi
 # hostd_pid is the keeper's; it stops its daemon on SIGTERM and exits

@@ -29,6 +29,8 @@
 #   topo rw               "PBS IO_MIN IO_OPT NONROT" of the rw disk (ctl stats)
 #   resize rw BYTES       `vbus-hostd ctl resize` of the rw disk
 #   addold | dropold      a compat=v1 disk (serial vbt-old) added / dropped
+#   addthr | dropthr      a queues=2 threads=2 disk (serial vbt-thr)
+#   thrcheck              both of its host queue threads served requests
 #   qadd | qdrop          add (drop) the qcow2 disk (id 3) and the nbd= disk (id 4)
 #   qsha q|n|base OFF LEN sha256 of a range of the overlay / nbd overlay / base
 #   qstat ID KEY MIN      ctl stats KEY of device ID >= MIN (not yet: fails)
@@ -758,6 +760,43 @@ check_swiotlb_verdict() {
 	log "swiotlb: vbus-hostd counted $(vt_host dmacheck)"
 }
 
+# threads=2 (issue 22.4): a disk whose 2 queues vbus-hostd serves from 2
+# threads of its own; fio verify from both vCPUs (a job pinned to each:
+# blk-mq maps a CPU to a queue), then the host says both threads handed
+# requests back and it has both
+thr_fio() {
+	local out=/tmp/fio-thr.out
+	if ! /usr/bin/fio --name=thr --filename="/dev/$1" --rw=randwrite --bs=4k \
+		--iodepth=16 --ioengine=libaio --direct=1 --size=8M --numjobs=2 \
+		--offset_increment=8M --cpus_allowed=0-1 --cpus_allowed_policy=split \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 --group_reporting \
+		>"$out" 2>&1; then
+		tail -n 20 "$out"
+		return 1
+	fi
+	grep -E '^ *(read|write): IOPS' "$out" | sed "s/^ */blk-tests: FIO thr /"
+}
+thr_served() {
+	local r
+	r=$(vt_host thrcheck) || { echo "$r"; return 1; }
+	log "THREADS $r"
+}
+check_threads() {
+	local d
+	vt_check threads-add vt_host addthr || return
+	if ! d=$(disk vbt-thr 30); then
+		vt_fail threads-disk "$d"
+		return
+	fi
+	vt_pass "threads-disk-$d"
+	# shellcheck disable=SC2012 # queue numbers
+	vt_check threads-two-hw-queues test "$(ls -d "/sys/block/$d/mq/"* | wc -l)" = 2
+	vt_check threads-fio-verify-both-cpus thr_fio "$d"
+	vt_check threads-two-host-threads thr_served
+	vt_check threads-drop vt_host dropthr
+	vt_check threads-disk-gone gone "$d" 30
+}
+
 # topology cache resize compat: issue 23's disk features
 # shellcheck source=tests/qemu/suites/vbus_blk/features.sh
 . /test/features.sh
@@ -766,7 +805,7 @@ if [ "${VT_SWIOTLB:-0}" = 1 ]; then
 	vt_run_checks swiotlb_window data fio ext4 swiotlb_verdict
 else
 	vt_run_checks sysfs topology cache data fio discard discard_multi ext4 \
-		resize compat \
+		resize compat threads \
 		ro udev hotdrop cycles poll qvec qcow2 flush
 fi
 vt_done

@@ -39,10 +39,12 @@
 #                 (default 80: 0.9 GiB of I/O)
 #   --timeout SEC kill the guest after SEC seconds (default 1200)
 # Check groups (REGEX): sysfs topology cache data fio discard discard_multi
-# ext4 resize compat ro udev hotdrop cycles poll qvec qcow2 flush; with --swiotlb:
+# ext4 resize compat threads ro udev hotdrop cycles poll qvec qcow2 flush; with --swiotlb:
 # swiotlb_window data fio ext4 swiotlb_verdict. resize grows rw.img by 32
 # MiB (ctl resize) under a mounted ext4; compat adds and drops a third disk
-# (old.img, compat=v1: the features of the first vbus-blk host).
+# (old.img, compat=v1: the features of the first vbus-blk host); threads
+# adds and drops a fourth (thr.img, id 5, queues=2 threads=2: its queues
+# served by two host threads of vbus-hostd's, named d5.t0:g1, d5.t1:g1).
 # shellcheck disable=SC2317 # the req_ functions: lab_serve calls them
 set -euo pipefail
 # shellcheck source=tests/qemu/lib/lab.sh
@@ -66,6 +68,9 @@ head -c "$((ro_mb * 1024 * 1024))" /dev/urandom >"$ro_img"
 rw_spec="type=vbus-blk,id=1,file=$rw_img,serial=vbt-rw,strict=1,queues=4"
 ro_spec="type=vbus-blk,id=2,file=$ro_img,serial=vbt-ro,ro=1,strict=1"
 old_spec="type=vbus-blk,id=3,file=$old_img,serial=vbt-old,strict=1,compat=v1"
+thr_img="$run/thr.img"
+truncate -s 32M "$thr_img"
+thr_spec="type=vbus-blk,id=5,file=$thr_img,serial=vbt-thr,strict=1,queues=2,threads=2"
 
 # shellcheck disable=SC2154 # lab_tools
 lab_stage guest "$(dirname "$0")/guest.sh" "${kos[@]}" crc32c_generic ext4 \
@@ -147,6 +152,18 @@ req_resize() {
 }
 req_addold() { ctl add g1 "$old_spec" >>"$out/ctl.log" 2>&1 || { lab_reply="ctl add (see $out/ctl.log)"; return 1; }; }
 req_dropold() { ctl drop g1 3 >>"$out/ctl.log" 2>&1 || { lab_reply="ctl drop (see $out/ctl.log)"; return 1; }; }
+req_addthr() { ctl add g1 "$thr_spec" >>"$out/ctl.log" 2>&1 || { lab_reply="ctl add (see $out/ctl.log)"; return 1; }; }
+req_dropthr() { ctl drop g1 5 >>"$out/ctl.log" 2>&1 || { lab_reply="ctl drop (see $out/ctl.log)"; return 1; }; }
+# thrcheck: both queue threads of id 5 handed requests back (ctl stats),
+# and vbus-hostd has both threads (/proc/PID/task/*/comm)
+req_thrcheck() {
+	local t0 t1 named
+	t0=$(dev_stat 5 thread0_batches)
+	t1=$(dev_stat 5 thread1_batches)
+	named=$(cat "/proc/$hostd_pid/task/"*/comm 2>/dev/null | grep -c '^d5\.t[01]:g1$' || true)
+	lab_reply="thread0_batches=${t0:-none} thread1_batches=${t1:-none} threads named d5.t0:g1/d5.t1:g1: $named"
+	[[ "$t0" =~ ^[1-9][0-9]*$ && "$t1" =~ ^[1-9][0-9]*$ && "$named" == 2 ]]
+}
 # --swiotlb: the rw disk back with the guest's swiotlb range as dma_window
 req_window() { lab_dma_add "$rw_spec" "$@"; }
 req_dmacheck() { lab_dma_check 1; }

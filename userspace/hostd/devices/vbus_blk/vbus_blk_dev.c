@@ -22,8 +22,11 @@
  * doorbell_mask_us=N (0..1000000, default 1000; 0: never mask the guest's
  * doorbells while I/O is in flight, see vbus_blk_mask.c), compat=v1
  * (offer only the first host's features: an old host, for tests).
+ * threads=N (the library's, device.h: file= only) serves queue q from
+ * queue thread q mod N (vbus_blk_thread.c).
  *
- * Everything runs on the guest's loop thread (device.h): no locks.
+ * The ops run on the guest's loop thread (device.h); without threads= so
+ * does everything else: no locks.
  */
 #include <errno.h>
 #include <limits.h>
@@ -259,6 +262,8 @@ static int vbus_blk_params(struct vbus_blk *b, const struct hostd_params *p)
 	if (!ret)
 		ret = params_file(b, p);
 	if (!ret)
+		ret = vbus_blk_threads_check(b, p);
+	if (!ret)
 		ret = param_bool(b, p, "ro", false, &b->ro);
 	if (!ret)
 		ret = param_u32(b, p, "queues", defq, 1, VBUS_BLK_MAX_QUEUES,
@@ -296,6 +301,7 @@ static void on_kick(struct hostd_dev *dev, void *arg)
 
 static void vbus_blk_free(struct vbus_blk *b)
 {
+	vbus_blk_threads_destroy(b);	/* before the file they read */
 	if (b->efd_watched)
 		hostd_fd_del(b->dev, b->efd);
 	if (b->kick.dev)
@@ -339,6 +345,8 @@ static int vbus_blk_create(struct hostd_dev *dev, const struct hostd_params *p)
 		b->efd_watched = true;
 	if (!ret)
 		ret = vbus_blk_mask_init(b);
+	if (!ret)
+		ret = vbus_blk_threads_create(b);
 	if (ret < 0) {
 		vbus_blk_free(b);
 		return ret;
@@ -365,6 +373,7 @@ static int vbus_blk_open(struct hostd_dev *dev, __u32 version)
 	b->nr_queues = b->depth = 0;
 	/* completions of an earlier session are recognized as stale */
 	b->session++;
+	vbus_blk_threads_sync(b);
 	return 0;
 }
 
@@ -381,6 +390,8 @@ static void vbus_blk_close(struct hostd_dev *dev)
 	 */
 	if (b->be->session_end)
 		b->be->session_end(b);
+	/* the queue threads' queues first: nothing runs on them after it */
+	vbus_blk_threads_close(b);
 	vbus_blk_queues_drain(b);
 	hostd_kick_cancel(&b->kick);
 	vbus_blk_mask_reset(b);
@@ -476,10 +487,13 @@ static int vbus_blk_shm(struct hostd_dev *dev, struct hostd_shm *shm)
 {
 	if (shm->id == VBUS_BLK_SHM_EVENTS)
 		return vbus_blk_events_attach(hostd_dev_priv(dev), shm);
+	if (((struct vbus_blk *)hostd_dev_priv(dev))->nshards)
+		return vbus_blk_threads_attach(hostd_dev_priv(dev), shm);
 	return vbus_blk_queue_attach(hostd_dev_priv(dev), shm);
 }
 
-static void stats_latency(const struct vbus_blk *b, struct hostd_stats_out *out)
+static void stats_latency(const struct vbus_blk_stats *st,
+			  struct hostd_stats_out *out)
 {
 	char key[32];
 	unsigned int i;
@@ -491,17 +505,21 @@ static void stats_latency(const struct vbus_blk *b, struct hostd_stats_out *out)
 				 1ull << (i - 1));
 		else
 			snprintf(key, sizeof(key), "lat_lt_%lluus", 1ull << i);
-		hostd_stat_u64(out, key, b->st.lat[i]);
+		hostd_stat_u64(out, key, st->lat[i]);
 	}
 }
 
 static void vbus_blk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 {
 	struct vbus_blk *b = hostd_dev_priv(dev);
-	const struct vbus_blk_stats *s = &b->st;
+	struct vbus_blk_stats sum = b->st;
+	const struct vbus_blk_stats *s = &sum;
+	unsigned int inflight = b->inflight;
 	char serial[VBUS_BLK_SERIAL_LEN + 1];
 
 	hostd_stat_str(out, "backend", b->be->name);
+	/* threads=N: each shard's, copied on its thread */
+	vbus_blk_threads_stats(b, &sum, &inflight, out);
 	b->be->stats(b, out);
 	vbus_blk_image_stats(b, out);
 	memcpy(serial, b->serial, VBUS_BLK_SERIAL_LEN);
@@ -519,7 +537,7 @@ static void vbus_blk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	hostd_stat_u64(out, "features", b->features);
 	hostd_stat_u64(out, "queues", b->nr_queues);
 	hostd_stat_u64(out, "queue_depth", b->depth);
-	hostd_stat_u64(out, "inflight", b->inflight);
+	hostd_stat_u64(out, "inflight", inflight);
 #define S(name) hostd_stat_u64(out, #name, s->name)
 	S(reads); S(writes); S(flushes); S(discards); S(write_zeroes);
 	S(discard_ranges); S(multi_range_discards);
@@ -529,7 +547,7 @@ static void vbus_blk_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(masks); S(mask_polls); S(mask_timeouts);
 	S(polls); S(poll_hits); S(poll_ns); S(resizes); S(resize_events);
 #undef S
-	stats_latency(b, out);
+	stats_latency(s, out);
 }
 
 static const struct hostd_dev_type vbus_blk_type = {
@@ -543,6 +561,7 @@ static const struct hostd_dev_type vbus_blk_type = {
 	.shm = vbus_blk_shm,
 	.stats = vbus_blk_stats,
 	.ctl = vbus_blk_ctl,
+	.threads = true,
 };
 
 HOSTD_DEV_TYPE(vbus_blk_type);

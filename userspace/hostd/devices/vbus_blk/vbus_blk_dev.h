@@ -28,10 +28,15 @@
  *   vbus_blk_poll.c     poll_us: look at the CQ and the rings for a
  *                       while after each wakeup (the steps are queue.c's,
  *                       passed in: poll.c calls nothing above it)
+ *   vbus_blk_thread.c   threads=N: a shard (a struct vbus_blk with its
+ *                       own io_uring) per queue thread, its queues
+ *                       attached, synced, closed and counted there
  *
- * Everything runs on the guest's loop thread (device.h): io_uring's
- * completions arrive through an eventfd registered with hostd_fd_add, so
- * the device has no thread and no lock.
+ * Without threads= everything runs on the guest's loop thread
+ * (device.h): io_uring's completions arrive through an eventfd
+ * registered with hostd_fd_add, so the device has no thread and no lock.
+ * With threads=N each shard runs on its queue thread in the same way and
+ * shares nothing writable with another (vbus_blk_thread.c says how).
  */
 #ifndef VBUS_HOSTD_VBUS_BLK_DEV_H
 #define VBUS_HOSTD_VBUS_BLK_DEV_H
@@ -257,6 +262,12 @@ struct vbus_blk {
 	struct hostd_devq evq;		/* the events ring (F_RESIZE) */
 
 	struct vbus_blk_stats st;
+
+	/* threads=N (vbus_blk_thread.c) */
+	struct vbus_blk *main;		/* a shard's device; NULL: the device */
+	struct hostd_devthread *thr;	/* a shard's thread */
+	unsigned int nshards;		/* the device's: N */
+	struct vbus_blk *shard[VBUS_BLK_MAX_QUEUES];
 };
 
 /* The backend's: queue the op of @s (slot @slot of queue @qi); 0 or -errno */
@@ -321,6 +332,26 @@ void vbus_blk_mask_cqe(struct vbus_blk *b);	/* a completion came */
  * work) until poll_us pass with nothing; doorbells and the CQ eventfd
  * off meanwhile. No-op when poll_us is 0 or already polling. */
 void vbus_blk_poll(struct vbus_blk *b, bool (*step)(struct vbus_blk *b));
+
+/* vbus_blk_file.c: a shard's own io_uring (vbus_blk_thread.c) */
+int vbus_blk_file_ring_up(struct vbus_blk *b);
+void vbus_blk_file_ring_down(struct vbus_blk *b);
+
+/* vbus_blk_thread.c: threads=N (each a no-op without it) */
+/* params: file= only (@p: was threads= the device's own) */
+int vbus_blk_threads_check(struct vbus_blk *b, const struct hostd_params *p);
+int vbus_blk_threads_create(struct vbus_blk *b);	/* hostd_dev_fail */
+void vbus_blk_threads_destroy(struct vbus_blk *b);
+/* open, NEGOTIATE, resize: the guest's thread's state to the shards */
+void vbus_blk_threads_sync(struct vbus_blk *b);
+/* DEVSHM of a queue: attached on its thread's shard */
+int vbus_blk_threads_attach(struct vbus_blk *b, struct hostd_shm *shm);
+/* close: every shard's queues drained and detached on their threads */
+void vbus_blk_threads_close(struct vbus_blk *b);
+/* ctl stats: the shards' counters added to @st and @inflight */
+void vbus_blk_threads_stats(struct vbus_blk *b, struct vbus_blk_stats *st,
+			    unsigned int *inflight,
+			    struct hostd_stats_out *out);
 
 /* vbus_blk_queue.c */
 int vbus_blk_queue_attach(struct vbus_blk *b, struct hostd_shm *shm);

@@ -267,6 +267,22 @@ static int open_checked(struct vbus_blk *b, int flags, struct stat *st)
 	return 0;
 }
 
+int vbus_blk_file_ring_up(struct vbus_blk *b)
+{
+	return ring_up(b);
+}
+
+/* a shard's: its ring and eventfd (the file's fds are the device's) */
+void vbus_blk_file_ring_down(struct vbus_blk *b)
+{
+	if (b->ring_up)
+		io_uring_queue_exit(&b->ring);
+	b->ring_up = false;
+	if (b->efd >= 0)
+		close(b->efd);
+	b->efd = -1;
+}
+
 /*
  * Open @b->path (as given: the caller canonicalized it), check it, claim
  * it, probe it, set up the ring. Every refusal says why.

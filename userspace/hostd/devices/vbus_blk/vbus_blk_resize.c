@@ -50,6 +50,7 @@ void vbus_blk_capacity_set(struct vbus_blk *b, __u64 sectors)
 		      (unsigned long long)sectors,
 		      b->evq.attached ? "; the guest is told" : "");
 	b->capacity = sectors;
+	vbus_blk_threads_sync(b);	/* the queue threads' copies */
 	b->st.resizes++;
 	if (!hostd_devq_live(&b->evq))
 		return;
