@@ -23,6 +23,9 @@
 # The sending side runs on CPU G, the receiving side on H (DPDK's main
 # lcores, which only print stats, on the other CPU). All DPDK runs use
 # --no-huge (no hugepages here) and a private --file-prefix.
+# venet-host-bench is built RelWithDebInfo in $VBUS_BUILD/cmake (the QEMU
+# lab's tree) unless --bench PATH names one; the first line says which
+# build type ran, and a note says when it is not an optimised one.
 # Prints Mpps and ns per frame (median [min..max] over the rounds) and
 # each figure's ratio to memif's of the same round; never judges them.
 # --quick (the ctest smoke) runs 1 short round at 64 bytes and checks only
@@ -35,7 +38,7 @@ SIZES="64 1500"
 CPUS=0,1
 QUICK=0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BENCH=${VBUS_BUILD:-$ROOT/build}/bench/venet-host-bench
+BENCH=
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -45,7 +48,7 @@ while [ $# -gt 0 ]; do
 	--cpus) CPUS=$2; shift ;;
 	--quick) QUICK=1; ROUNDS=1; SECS=1; SIZES=64 ;;
 	--bench) BENCH=$2; shift ;;
-	-h|--help) sed -n '3,30p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,33p' "$0"; exit 0 ;;
 	*) echo "unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -53,7 +56,24 @@ done
 case $ROUNDS$SECS in *[!0-9]*) echo "--rounds/--secs: whole numbers" >&2; exit 2 ;; esac
 G=${CPUS%,*}
 H=${CPUS#*,}
+# Without --bench, an optimised build of its own (RelWithDebInfo, as the
+# QEMU lab builds vbus-hostd): DPDK's PMDs are compiled with -O3, and a
+# Debug (-O0) venet-host-bench measured 2.8x the host ns per frame.
+if [ -z "$BENCH" ]; then
+	CBUILD=${VBUS_BUILD:-$ROOT/build}/cmake
+	if ! { cmake -S "$ROOT" -B "$CBUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+		cmake --build "$CBUILD" -j"$(nproc)" --target venet-host-bench; } \
+		>"${TMPDIR:-/tmp}/venet-host-bench-build.log" 2>&1; then
+		tail -n 20 "${TMPDIR:-/tmp}/venet-host-bench-build.log" >&2
+		echo "venet-host-bench did not build" >&2
+		exit 1
+	fi
+	BENCH=$CBUILD/bench/venet-host-bench
+fi
 [ -x "$BENCH" ] || { echo "not built: $BENCH" >&2; exit 1; }
+# the build type the binary came from, for the report's first line
+BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' \
+	"$(dirname "$(dirname "$BENCH")")/CMakeCache.txt" 2>/dev/null)
 
 T=$(mktemp -d /tmp/vbus-hostdpdk.XXXXXX)
 PIDS=()
@@ -155,7 +175,11 @@ run_dpdk() {	# kind size round
 }
 
 KINDS="vbus-poll memif vbus-sleep vhost"
-echo "venet host path vs DPDK: $ROUNDS round(s) x ${SECS}s, sizes $SIZES, CPUs $G (sender) and $H (receiver); $(nproc) CPUs online, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "venet host path vs DPDK: $ROUNDS round(s) x ${SECS}s, sizes $SIZES, CPUs $G (sender) and $H (receiver); $(nproc) CPUs online, load $(cut -d' ' -f1-3 /proc/loadavg); venet-host-bench build: ${BUILD_TYPE:-unknown}"
+case $BUILD_TYPE in
+Release|RelWithDebInfo) ;;
+*) echo "note: venet-host-bench is not an optimised build (${BUILD_TYPE:-unknown}): its figures are not comparable with DPDK's -O3" ;;
+esac
 for r in $(seq 1 "$ROUNDS"); do
 	order=$KINDS
 	[ $((r % 2)) = 0 ] && order=$(echo "$KINDS" | tr ' ' '\n' | tac | tr '\n' ' ')
