@@ -149,43 +149,59 @@ def read_meta(raw):
     return meta
 
 
-def iperf_round(d, name):
-    """(Gbit/s, bytes, error) of one iperf3 -J run"""
-    txt = read(os.path.join(d, f"iperf-{name}.json"))
-    if not txt:
-        return None, None, (read(os.path.join(d, f"iperf-{name}.err")) or "no output").strip()
-    try:
-        j = json.loads(txt)
-    except ValueError:
-        return None, None, "unparsable iperf3 output"
-    if j.get("error"):
-        return None, None, j["error"]
-    try:
-        s = j["end"]["sum_received"]
-        return s["bits_per_second"] / 1e9, s["bytes"], None
-    except (KeyError, TypeError):
-        return None, None, "no end.sum_received in iperf3 output"
+def iperf_files(d, name):
+    """iperf-NAME.json, then iperf-NAME.K.json of the processes run with it"""
+    first = os.path.join(d, f"iperf-{name}.json")
+    more = sorted(f for f in os.listdir(d) if re.fullmatch(rf"iperf-{re.escape(name)}\.\d+\.json", f)) \
+        if os.path.isdir(d) else []
+    return [first] + [os.path.join(d, f) for f in more]
 
 
-def pps_round(d, name):
-    """(frames/s the receiver got, error) of one iperf3 -u -J run"""
-    txt = read(os.path.join(d, f"iperf-{name}.json"))
+def iperf_json(path):
+    """(parsed iperf3 -J output, error) of one process"""
+    txt = read(path)
     if not txt:
-        return None, (read(os.path.join(d, f"iperf-{name}.err")) or "no output").strip()
+        return None, (read(path[:-len(".json")] + ".err") or "no output").strip()
     try:
         j = json.loads(txt)
     except ValueError:
         return None, "unparsable iperf3 output"
     if j.get("error"):
         return None, j["error"]
-    e = j.get("end", {})
-    # the receiver's view; its "packets" counts the lost ones too
-    s = e.get("sum_received") or e.get("sum") or {}
-    try:
-        got = s["packets"] - s.get("lost_packets", 0)
-        return got / s["seconds"], None
-    except (KeyError, TypeError, ZeroDivisionError):
-        return None, "no end.sum packets in iperf3 -u output"
+    return j, None
+
+
+def iperf_round(d, name):
+    """(Gbit/s, bytes, error) of one run: its iperf3 -J processes summed"""
+    gbps = nbytes = 0
+    for path in iperf_files(d, name):
+        j, err = iperf_json(path)
+        if err:
+            return None, None, err
+        try:
+            s = j["end"]["sum_received"]
+            gbps += s["bits_per_second"] / 1e9
+            nbytes += s["bytes"]
+        except (KeyError, TypeError):
+            return None, None, "no end.sum_received in iperf3 output"
+    return gbps, nbytes, None
+
+
+def pps_round(d, name):
+    """(frames/s the receivers got, error) of one run of iperf3 -u -J processes"""
+    pps = 0
+    for path in iperf_files(d, name):
+        j, err = iperf_json(path)
+        if err:
+            return None, err
+        e = j.get("end", {})
+        # the receiver's view; its "packets" counts the lost ones too
+        s = e.get("sum_received") or e.get("sum") or {}
+        try:
+            pps += (s["packets"] - s.get("lost_packets", 0)) / s["seconds"]
+        except (KeyError, TypeError, ZeroDivisionError):
+            return None, "no end.sum packets in iperf3 -u output"
+    return pps, None
 
 
 def cpu_round(d, name, nbytes):
@@ -655,7 +671,8 @@ def main():
 
     print(f"\nvenet vs virtio-net: accel={meta.get('accel')} cpu={meta.get('cpu')} "
           f"vCPUs={meta.get('smp')} RAM={meta.get('mem')} kernel={meta.get('kernel')}; "
-          f"iperf3 -P {meta.get('streams')} -t {meta.get('time_s')}, {meta.get('rounds')} round(s); "
+          f"iperf3 -P {meta.get('streams')} -t {meta.get('time_s')} over "
+          f"{meta.get('procs', 1)} process(es), {meta.get('rounds')} round(s); "
           f"host {meta.get('host_cpus')} CPUs, before the run: load "
           f"{meta.get('host_loadavg_before', meta.get('host_loadavg'))}, "
           f"{meta.get('host_busy_before_pct', '?')}% busy; RR busy poll "

@@ -36,7 +36,7 @@
 #   bench/venet-vs-virtio.sh [--time SEC] [--streams N] [--rounds N]
 #       [--ping-n N] [--rr-n N] [--rr-busy-poll USEC] [--nics "virtio venet"] [--mem SIZE]
 #       [--timeout SEC] [--out DIR] [--no-build] [--require-venet] [--wakeups]
-#       [--queues N]
+#       [--queues N] [--procs P]
 #
 #   --time SEC       seconds per iperf3 run (default 5)
 #   --streams N      parallel iperf3 streams (default 4)
@@ -62,7 +62,15 @@
 #                    vbus bridge, docs/transport.md). Adds the 64-byte frame
 #                    rate, interrupts per CPU and how the frames spread over
 #                    the queues (ethtool -S rx_queue_I/tx_queue_I_packets,
-#                    the same names in both drivers) to the table
+#                    the same names in both drivers) to the table, and
+#                    makes --procs default to N
+#   --procs P        every iperf3 run is P iperf3 processes at once (ports
+#                    5201.., STREAMS/P streams each, at least 1; the guest
+#                    runs P servers; default 1, or N with --queues N):
+#                    iperf3 3.12 is one thread, and one sending thread puts
+#                    every flow on the queue of the CPU it runs on (XPS),
+#                    so one process cannot show what N queues carry.
+#                    Compare queue counts at the same --procs
 #   --wakeups        count the host's thread wakeups per TCP round trip
 #                    (perf record -e sched:sched_wakeup -a around the first
 #                    RR run; needs perf, Debian's linux-perf), by thread:
@@ -97,14 +105,17 @@ export VBUS_BOOT_DEBUG
 source "$here/../tests/qemu/lib/lab.sh"
 
 time=5 streams=4 rounds=1 ping_n=200 rr_n=2000 rr_busy_poll=400 nics="virtio venet"
-out=$VBUS_BUILD/bench require_venet=0 wakeups=0 queues=0
+out=$VBUS_BUILD/bench require_venet=0 wakeups=0 queues=0 procs=0
 lab_parse venet-bench time:N streams:N rounds:N ping-n:N rr-n:N rr-busy-poll:N nics:S out:S \
-	require-venet:require_venet=1 wakeups:wakeups=1 queues:N -- "$@"
+	require-venet:require_venet=1 wakeups:wakeups=1 queues:N procs:N -- "$@"
 secs=$time rr_busy=$rr_busy_poll
 for v in "$secs" "$streams" "$rounds" "$ping_n" "$rr_n"; do
 	((v > 0)) || { vbus_err "not a positive number: $v"; exit 2; }
 done
 ((queues <= 16)) || { vbus_err "--queues: 1..16 queue pairs, not $queues"; exit 2; }
+# iperf3 processes per run: --procs, else one per queue pair
+((procs)) || procs=$((queues ? queues : 1))
+((procs <= 16)) || { vbus_err "--procs: 1..16 iperf3 processes, not $procs"; exit 2; }
 # --queues N: both NICs' MSI-X vectors (2 per pair, config/eventq and one more)
 vectors=2 netns_mq=()
 if ((queues)); then
@@ -270,6 +281,7 @@ VB_VIRTIO_IP=${gip[virtio]}
 VB_VENET_IP=${gip[venet]}
 VB_PREFIX=24
 VB_RR_PORT=$rr_port
+VB_IPERF_SERVERS=$procs
 VB_VENET_PARAMS="$( ((queues)) && echo "queues=$queues ")${VBUS_BENCH_VENET_MODPARAMS:-}"
 CONFIG
 
@@ -338,6 +350,25 @@ counters() {
 		>"$f" 2>"$f.err" || bench_log "$n: guest counters via $via failed ($f.err)"
 }
 
+# iperf_procs DIR NIC NAME [ARGS]: the iperf3 clients of one run, one per
+# guest server (VB_IPERF_SERVERS), at once; the first writes
+# iperf-NAME.json, the others iperf-NAME.K.json (report.py sums them)
+iperf_procs() {
+	local d=$1 n=$2 name=$3 k per out pids=() rc=0 p
+	shift 3
+	per=$((streams / procs))
+	((per >= 1)) || per=1
+	for ((k = 0; k < procs; k++)); do
+		out=$d/iperf-$name.json
+		((k)) && out=$d/iperf-$name.$k.json
+		timeout $((secs + 60)) ip netns exec "$ns" iperf3 -c "${gip[$n]}" -p $((5201 + k)) \
+			-t "$secs" -P "$per" --connect-timeout 10000 -J "$@" >"$out" 2>"${out%.json}.err" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+	return "$rc"
+}
+
 # iperf DIR NIC NAME [-R]
 iperf() {
 	local d=$1 n=$2 name=$3 q0 h0 q1 h1 t0 j0 j1 rc=0
@@ -355,8 +386,7 @@ iperf() {
 	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" --json >"$d/stats-$name-0.json" 2>&1 || true; }
 	counters "$d/guest-$name-0.txt" "$n"
 	q0=$(lab_ticks "$qemu_pid") h0=$(lab_ticks "$hostd_pid") t0=$(vbus_now) j0=$(host_jiffies)
-	timeout $((secs + 60)) ip netns exec "$ns" iperf3 -c "${gip[$n]}" -t "$secs" -P "$streams" \
-		--connect-timeout 10000 -J "$@" >"$d/iperf-$name.json" 2>"$d/iperf-$name.err" || rc=$?
+	iperf_procs "$d" "$n" "$name" "$@" || rc=$?
 	q1=$(lab_ticks "$qemu_pid") h1=$(lab_ticks "$hostd_pid") j1=$(host_jiffies)
 	counters "$d/guest-$name-1.txt" "$n"
 	[[ "$n" == venet ]] && { ctl stats g1 "$venet_id" --json >"$d/stats-$name-1.json" 2>&1 || true; }
@@ -450,7 +480,7 @@ fi
 # ---- report --------------------------------------------------------------------------------------
 lab_meta venet_params="${VBUS_BENCH_VENET_PARAMS:-}" kboot="$VBUS_KBOOT" \
 	cmdline="$VBUS_BASE_CMDLINE" time_s="$secs" streams rounds ping_n ping_tool rr_n \
-	rr_busy_poll_us="$rr_busy" wakeups queues vectors host_loadavg_before="$load_before" \
+	rr_busy_poll_us="$rr_busy" wakeups queues procs vectors host_loadavg_before="$load_before" \
 	host_busy_before_pct="$busy_before" guest_log_ok="$guest_ok" >"$raw/meta.env"
 python3 "$here/report.py" "$raw" "$out" || { vbus_err "report.py failed"; exit 1; }
 if [[ -f "$raw/hostd-stats.txt" ]]; then

@@ -55,7 +55,13 @@ for nic in $VB_NICS; do
 	esac
 done
 
-iperf3 -s -D --logfile /tmp/iperf3.log || say "virtio unavailable iperf3 -s failed"
+# one server per iperf3 process the host runs at once (--queues N: N)
+i=0
+while [ "$i" -lt "${VB_IPERF_SERVERS:-1}" ]; do
+	iperf3 -s -D -p $((5201 + i)) --logfile "/tmp/iperf3-$i.log" ||
+		say "virtio unavailable iperf3 -s -p $((5201 + i)) failed"
+	i=$((i + 1))
+done
 # tcprr -g from the host reads the counters (bench/guest/counters.sh)
 /test/tcprr -s "$VB_RR_PORT" -x "sh /test/counters.sh" &
 rr_pid=$!
