@@ -46,6 +46,32 @@ void make_file(const char *path, __u64 size, int fill)
 	close(fd);
 }
 
+int blk_fx_setup_file(void **state, const char *tag, __u64 size, int fill)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (!f || fgd_init()) {
+		free(f);
+		return -1;
+	}
+	tmp_path(f->path, sizeof(f->path), tag);
+	make_file(f->path, size, fill);
+	*state = f;
+	return 0;
+}
+
+int blk_fx_teardown_file(void **state)
+{
+	struct fx *f = *state;
+
+	if (f->dev)
+		fgd_dev_destroy(f->dev);
+	unlink(f->path);
+	fgd_fini();
+	free(f);
+	return 0;
+}
+
 void file_read(const char *path, __u64 off, void *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

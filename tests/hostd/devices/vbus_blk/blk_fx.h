@@ -34,6 +34,14 @@ void file_read(const char *path, __u64 off, void *buf, size_t len);
 int blk_run(const char *const *argv);
 __u64 file_blocks(const char *path);
 
+/*
+ * cmocka fixture of one disk file: a struct fx in *@state, the fake guest
+ * up, f->path (tagged @tag) made @size bytes of @fill; the teardown
+ * destroys f->dev if a test left it, unlinks the file, ends the guest
+ */
+int blk_fx_setup_file(void **state, const char *tag, __u64 size, int fill);
+int blk_fx_teardown_file(void **state);
+
 /* create with @params, open, GETCONFIG into f->cfg */
 void blk_create_params(struct fx *f, const char *params);
 /* the same with "file=<f->path>,@extra" */

@@ -28,26 +28,12 @@
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-
-	if (!f || fgd_init())
-		return -1;
-	tmp_path(f->path, sizeof(f->path), "feat");
-	make_file(f->path, DISK_SIZE, 0x22);
-	*state = f;
-	return 0;
+	return blk_fx_setup_file(state, "feat", DISK_SIZE, 0x22);
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-
-	if (f->dev)
-		fgd_dev_destroy(f->dev);
-	unlink(f->path);
-	fgd_fini();
-	free(f);
-	return 0;
+	return blk_fx_teardown_file(state);
 }
 
 /* @msg is "guest fgd: device N (vbus-blk): " and @why (N: the test's) */

@@ -31,26 +31,12 @@
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-
-	if (!f || fgd_init())
-		return -1;
-	tmp_path(f->path, sizeof(f->path), "ranges");
-	make_file(f->path, DISK_SIZE, FILL);
-	*state = f;
-	return 0;
+	return blk_fx_setup_file(state, "ranges", DISK_SIZE, FILL);
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-
-	if (f->dev)
-		fgd_dev_destroy(f->dev);
-	unlink(f->path);
-	fgd_fini();
-	free(f);
-	return 0;
+	return blk_fx_teardown_file(state);
 }
 
 /* [sector, sector + n) of the file is a hole: data neither side of it */

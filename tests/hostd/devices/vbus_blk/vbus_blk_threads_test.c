@@ -30,26 +30,12 @@
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-
-	if (!f || fgd_init())
-		return -1;
-	tmp_path(f->path, sizeof(f->path), "thr");
-	make_file(f->path, DISK_SIZE, 0x33);
-	*state = f;
-	return 0;
+	return blk_fx_setup_file(state, "thr", DISK_SIZE, 0x33);
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-
-	if (f->dev)
-		fgd_dev_destroy(f->dev);
-	unlink(f->path);
-	fgd_fini();
-	free(f);
-	return 0;
+	return blk_fx_teardown_file(state);
 }
 
 /* queues=2,threads=2 up: two queues of 16, each on its thread */

@@ -17,63 +17,28 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <linux/if_ether.h>
-#include <linux/if_packet.h>
 #include <cmocka.h>
 
 #include <vbus/venet.h>
 #include "fakeguest.h"
 #include "venet_frame.h"
+#include "venet_wire.h"
 
-#define ETH_TEST 0x88b5
 #define DEV_ID 3
 /* for what must happen; a loaded CI machine stalls us for seconds */
 #define TIMEOUT_MS 10000
 
 static const __u8 gmac[6] = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0x01 };
 
-
-static int pkt_sock(const char *ifname)
-{
-	struct sockaddr_ll sll;
-	int one = 1;
-	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			htons(ETH_P_ALL));
-
-	assert_true(fd >= 0);
-	memset(&sll, 0, sizeof(sll));
-	sll.sll_family = AF_PACKET;
-	sll.sll_protocol = htons(ETH_P_ALL);
-	sll.sll_ifindex = (int)if_nametoindex(ifname);
-	assert_true(sll.sll_ifindex > 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sll, sizeof(sll)), 0);
-	setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
-	return fd;
-}
-
-static void mk_frame(__u8 *b, size_t len, const __u8 *dst, __u32 seq)
-{
-	size_t i;
-
-	memcpy(b, dst, 6);
-	memcpy(b + 6, gmac, 6);
-	b[12] = ETH_TEST >> 8;
-	b[13] = ETH_TEST & 0xff;
-	memcpy(b + 14, &seq, 4);
-	for (i = 18; i < len; i++)
-		b[i] = (__u8)(seq + i);
-}
 
 /* north reaps one completion with its length */
 static int reap_len(struct fg_ring *r, __u64 *len, __u64 *ptr)
@@ -161,21 +126,12 @@ static void venet_through_hostd(void **state)
 					      i == 3), 0);
 	assert_int_equal(fg_devcall(f, h, VENET_FUNC_LINKUP, NULL, 0), 0);
 	assert_int_equal(system("ip link set vh0 up"), 0);
-	ps = pkt_sock("vh0");
-	{
-		struct ifreq ifr;
-		int s = socket(AF_INET, SOCK_DGRAM, 0);
-
-		memset(&ifr, 0, sizeof(ifr));
-		snprintf(ifr.ifr_name, IFNAMSIZ, "vh0");
-		assert_int_equal(ioctl(s, SIOCGIFHWADDR, &ifr), 0);
-		memcpy(tapmac, ifr.ifr_hwaddr.sa_data, 6);
-		close(s);
-	}
+	ps = pkt_sock("vh0", 0);
+	if_mac("vh0", tapmac);
 
 	/* guest -> host: an SG frame, doorbell via sigpending */
 	fgpa = fg_alloc(f, 300);
-	mk_frame(fg_ptr(f, fgpa, 300), 300, tapmac, 11);
+	mk_frame(fg_ptr(f, fgpa, 300), 300, tapmac, gmac, 11);
 	sgpa = fg_alloc(f, VENET_SG_SIZE(18));
 	sg = fg_ptr(f, sgpa, VENET_SG_SIZE(18));
 	sg->len = 300;
@@ -200,7 +156,7 @@ static void venet_through_hostd(void **state)
 	assert_memory_equal(buf, fg_ptr(f, fgpa, 300), 300);
 
 	/* host -> guest */
-	mk_frame(buf, 200, gmac, 12);
+	mk_frame(buf, 200, gmac, tapmac, 12);
 	assert_int_equal(write(ps, buf, 200), 200);
 	assert_int_equal(wait_reap(f, &rx, &len, &ptr), 1);
 	assert_int_equal(len, 200);
@@ -241,7 +197,7 @@ static void venet_through_hostd(void **state)
 	assert_int_equal(fg_devcall(f, h, VENET_FUNC_LINKUP, NULL, 0), 0);
 	/* plain tx this time (no SG negotiated) */
 	fgpa = fg_alloc(f, 80);
-	mk_frame(fg_ptr(f, fgpa, 80), 80, tapmac, 13);
+	mk_frame(fg_ptr(f, fgpa, 80), 80, tapmac, gmac, 13);
 	assert_int_equal(fg_ring_post(&tx, fgpa, 80, true), 0);
 	assert_int_equal(wait_reap(f, &tx, &len, &ptr), 1);
 	for (;;) {
@@ -264,32 +220,14 @@ static void venet_through_hostd(void **state)
 	free(f);
 }
 
-static void write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		if (write(fd, s, strlen(s)) < 0)
-			perror(path);
-		close(fd);
-	}
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(venet_through_hostd),
 	};
+	int rc = wire_netns();
 
-	if (access("/dev/net/tun", R_OK | W_OK) != 0) {
-		printf("SKIP: /dev/net/tun is absent (%s)\n", strerror(errno));
-		return 77;
-	}
-	if (unshare(CLONE_NEWNET) != 0) {
-		printf("FAIL: unshare(CLONE_NEWNET): %s\n", strerror(errno));
-		return 1;
-	}
-	write_file("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
-	write_file("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
+	if (rc)
+		return rc;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -796,21 +796,9 @@ int main(void)
 		T(queues_param_refused),
 #undef T
 	};
+	int rc = wire_netns();
 
-	if (access("/dev/net/tun", R_OK | W_OK) != 0) {
-		printf("SKIP: /dev/net/tun is absent (%s): no tap to test "
-		       "against\n", strerror(errno));
-		return 77;
-	}
-	/* a private network namespace: the host's interfaces stay untouched */
-	if (unshare(CLONE_NEWNET) != 0) {
-		printf("FAIL: unshare(CLONE_NEWNET): %s (needs root / "
-		       "CAP_SYS_ADMIN)\n", strerror(errno));
-		return 1;
-	}
-	/* no IPv6 chatter (RS, DAD, MLD) on our interfaces */
-	write_file("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
-	write_file("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
-	sh("ip link set lo up");
+	if (rc)
+		return rc;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,26 @@ void write_file(const char *path, const char *s)
 			perror(path);
 		close(fd);
 	}
+}
+
+int wire_netns(void)
+{
+	if (access("/dev/net/tun", R_OK | W_OK) != 0) {
+		printf("SKIP: /dev/net/tun is absent (%s): no tap to test "
+		       "against\n", strerror(errno));
+		return 77;
+	}
+	/* a private network namespace: the host's interfaces stay untouched */
+	if (unshare(CLONE_NEWNET) != 0) {
+		printf("FAIL: unshare(CLONE_NEWNET): %s (needs root / "
+		       "CAP_SYS_ADMIN)\n", strerror(errno));
+		return 1;
+	}
+	/* no IPv6 chatter (RS, DAD, MLD) on our interfaces */
+	write_file("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
+	write_file("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
+	sh("ip link set lo up");
+	return 0;
 }
 
 int if_index(const char *name)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause */
 /*
  * The host side of the wire for the venet device tests (venet_tap_test.c,
- * venet_mq_test.c): shell commands in the test's network namespace, an
+ * venet_mq_test.c, venet_hostd_test.c): their network namespace, shell commands in the test's network namespace, an
  * AF_PACKET socket on a tap, test frames (ethertype ETH_TEST, a sequence
  * number, a pattern derived from it).
  */
@@ -19,6 +19,12 @@
 /* system(printf(@fmt)); its status, logged when not 0 */
 int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void write_file(const char *path, const char *s);
+/*
+ * Enter the test's own network namespace (IPv6 off, lo up): 0, or the
+ * test's exit status: 77 (skipped) without /dev/net/tun, 1 when it
+ * cannot unshare
+ */
+int wire_netns(void);
 int if_index(const char *name);
 void if_mac(const char *name, __u8 mac[6]);
 /* AF_PACKET on @ifname; with @vnet frames carry a virtio_net_hdr */
