@@ -419,8 +419,8 @@ out:
 	return ret;
 }
 
-static int start_first(struct vbus_blk *b, struct vbus_blk_image *im,
-		       unsigned int timeout_s)
+/* start(), a failure told in the words both ways of adding say */
+static int start_said(struct vbus_blk *b, struct vbus_blk_image *im)
 {
 	int ret = start(im);
 
@@ -431,6 +431,16 @@ static int start_first(struct vbus_blk *b, struct vbus_blk_image *im,
 		return hostd_dev_fail(b->dev, ret, "image=%s: cannot start "
 				      "qemu-storage-daemon: %s", im->image,
 				      strerror(-ret));
+	return 0;
+}
+
+static int start_first(struct vbus_blk *b, struct vbus_blk_image *im,
+		       unsigned int timeout_s)
+{
+	int ret = start_said(b, im);
+
+	if (ret < 0)
+		return ret;
 	ret = wait_ready(im, timeout_s);
 	if (ret == -EIO) {
 		/* it said why on stderr, then exited */
@@ -451,15 +461,10 @@ static int start_first(struct vbus_blk *b, struct vbus_blk_image *im,
 /* on a running guest: started, watched; the pid file seen on the loop */
 static int start_hot(struct vbus_blk *b, struct vbus_blk_image *im)
 {
-	int ret = start(im);
+	int ret = start_said(b, im);
 
-	if (ret == -EINVAL)
-		return hostd_dev_fail(b->dev, ret, "image=%s: a comma in the path "
-				      "is not supported", im->image);
 	if (ret < 0)
-		return hostd_dev_fail(b->dev, ret, "image=%s: cannot start "
-				      "qemu-storage-daemon: %s", im->image,
-				      strerror(-ret));
+		return ret;
 	im->infd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (im->infd < 0 ||
 	    inotify_add_watch(im->infd, im->dir, IN_CREATE | IN_MOVED_TO) < 0)
