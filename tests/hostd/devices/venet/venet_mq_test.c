@@ -196,26 +196,13 @@ static int teardown(void **state)
 static void mk_flow(__u8 *b, size_t len, const __u8 dst[6], const __u8 src[6],
 		    __u16 port, bool reply, __u32 seq)
 {
-	__u8 ga[4] = { 10, 9, 0, 2 }, ha[4] = { 10, 9, 0, 1 };
+	const __u8 ga[4] = { 10, 9, 0, 2 }, ha[4] = { 10, 9, 0, 1 };
 	__u16 gp = port, hp = 7;
 
-	memset(b, 0, len);
-	memcpy(b, dst, 6);
-	memcpy(b + 6, src, 6);
-	b[12] = 0x08;
-	b[14] = 0x45;
-	b[16] = (__u8)((len - 14) >> 8);
-	b[17] = (__u8)(len - 14);
-	b[22] = 64;
-	b[23] = 17;
-	memcpy(b + 26, reply ? ha : ga, 4);
-	memcpy(b + 30, reply ? ga : ha, 4);
-	b[34] = (__u8)((reply ? hp : gp) >> 8);
-	b[35] = (__u8)(reply ? hp : gp);
-	b[36] = (__u8)((reply ? gp : hp) >> 8);
-	b[37] = (__u8)(reply ? gp : hp);
-	b[38] = (__u8)((len - 34) >> 8);
-	b[39] = (__u8)(len - 34);
+	if (reply)
+		mk_ipv4_udp(b, len, dst, src, ha, ga, hp, gp);
+	else
+		mk_ipv4_udp(b, len, dst, src, ga, ha, gp, hp);
 	memcpy(b + 42, &seq, 4);
 }
 

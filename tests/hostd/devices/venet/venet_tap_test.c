@@ -295,22 +295,10 @@ static void tx_plain(void **state)
 /* IPv4/UDP frame with a partial checksum (pseudo-header sum in place) */
 static size_t mk_udp(__u8 *b, size_t paylen, const __u8 dst[6])
 {
+	const __u8 ga[4] = { 10, 0, 0, 2 }, ha[4] = { 10, 0, 0, 1 };
 	size_t len = 14 + 20 + 8 + paylen, i;
 
-	memset(b, 0, len);
-	memcpy(b, dst, 6);
-	memcpy(b + 6, guest_mac, 6);
-	b[12] = 0x08;
-	b[14] = 0x45;
-	b[16] = (__u8)((len - 14) >> 8);
-	b[17] = (__u8)(len - 14);
-	b[22] = 64;
-	b[23] = 17;
-	b[26] = 10; b[29] = 2;
-	b[30] = 10; b[33] = 1;
-	b[35] = 7; b[37] = 9;
-	b[38] = (__u8)((8 + paylen) >> 8);
-	b[39] = (__u8)(8 + paylen);
+	mk_ipv4_udp(b, len, dst, guest_mac, ga, ha, 7, 9);
 	for (i = 42; i < len; i++)
 		b[i] = (__u8)i;
 	return len;

@@ -157,6 +157,29 @@ void mk_frame(__u8 *b, size_t len, const __u8 dst[6],
 		b[i] = (__u8)(seq * 31 + i);
 }
 
+void mk_ipv4_udp(__u8 *b, size_t len, const __u8 dst[6], const __u8 src[6],
+		 const __u8 saddr[4], const __u8 daddr[4], __u16 sport,
+		 __u16 dport)
+{
+	memset(b, 0, len);
+	memcpy(b, dst, 6);
+	memcpy(b + 6, src, 6);
+	b[12] = 0x08;			/* IPv4 */
+	b[14] = 0x45;
+	b[16] = (__u8)((len - 14) >> 8);
+	b[17] = (__u8)(len - 14);
+	b[22] = 64;			/* TTL */
+	b[23] = 17;			/* UDP */
+	memcpy(b + 26, saddr, 4);
+	memcpy(b + 30, daddr, 4);
+	b[34] = (__u8)(sport >> 8);
+	b[35] = (__u8)sport;
+	b[36] = (__u8)(dport >> 8);
+	b[37] = (__u8)dport;
+	b[38] = (__u8)((len - 34) >> 8);
+	b[39] = (__u8)(len - 34);
+}
+
 bool is_test_frame(const __u8 *b, size_t len)
 {
 	return len >= 18 && b[12] == (ETH_TEST >> 8) &&

@@ -36,6 +36,13 @@ ssize_t pkt_recv(int fd, int vnet, struct virtio_net_hdr *vh, void *buf,
 void pkt_send(int fd, const void *buf, size_t len);
 void mk_frame(__u8 *b, size_t len, const __u8 dst[6], const __u8 src[6],
 	      __u32 seq);
+/*
+ * Ethernet + IPv4 + UDP headers of a @len-byte frame (the rest zeroed):
+ * checksums 0, which the flow dissector and the tap do not look at
+ */
+void mk_ipv4_udp(__u8 *b, size_t len, const __u8 dst[6], const __u8 src[6],
+		 const __u8 saddr[4], const __u8 daddr[4], __u16 sport,
+		 __u16 dport);
 bool is_test_frame(const __u8 *b, size_t len);
 __u32 frame_seq(const __u8 *b);
 void check_frame(const __u8 *b, size_t len, __u32 seq);
