@@ -554,6 +554,18 @@ static void nbd_discard_ranges_fail(void **state)
 	assert_false(fgd_dev_faulted(x->f.dev));
 }
 
+/* the disk up on a server that dies and comes back with half the export */
+static void up_then_shrunk(struct nfx *x)
+{
+	server_file(x, NULL, NULL);
+	nbd_up(x, NULL);
+	server_kill(x);
+	wait_state(x, "down");
+	assert_int_equal(truncate(x->f.path, DISK_SIZE / 2), 0);
+	server_file(x, NULL, NULL);
+	wait_state(x, "up");
+}
+
 /*
  * One range fails, the last one succeeds: the request is S_IOERR all
  * the same (the export came back smaller: the first range is past its
@@ -568,13 +580,7 @@ static void nbd_discard_ranges_one_fails(void **state)
 	static const unsigned char zero[64 * SEC];
 	unsigned char file[64 * SEC];
 
-	server_file(x, NULL, NULL);
-	nbd_up(x, NULL);
-	server_kill(x);
-	wait_state(x, "down");
-	assert_int_equal(truncate(x->f.path, DISK_SIZE / 2), 0);
-	server_file(x, NULL, NULL);
-	wait_state(x, "up");
+	up_then_shrunk(x);
 	assert_int_equal(discard_ranges(&x->f, rg, 2), VBUS_BLK_S_IOERR);
 	assert_int_equal(fgd_stat(x->f.dev, "nbd_past_end"), 1);
 	file_read(x->f.path, 256 * SEC, file, sizeof(file));
@@ -945,13 +951,7 @@ static void nbd_export_shrinks(void **state)
 	__u32 len = 4096;
 	__u64 r = buf_new(len, 0);
 
-	server_file(x, NULL, NULL);
-	nbd_up(x, NULL);
-	server_kill(x);
-	wait_state(x, "down");
-	assert_int_equal(truncate(x->f.path, DISK_SIZE / 2), 0);
-	server_file(x, NULL, NULL);
-	wait_state(x, "up");
+	up_then_shrunk(x);
 	assert_int_equal(rw(&x->f, VBUS_BLK_OP_READ, 0, DISK_SIZE / SEC - 8, 1,
 			    &r, &len), VBUS_BLK_S_IOERR);
 	assert_int_equal(rw(&x->f, VBUS_BLK_OP_READ, 0, 0, 1, &r, &len),
