@@ -11,12 +11,15 @@
 #   3. modules   the guest kernel that matches the installed headers
 #                (tests/qemu, cached in build/qemu) and `make modules`
 #   4. venet     boots one guest (TCG unless hardware KVM) with the vbus
-#                bridge on ivshmem and a venet NIC that vbus-hostd serves on
-#                a tap inside a private network namespace; moves traffic
-#                through vbus-hostd: ping, TCP request/response and iperf3
-#                both ways for a few seconds; prints throughput, latency,
-#                QEMU/vbus-hostd CPU per GB and vbus-hostd's device counters
-#                (`vbus-hostd ctl ... stats`)
+#                bridge on ivshmem and a venet NIC with 2 queue pairs
+#                (one per vCPU, each on its own MSI-X vector) that
+#                vbus-hostd serves on a multi-queue tap inside a private
+#                network namespace; moves traffic through vbus-hostd: ping,
+#                TCP request/response, iperf3 both ways (two processes) and
+#                64-byte frames for a few seconds; prints throughput,
+#                latency, QEMU/vbus-hostd CPU per GB, how the frames spread
+#                over the pairs, the interrupts per vCPU and vbus-hostd's
+#                device counters (`vbus-hostd ctl ... stats`)
 #   4b. ipc      the same kind of guest with a vbus-ipc channel: a guest
 #                process and a host process exchange 20000 checked messages
 #                (tests/qemu/run.sh vbus_ipc --demo)
@@ -133,11 +136,12 @@ echo "built: $(cd "$top" && find . -name '*.ko' -not -path './build/*' -printf '
 done_step modules ok "$(elapsed "$t0")" "kernel $VBUS_KVER"
 
 # ---- 4. venet: real traffic through vbus-hostd ------------------------------------------------
-step "4. venet: one guest on vbus, traffic to the host through vbus-hostd"
+step "4. venet: one guest on vbus, 2 queue pairs, traffic to the host through vbus-hostd"
 t0=$(date +%s.%N)
 rc=0
 VBUS_HOSTD="$hostd" bash "$top/bench/venet-vs-virtio.sh" --no-build --nics venet --require-venet \
-	--time 4 --streams 2 --ping-n 100 --rr-n 1000 --timeout 300 --out "$VBUS_BUILD/main/venet" || rc=$?
+	--queues 2 --time 4 --streams 2 --ping-n 100 --rr-n 1000 --timeout 300 \
+	--out "$VBUS_BUILD/main/venet" || rc=$?
 ((rc == 0)) || fail venet "$(elapsed "$t0")" "venet did not carry the traffic (exit $rc; logs in $VBUS_BUILD/main/venet)"
 done_step venet ok "$(elapsed "$t0")" "$VBUS_BUILD/main/venet/results.json"
 
