@@ -312,13 +312,17 @@ bool hostd_poll_window_open(const struct hostd_poll_window *w, __u64 last_ns);
  * stops at a budget with work left kicks itself instead of looping on.
  * hostd_kick() returns true when it armed the kick, false when one was
  * already pending; @fn runs once per armed kick. Cancel drops a pending
- * one (e.g. in close). The struct is the device's; @soon is hostd's (the
- * loop's soon work: no eventfd, no system call to arm or to fire).
+ * one (e.g. in close). The struct is the device's; @loop and @soon are
+ * hostd's (the soon work of the loop of the thread that called init, a
+ * queue thread's for a queue served there: no eventfd, no system call to
+ * arm or to fire).
  * Loop thread only, as everything a device does (below, "Threading").
  */
 struct hostd_loop_soon;
+struct hostd_loop;
 struct hostd_kick {
 	struct hostd_dev *dev;
+	struct hostd_loop *loop;	/* the loop of the thread that inited it */
 	struct hostd_loop_soon *soon;
 	bool pending;
 	void (*fn)(struct hostd_dev *dev, void *arg);

@@ -306,6 +306,13 @@ static struct hostd_devthread *dev_thread_current(struct hostd_dev *dev)
 	return hostd_devthread_current(dev->threads, dev->nthreads);
 }
 
+struct hostd_loop *hostd_dev_loop(struct hostd_dev *dev)
+{
+	struct hostd_devthread *t = dev_thread_current(dev);
+
+	return t ? &t->loop : dev->env.loop;
+}
+
 int hostd_fd_add(struct hostd_dev *dev, int fd, __u32 events, hostd_fd_cb cb,
 		 void *arg)
 {
@@ -321,7 +328,7 @@ int hostd_fd_add(struct hostd_dev *dev, int fd, __u32 events, hostd_fd_cb cb,
 	*w = (struct hostd_dev_watch){ .dev = dev, .fd = fd, .cb = cb,
 				       .arg = arg,
 				       .thr = dev_thread_current(dev) };
-	w->loop = w->thr ? &w->thr->loop : dev->env.loop;
+	w->loop = hostd_dev_loop(dev);
 	ret = hostd_loop_add(w->loop, fd, events, watch_fire, w);
 	if (ret < 0) {
 		free(w);

@@ -149,6 +149,13 @@ void hostd_shm_ent_drop(struct hostd_shm_ent *e);
  */
 int hostd_shm_home(struct hostd_shm *shm);
 void hostd_signal_unhome(struct shm_signal *s);
+/*
+ * The loop @dev's work runs on from the calling thread: the queue
+ * thread's own when a queue thread of @dev calls, else the guest's.
+ * Whatever a device arms from a thread (a watch, a kick, a poll that
+ * yields) goes to this loop, never to another thread's.
+ */
+struct hostd_loop *hostd_dev_loop(struct hostd_dev *dev);
 /* Guest doorbell for its handle: run the device's notifier. */
 void hostd_shm_ent_wakeup(struct hostd_shm_ent *e);
 

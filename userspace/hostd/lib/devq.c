@@ -166,7 +166,7 @@ bool hostd_devq_unmask(struct hostd_devq *q, unsigned int held)
 /* The loop that runs @q (the guest's): the one its spin must not starve. */
 static struct hostd_loop *devq_loop(const struct hostd_devq *q)
 {
-	return q->dev->env.loop;
+	return hostd_dev_loop(q->dev);	/* a queue thread's, or the guest's */
 }
 
 static inline void cpu_relax(void)

@@ -23,7 +23,9 @@ static void kick_fire(void *arg)
 int hostd_kick_init(struct hostd_dev *dev, struct hostd_kick *k,
 		    void (*fn)(struct hostd_dev *dev, void *arg), void *arg)
 {
-	*k = (struct hostd_kick){ .dev = dev, .fn = fn, .arg = arg };
+	/* the initing thread's loop: a queue thread's kick stays on it */
+	*k = (struct hostd_kick){ .dev = dev, .loop = hostd_dev_loop(dev),
+				  .fn = fn, .arg = arg };
 	k->soon = calloc(1, sizeof(*k->soon));
 	if (!k->soon)
 		return -ENOMEM;
@@ -37,7 +39,7 @@ bool hostd_kick(struct hostd_kick *k)
 	if (k->pending || !k->soon)
 		return false;
 	k->pending = true;
-	hostd_loop_soon(k->dev->env.loop, k->soon);
+	hostd_loop_soon(k->loop, k->soon);
 	return true;
 }
 
