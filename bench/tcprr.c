@@ -26,6 +26,13 @@
  *                                 byte is 'S' gets CMD's output (sh -c CMD)
  *   tcprr -g IPV4 -p PORT         ask the server for that output, print it
  *                                 (the bench reads the guest's counters so)
+ *   tcprr -s PORT -X CMD          a connection whose first bytes are 'A' + 4
+ *                                 decimal digits N gets the output of
+ *                                 sh -c "CMD N" (digits only: nothing the
+ *                                 client sends reaches the shell otherwise)
+ *   tcprr -g IPV4 -p PORT -A N    ask for "CMD N"'s output (0..9999), print it
+ *                                 (the bench sets the guest NICs' active
+ *                                 queue pairs so)
  *
  * Every socket operation is bounded by -t SEC (default 10): a dead peer
  * makes the client fail, never hang. Exit status: 0 ok, 1 error, 2 usage.
@@ -54,7 +61,8 @@ static int usage(void)
 		"usage: tcprr -s PORT\n"
 		"       tcprr -c IPV4 -p PORT [-n N] [-b BYTES] [-w WARMUP] [-t SEC] [-o FILE] [-B USEC]\n"
 		"       tcprr -q IPV4 -p PORT\n"
-		"       tcprr -g IPV4 -p PORT\n");
+		"       tcprr -g IPV4 -p PORT [-A N]\n"
+		"       tcprr -s PORT [-x CMD] [-X CMD]\n");
 	return 2;
 }
 
@@ -113,6 +121,25 @@ static void send_cmd_output(int c, const char *cmd)
 }
 
 #define BUSY_HDR 8	/* 'B' + 7 decimal digits */
+#define ARG_HDR 5	/* 'A' + 4 decimal digits */
+
+/* The rest of an 'A' header: "@xcmd N"'s output; a bad header gets none. */
+static void serve_arg_cmd(int c, char *buf, size_t have, const char *xcmd)
+{
+	char cmd[4096];
+	int i;
+
+	if (!xcmd || (have < ARG_HDR && full_io(c, buf + have, ARG_HDR - have, 0)))
+		return;
+	for (i = 1; i < ARG_HDR; i++)
+		if (buf[i] < '0' || buf[i] > '9')
+			return;
+	buf[ARG_HDR] = 0;
+	/* N in decimal without leading zeros (a leading 0 reads as octal) */
+	if (snprintf(cmd, sizeof(cmd), "%s %d", xcmd, atoi(buf + 1)) >= (int)sizeof(cmd))
+		return;
+	send_cmd_output(c, cmd);
+}
 
 /* The rest of a 'B' header: SO_BUSY_POLL on @c, then 'b' (set) or 'e'. */
 static int serve_busy_poll(int c, char *buf, size_t have)
@@ -131,7 +158,7 @@ static int serve_busy_poll(int c, char *buf, size_t have)
 	return full_io(c, &ack, 1, 1) || ack == 'e' ? -1 : 0;
 }
 
-static int serve(int port, const char *cmd)
+static int serve(int port, const char *cmd, const char *xcmd)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_port = htons((unsigned short)port),
@@ -171,6 +198,10 @@ static int serve(int port, const char *cmd)
 			}
 			if (first && buf[0] == 'S') {
 				send_cmd_output(c, cmd);
+				break;
+			}
+			if (first && buf[0] == 'A') {
+				serve_arg_cmd(c, buf, (size_t)r, xcmd);
 				break;
 			}
 			if (first && buf[0] == 'B') {
@@ -312,16 +343,25 @@ static int quit(const char *ip, int port)
 	return 0;
 }
 
-/* Ask the server for its -x output and copy it to stdout. */
-static int get(const char *ip, int port)
+/*
+ * Ask the server for its -x output (@arg < 0) or its "-X CMD @arg" output
+ * and copy it to stdout.
+ */
+static int get(const char *ip, int port, int arg)
 {
 	static char buf[MAX_BYTES];
+	char req[ARG_HDR + 1] = "S";
 	int fd = connect_to(ip, port);
+	size_t len = 1;
 	ssize_t r;
 
 	if (fd < 0)
 		return 1;
-	if (write(fd, "S", 1) != 1) {
+	if (arg >= 0) {
+		snprintf(req, sizeof(req), "A%04d", arg);
+		len = ARG_HDR;
+	}
+	if (full_io(fd, req, len, 1)) {
 		close(fd);
 		return 1;
 	}
@@ -334,16 +374,18 @@ static int get(const char *ip, int port)
 
 int main(int argc, char **argv)
 {
-	const char *ip = NULL, *out = NULL, *cmd = NULL;
-	int opt, mode = 0, port = 0, n = 2000, bytes = 1, warm = 50, busy_us = 0;
+	const char *ip = NULL, *out = NULL, *cmd = NULL, *xcmd = NULL;
+	int opt, mode = 0, port = 0, n = 2000, bytes = 1, warm = 50, busy_us = 0, arg = -1;
 
-	while ((opt = getopt(argc, argv, "s:c:q:g:x:p:n:b:w:t:o:B:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:q:g:x:X:A:p:n:b:w:t:o:B:")) != -1) {
 		switch (opt) {
 		case 's': mode = 's'; port = atoi(optarg); break;
 		case 'c': mode = 'c'; ip = optarg; break;
 		case 'q': mode = 'q'; ip = optarg; break;
 		case 'g': mode = 'g'; ip = optarg; break;
 		case 'x': cmd = optarg; break;
+		case 'X': xcmd = optarg; break;
+		case 'A': arg = atoi(optarg); if (arg < 0) return usage(); break;
 		case 'p': port = atoi(optarg); break;
 		case 'n': n = atoi(optarg); break;
 		case 'b': bytes = atoi(optarg); break;
@@ -355,13 +397,14 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!mode || port <= 0 || port > 65535 || n < 1 || bytes < 1 || bytes > MAX_BYTES ||
-	    warm < 0 || timeout_s < 1 || busy_us < 0 || busy_us > 9999999 || optind != argc)
+	    warm < 0 || timeout_s < 1 || busy_us < 0 || busy_us > 9999999 || arg > 9999 ||
+	    (arg >= 0 && mode != 'g') || optind != argc)
 		return usage();
 	if (mode == 's')
-		return serve(port, cmd);
+		return serve(port, cmd, xcmd);
 	if (mode == 'q')
 		return quit(ip, port);
 	if (mode == 'g')
-		return get(ip, port);
+		return get(ip, port, arg);
 	return client(ip, port, n, bytes, warm, busy_us, out);
 }

@@ -20,6 +20,8 @@
 #   - with --queues N: the 64-byte frame rate each way (iperf3 -u -l 18
 #     -b 0 -P STREAMS: 18 bytes of UDP payload make a 64-byte frame with
 #     its FCS; frames the receiver got per second)
+#   - with --compare-queues: the TCP throughput and 64-byte runs once more
+#     with 1 queue pair active, in the same round of the same boot
 #   - host CPU time of QEMU and of vbus-hostd per GB moved (utime+stime
 #     from /proc/PID/stat around each iperf3 run / bytes received), and how
 #     busy the host's CPUs were during the run (/proc/stat): near 100% the
@@ -36,7 +38,7 @@
 #   bench/venet-vs-virtio.sh [--time SEC] [--streams N] [--rounds N]
 #       [--ping-n N] [--rr-n N] [--rr-busy-poll USEC] [--nics "virtio venet"] [--mem SIZE]
 #       [--timeout SEC] [--out DIR] [--no-build] [--require-venet] [--wakeups]
-#       [--queues N] [--procs P]
+#       [--queues N [--compare-queues]] [--procs P]
 #
 #   --time SEC       seconds per iperf3 run (default 5)
 #   --streams N      parallel iperf3 streams (default 4)
@@ -64,6 +66,19 @@
 #                    the queues (ethtool -S rx_queue_I/tx_queue_I_packets,
 #                    the same names in both drivers) to the table, and
 #                    makes --procs default to N
+#   --compare-queues with --queues N (N >= 2): 1 against N active queue
+#                    pairs in the same run and guest boot. Both NICs boot
+#                    with N pairs (as --queues N); each round sets 1 and N
+#                    active on BOTH NICs in the guest (ethtool -L IF
+#                    combined K, read back with ethtool -l; venet: until
+#                    vbus-hostd's ctl stats show K pairs and K tap queues
+#                    active) and runs the TCP throughput and 64-byte runs
+#                    at each count, the order of the counts alternating per
+#                    round (round 1: 1 then N). The venet | virtio table is
+#                    the N-pair one, as with --queues N; a second table
+#                    gives per NIC each figure at 1 and N pairs and the
+#                    ratio N/1 (per round, then median and min..max), at
+#                    the same --procs for both counts
 #   --procs P        every iperf3 run is P iperf3 processes at once (ports
 #                    5201.., STREAMS/P streams each, at least 1; the guest
 #                    runs P servers; default 1, or N with --queues N):
@@ -84,7 +99,9 @@
 # Notifications: around each iperf3 run the guest's counters (ethtool -S,
 # /proc/interrupts, the vbus bridge's doorbells; guest/counters.sh, read
 # with tcprr -g) and, for venet, `ctl stats --json` are kept
-# ($OUT/raw/NIC/rN/{guest,stats}-{h2g,g2h}-{0,1}.*); the report prints
+# ($OUT/raw/NIC/rN/{guest,stats}-{h2g,g2h}-{0,1}.*; --compare-queues: the
+# 1-pair runs under $OUT/raw/NIC/rN/q1/, the guest's ethtool -l read-back
+# in $OUT/raw/active-rN-qK.txt); the report prints
 # guest->host doorbells and host->guest interrupts per GB for both NICs.
 # The host load is sampled before the guest starts (loadavg, busy%).
 # VBUS_BENCH_VENET_PARAMS="k=v,..." adds keys to the venet device (e.g.
@@ -105,14 +122,19 @@ export VBUS_BOOT_DEBUG
 source "$here/../tests/qemu/lib/lab.sh"
 
 time=5 streams=4 rounds=1 ping_n=200 rr_n=2000 rr_busy_poll=400 nics="virtio venet"
-out=$VBUS_BUILD/bench require_venet=0 wakeups=0 queues=0 procs=0
+out=$VBUS_BUILD/bench require_venet=0 wakeups=0 queues=0 procs=0 compare_queues=0
 lab_parse venet-bench time:N streams:N rounds:N ping-n:N rr-n:N rr-busy-poll:N nics:S out:S \
-	require-venet:require_venet=1 wakeups:wakeups=1 queues:N procs:N -- "$@"
+	require-venet:require_venet=1 wakeups:wakeups=1 queues:N procs:N \
+	compare-queues:compare_queues=1 -- "$@"
 secs=$time rr_busy=$rr_busy_poll
 for v in "$secs" "$streams" "$rounds" "$ping_n" "$rr_n"; do
 	((v > 0)) || { vbus_err "not a positive number: $v"; exit 2; }
 done
 ((queues <= 16)) || { vbus_err "--queues: 1..16 queue pairs, not $queues"; exit 2; }
+if ((compare_queues && queues < 2)); then
+	vbus_err "--compare-queues: needs --queues N with N >= 2 (it compares 1 with N active pairs); got $( ((queues)) && echo "--queues $queues" || echo "no --queues")"
+	exit 2
+fi
 # iperf3 processes per run: --procs, else one per queue pair
 ((procs)) || procs=$((queues ? queues : 1))
 ((procs <= 16)) || { vbus_err "--procs: 1..16 iperf3 processes, not $procs"; exit 2; }
@@ -133,6 +155,8 @@ want() { [[ " $nics " == *" $1 "* ]]; }
 lab_need iperf3 ip qemu-system-x86_64 gcc python3
 ((!wakeups)) || command -v perf >/dev/null ||
 	{ vbus_err "--wakeups needs perf (apt-get install linux-perf)"; exit 1; }
+((!compare_queues)) || command -v ethtool >/dev/null ||
+	{ vbus_err "--compare-queues needs ethtool in the guest (apt-get install ethtool)"; exit 1; }
 
 # busy% of the host's CPUs over 1 s, from /proc/stat (all CPUs)
 host_busy() {
@@ -271,7 +295,7 @@ want virtio && guest_nics="virtio"
 
 # ---- initramfs ----------------------------------------------------------------------------
 stage=(--bin "$(command -v iperf3)" --file "$tcprr" --file "$here/guest/counters.sh"
-	--file "$here/guest/nic.sh")
+	--file "$here/guest/nic.sh" --file "$here/guest/channels.sh")
 command -v ethtool >/dev/null && stage+=(--bin "$(command -v ethtool)")
 want virtio && stage+=(virtio_pci virtio_net)
 [[ -z "$venet_reason" ]] && stage+=("${kos[@]}")
@@ -339,15 +363,54 @@ else
 	ping_tool=busybox
 fi
 
-# counters FILE NIC: the guest's counters (guest/counters.sh), asked over the
-# other NIC when it is up so the question does not count on the measured one
-counters() {
+# guest_ask FILE NIC [-A K]: the guest's tcprr -s answer into FILE (its
+# counters, guest/counters.sh; with -A K: guest/channels.sh K), asked over
+# the other NIC when it is up so the question does not count on NIC
+guest_ask() {
 	local f=$1 n=$2 via=$2 o
+	shift 2
 	for o in virtio venet; do
 		[[ "$o" != "$n" && "${status[$o]}" == up* ]] && via=$o
 	done
-	timeout 30 ip netns exec "$ns" "$tcprr" -g "${gip[$via]}" -p "$rr_port" -t 10 \
-		>"$f" 2>"$f.err" || bench_log "$n: guest counters via $via failed ($f.err)"
+	timeout 30 ip netns exec "$ns" "$tcprr" -g "${gip[$via]}" -p "$rr_port" -t 10 "$@" \
+		>"$f" 2>"$f.err" || { bench_log "$n: asking the guest via $via failed ($f.err)"; return 1; }
+}
+
+# counters FILE NIC: the guest's counters (guest/counters.sh)
+counters() { guest_ask "$1" "$2" || true; }
+
+# venet_active K: until vbus-hostd's venet device has K pairs and K tap
+# queues active (the tap follows SETACTIVE within 50 ms, docs/devices/venet.md)
+venet_active() {
+	local k=$1 s
+	for _ in $(seq 200); do
+		s=$(ctl stats g1 "$venet_id" --json 2>/dev/null) || return 1
+		[[ "$s" == *"\"queues_active\": $k,"* && "$s" == *"\"tap_queues_attached\": $k,"* ]] &&
+			return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# set_active R K: K active queue pairs on every NIC that is up (ethtool -L
+# in the guest, guest/channels.sh), waited for; raw/active-rR-qK.txt keeps
+# the guest's read-back. Fails when a NIC did not take it.
+set_active() {
+	local r=$1 k=$2 f="$raw/active-r$1-q$2.txt" n any="" rc=0
+	for n in virtio venet; do [[ "${status[$n]}" == up* ]] && any=$n; done
+	[[ -n "$any" ]] || return 1
+	guest_ask "$f" "$any" -A "$k" || return 1
+	for n in virtio venet; do
+		[[ "${status[$n]}" == up* ]] || continue
+		if ! grep -q "^ACTIVE $n .* $k\$" "$f"; then
+			bench_log "$n: $k active queue pair(s) not set: $(grep "^FAILED $n " "$f" || echo "no answer ($f)")"
+			rc=1
+		elif [[ "$n" == venet ]] && ! venet_active "$k"; then
+			bench_log "venet: vbus-hostd did not show $k active pair(s) and tap queue(s) within 10 s"
+			rc=1
+		fi
+	done
+	return "$rc"
 }
 
 # iperf_procs DIR NIC NAME [ARGS]: the iperf3 clients of one run, one per
@@ -377,7 +440,8 @@ iperf() {
 	# each iperf3 run, DIR/NIC-rR-NAME.data (filter with --pid)
 	if [[ -n "${VBUS_BENCH_PERF:-}" ]]; then
 		mkdir -p "$VBUS_BENCH_PERF"
-		perf record -a -g -e cpu-clock -F 499 -o "$VBUS_BENCH_PERF/$n-${d##*/}-$name.data" \
+		local tag=${d#"$raw/$n/"}
+		perf record -a -g -e cpu-clock -F 499 -o "$VBUS_BENCH_PERF/$n-${tag//\//-}-$name.data" \
 			>"$d/perf-$name.log" 2>&1 &
 		perf_pid=$!
 		sleep 0.5
@@ -434,6 +498,14 @@ measure() {
 			-B "$rr_busy" -o "$d/rr-busy.txt" >"$d/rr-busy.out" 2>&1 || rc=$?
 		((rc == 0)) || bench_log "$n: tcprr -B $rr_busy exit $rc: $(tail -n 1 "$d/rr-busy.out")"
 	fi
+	throughput "$d" "$n"
+}
+
+# throughput DIR NIC: the TCP throughput runs (and with --queues the
+# 64-byte ones) into DIR
+throughput() {
+	local d=$1 n=$2
+	mkdir -p "$d"
 	iperf "$d" "$n" h2g
 	iperf "$d" "$n" g2h -R
 	if ((queues)); then
@@ -446,8 +518,31 @@ measure() {
 for ((r = 1; r <= rounds; r++)); do
 	order="virtio venet"
 	((r % 2 == 0)) && order="venet virtio"
-	for n in $order; do
-		[[ "${status[$n]}" == up* ]] && measure "$n" "$r"
+	if ((!compare_queues)); then
+		for n in $order; do
+			[[ "${status[$n]}" == up* ]] && measure "$n" "$r"
+		done
+		continue
+	fi
+	# --compare-queues: N active pairs is the round of --queues N; 1 pair
+	# adds the throughput runs under rR/q1; the count order alternates
+	counts="1 $queues"
+	((r % 2 == 0)) && counts="$queues 1"
+	for k in $counts; do
+		bench_log "round $r: $k active queue pair(s) on both NICs"
+		if ! set_active "$r" "$k"; then
+			bench_log "round $r: skipping the runs at $k pair(s)"
+			continue
+		fi
+		for n in $order; do
+			[[ "${status[$n]}" == up* ]] || continue
+			if ((k == queues)); then
+				measure "$n" "$r"
+			else
+				bench_log "round $r: $n at $k pair(s)"
+				throughput "$raw/$n/r$r/q$k" "$n"
+			fi
+		done
 	done
 done
 
@@ -480,7 +575,8 @@ fi
 # ---- report --------------------------------------------------------------------------------------
 lab_meta venet_params="${VBUS_BENCH_VENET_PARAMS:-}" kboot="$VBUS_KBOOT" \
 	cmdline="$VBUS_BASE_CMDLINE" time_s="$secs" streams rounds ping_n ping_tool rr_n \
-	rr_busy_poll_us="$rr_busy" wakeups queues procs vectors host_loadavg_before="$load_before" \
+	rr_busy_poll_us="$rr_busy" wakeups queues procs vectors compare_queues \
+	host_loadavg_before="$load_before" \
 	host_busy_before_pct="$busy_before" guest_log_ok="$guest_ok" >"$raw/meta.env"
 python3 "$here/report.py" "$raw" "$out" || { vbus_err "report.py failed"; exit 1; }
 if [[ -f "$raw/hostd-stats.txt" ]]; then

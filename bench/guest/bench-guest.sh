@@ -4,7 +4,8 @@
 # the venet NIC, each on its own subnet, starts the servers the host's
 # measurements talk to (iperf3 -s, tcprr -s), says so on the console and
 # waits for the host to finish (tcprr -q from the host ends tcprr -s).
-# tcprr -s also answers the host's counter snapshots (counters.sh).
+# tcprr -s also answers the host's counter snapshots (counters.sh) and
+# sets the NICs' active queue pairs (channels.sh, --compare-queues).
 # The host drives every measurement, so the guest's (TCG) clock and CPU
 # never enter a figure.
 #
@@ -62,8 +63,9 @@ while [ "$i" -lt "${VB_IPERF_SERVERS:-1}" ]; do
 		say "virtio unavailable iperf3 -s -p $((5201 + i)) failed"
 	i=$((i + 1))
 done
-# tcprr -g from the host reads the counters (bench/guest/counters.sh)
-/test/tcprr -s "$VB_RR_PORT" -x "sh /test/counters.sh" &
+# tcprr -g from the host reads the counters (bench/guest/counters.sh);
+# tcprr -g -A K sets K active queue pairs (bench/guest/channels.sh)
+/test/tcprr -s "$VB_RR_PORT" -x "sh /test/counters.sh" -X "sh /test/channels.sh" &
 rr_pid=$!
 usleep 200000
 say READY
