@@ -28,6 +28,13 @@ not depend on the accelerator):
 Per GB of the run's payload (iperf3's received bytes) and per data frame
 (the guest's tx frames for guest->host, rx frames for host->guest).
 
+With --compare-queues (meta.env compare_queues=1, queues N >= 2): NIC/rK/q1/
+holds the round's throughput runs at 1 active pair (the same files as rK/);
+a second table and results.json's "queue_compare" give per NIC the TCP
+throughput, 64-byte frame rate, notifications and host CPU per GB at 1
+and at N pairs ("at_1", "at_N": the median of the rounds) and "ratio" N/1
+(taken within each round, then the median), each with min..max over rounds.
+
 With --queues N (meta.env queues > 0), per direction of the TCP runs:
   irq_DIR_cpuC_pct  the NIC's interrupts that arrived on guest CPU C, % of
                     the run's (its vectors' per-CPU columns of /proc/interrupts)
@@ -399,6 +406,40 @@ def wakeups_round(d, rtts):
     return {f"wk_{k}_per_rtt": v / rtts for k, v in n.items()}
 
 
+def throughput_round(d, nic, where, one, errors):
+    """the throughput runs in @d (TCP with its CPU and notifications, the
+    64-byte frames) into @one; what failed into @errors, said @where"""
+    for name in ("g2h", "h2g"):
+        gbps, nbytes, err = iperf_round(d, name)
+        one[f"tcp_{name}_gbps"] = gbps
+        one[f"tcp_{name}_bytes"] = nbytes
+        if err:
+            errors.append(f"{where} iperf3 {name}: {err}")
+        notif_round(d, nic, name, nbytes, one)
+        cpu = cpu_round(d, name, nbytes)
+        if cpu:
+            one[f"cpu_{name}_qemu_s_per_gb"] = cpu["qemu"]
+            one[f"cpu_{name}_hostd_s_per_gb"] = cpu["hostd"]
+            # the host cost of the NIC: QEMU, plus vbus-hostd for venet
+            # (for virtio-net the daemon is not in the path; its figure
+            # is reported apart as idle overhead)
+            one[f"cpu_{name}_s_per_gb"] = cpu["qemu"] + (cpu["hostd"] if nic == "venet" else 0)
+            if "busy_pct" in cpu:
+                one[f"busy_{name}_pct"] = cpu["busy_pct"]
+    for name in ("p64g2h", "p64h2g"):
+        if not os.path.exists(os.path.join(d, f"iperf-{name}.json")):
+            continue
+        pps, err = pps_round(d, name)
+        if err:
+            errors.append(f"{where} iperf3 -u {name}: {err}")
+        elif pps is not None:
+            one[f"pps64_{name[3:]}_kpps"] = pps / 1e3
+    if "db_g2h" in one and "db_h2g" in one:
+        gb = (one["tcp_g2h_bytes"] + one["tcp_h2g_bytes"]) / 1e9
+        one["notif_per_gb"] = (one["db_g2h"] + one["irq_g2h"] +
+                               one["db_h2g"] + one["irq_h2g"]) / gb
+
+
 def nic_results(raw, nic, rounds):
     st = (read(os.path.join(raw, nic, "status")) or "unavailable not measured").strip()
     res = {"available": st.startswith("up")}
@@ -412,35 +453,7 @@ def nic_results(raw, nic, rounds):
         if not os.path.isdir(d):
             continue
         one = {"round": r}
-        for name in ("g2h", "h2g"):
-            gbps, nbytes, err = iperf_round(d, name)
-            one[f"tcp_{name}_gbps"] = gbps
-            one[f"tcp_{name}_bytes"] = nbytes
-            if err:
-                errors.append(f"round {r} iperf3 {name}: {err}")
-            notif_round(d, nic, name, nbytes, one)
-            cpu = cpu_round(d, name, nbytes)
-            if cpu:
-                one[f"cpu_{name}_qemu_s_per_gb"] = cpu["qemu"]
-                one[f"cpu_{name}_hostd_s_per_gb"] = cpu["hostd"]
-                # the host cost of the NIC: QEMU, plus vbus-hostd for venet
-                # (for virtio-net the daemon is not in the path; its figure
-                # is reported apart as idle overhead)
-                one[f"cpu_{name}_s_per_gb"] = cpu["qemu"] + (cpu["hostd"] if nic == "venet" else 0)
-                if "busy_pct" in cpu:
-                    one[f"busy_{name}_pct"] = cpu["busy_pct"]
-        for name in ("p64g2h", "p64h2g"):
-            if not os.path.exists(os.path.join(d, f"iperf-{name}.json")):
-                continue
-            pps, err = pps_round(d, name)
-            if err:
-                errors.append(f"round {r} iperf3 -u {name}: {err}")
-            elif pps is not None:
-                one[f"pps64_{name[3:]}_kpps"] = pps / 1e3
-        if "db_g2h" in one and "db_h2g" in one:
-            gb = (one["tcp_g2h_bytes"] + one["tcp_h2g_bytes"]) / 1e9
-            one["notif_per_gb"] = (one["db_g2h"] + one["irq_g2h"] +
-                                   one["db_h2g"] + one["irq_h2g"]) / gb
+        throughput_round(d, nic, f"round {r}", one, errors)
         s, counts = ping_samples(d)
         icmp += s
         if counts:
@@ -486,6 +499,84 @@ def nic_results(raw, nic, rounds):
     if errors:
         res["errors"] = errors
     return res
+
+
+# --compare-queues: the figures given per NIC at 1 and at N active pairs
+QCMP_KEYS = ("tcp_g2h_gbps", "tcp_h2g_gbps", "pps64_g2h_kpps", "pps64_h2g_kpps",
+             "notif_per_gb", "cpu_g2h_s_per_gb", "cpu_h2g_s_per_gb")
+
+
+def queue_compare(raw, nic, res, rounds, n):
+    """--compare-queues: @nic's QCMP_KEYS at 1 active pair (NIC/rR/q1) and
+    at @n (the round's own runs, @res["rounds"]) per round, the ratio n/1
+    within each round, then the median and min..max of each over rounds"""
+    if not res["available"]:
+        return None
+    hi = f"at_{n}"
+    per_round, errors = [], []
+    at_n = {o["round"]: o for o in res["rounds"]}
+    for r in range(1, rounds + 1):
+        d = os.path.join(raw, nic, f"r{r}", "q1")
+        if not os.path.isdir(d):
+            errors.append(f"round {r}: no runs at 1 pair (ethtool -L failed?)")
+            continue
+        if r not in at_n:
+            errors.append(f"round {r}: no runs at {n} pairs")
+        one = {}
+        throughput_round(d, nic, f"round {r}, 1 pair", one, errors)
+        row = {"round": r, "at_1": {}, hi: {}, "ratio": {}}
+        # the shares (interrupts per CPU, frames per queue) show the counts
+        # took effect: side by side, no ratio
+        shares = {k for o in (one, at_n.get(r, {})) for k in o
+                  if re.fullmatch(MQ_KEY, k) and not k.startswith("pps")}
+        for key in QCMP_KEYS + tuple(sorted(shares)):
+            a, b = one.get(key), at_n.get(r, {}).get(key)
+            row["at_1"][key], row[hi][key] = a, b
+            if key in QCMP_KEYS:
+                row["ratio"][key] = b / a if a and b is not None else None
+        per_round.append(row)
+    out = {"pairs": [1, n], "spread": {}, "rounds": per_round}
+    for col in ("at_1", hi, "ratio"):
+        out[col], out["spread"][col] = {}, {}
+        for key in sorted({k for row in per_round for k in row[col]},
+                          key=lambda k: (k not in QCMP_KEYS, k)):
+            v = [row[col].get(key) for row in per_round if row[col].get(key) is not None]
+            out[col][key] = median(v)
+            if v:
+                out["spread"][col][key] = [min(v), max(v)]
+    if errors:
+        out["errors"] = errors
+    return out
+
+
+def print_queue_compare(meta, qc, figures):
+    """the --compare-queues table: per figure and NIC, 1 pair | N pairs | N/1"""
+    n = int(meta["queues"])
+    hi = f"at_{n}"
+    label = {k: (lbl, u) for k, lbl, u, _ in figures}
+    label.setdefault("pps64_g2h_kpps", ("64-byte frames g->h", "kpps"))
+    label.setdefault("pps64_h2g_kpps", ("64-byte frames h->g", "kpps"))
+    print(f"\n1 vs {n} active queue pairs, same run and boot (ethtool -L on both NICs in "
+          f"the guest; iperf3 -P {meta.get('streams')} over {meta.get('procs', 1)} "
+          "process(es) at both counts): median of the rounds; "
+          f"{n}/1 per round, then its median")
+    for nic in NICS:
+        for e in (qc.get(nic) or {}).get("errors", []):
+            print(f"{nic}: {e}")
+    print(f"{'figure':<28} {'unit':>7} {'NIC':>7} {'1 pair':>10} {f'{n} pairs':>10} "
+          f"{f'{n}/1':>7}  rounds: 1 pair; {n} pairs; {n}/1 min..max")
+    shares = [k for k, *_ in figures if re.fullmatch(MQ_KEY, k) and not k.startswith("pps")]
+    for key in list(QCMP_KEYS) + shares:
+        lbl, unit = label[key]
+        for nic in NICS:
+            c = qc.get(nic)
+            if not c or all(c[col].get(key) is None for col in ("at_1", hi)):
+                continue
+            spread = "; ".join("..".join(fmt(x) for x in c["spread"][col].get(key, [])) or "-"
+                               for col in ("at_1", hi, "ratio"))
+            r = c["ratio"].get(key)
+            print(f"{lbl.strip():<28} {unit:>7} {nic:>7} {fmt(c['at_1'].get(key)):>10} "
+                  f"{fmt(c[hi].get(key)):>10} {('-' if r is None else f'{r:.2f}'):>7}  {spread}")
 
 
 def fmt(v):
@@ -663,6 +754,10 @@ def main():
         "virtio": res["virtio"],
         "ratio_venet_over_virtio": ratio,
     }
+    qc = None
+    if int(meta.get("compare_queues", 0) or 0) and int(meta.get("queues", 0) or 0) >= 2:
+        qc = {n: queue_compare(raw, n, res[n], rounds, int(meta["queues"])) for n in NICS}
+        doc["queue_compare"] = qc
     os.makedirs(out, exist_ok=True)
     jpath = os.path.join(out, "results.json")
     with open(jpath, "w", encoding="utf-8") as f:
@@ -705,6 +800,10 @@ def main():
               + f"  {better:<6}  {spread}")
     if both and str(meta.get("accel", "")).startswith("tcg"):
         print("(TCG: only the venet/virtio ratios mean something; absolute figures need hardware KVM)")
+    if qc:
+        print_queue_compare(meta, qc, figures)
+        if str(meta.get("accel", "")).startswith("tcg"):
+            print("(TCG, 2 vCPUs: only the ratios mean something; absolute figures need hardware KVM)")
     print(f"results: {jpath}")
 
     png = os.path.join(out, "results.png")
