@@ -88,6 +88,18 @@ void if_mac(const char *name, __u8 mac[6])
 /*
  * AF_PACKET on @ifname. With @vnet, frames carry a virtio_net_hdr both
  * ways (so we can see what checksum/GSO metadata the tap accepted).
+ *
+ * Our sends skip the host's qdisc (PACKET_QDISC_BYPASS) and go straight
+ * to the tap's driver, gated by the carrier bit alone: the device's
+ * TUNSETCARRIER sets it before its LINKUP returns, and a send while it
+ * is off fails at once (pkt_send's check). Through the qdisc they would
+ * race the host kernel: when its linkwatch work sees the carrier off it
+ * swaps the tap's qdisc for noop (which drops, counted as the tap's tx
+ * dropped, and writev still succeeds), and after the carrier comes back
+ * on it swaps the real one in again only when that work runs next, from
+ * a kworker, some time after LINKUP returned; a frame sent in between is
+ * lost and the guest waits for it in vain (link_down did, once, on a
+ * loaded machine).
  */
 int pkt_sock(const char *ifname, int vnet)
 {
@@ -105,6 +117,8 @@ int pkt_sock(const char *ifname, int vnet)
 	assert_int_equal(bind(fd, (struct sockaddr *)&sll, sizeof(sll)), 0);
 	/* our own sends are not captures */
 	setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+	assert_int_equal(setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one,
+				    sizeof(one)), 0);
 	if (vnet)
 		assert_int_equal(setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR,
 					    &one, sizeof(one)), 0);
@@ -131,7 +145,7 @@ ssize_t pkt_recv(int fd, int vnet, struct virtio_net_hdr *vh,
 	return vnet ? n - (ssize_t)sizeof(dummy) : n;
 }
 
-/* Send one frame into the tap (the host's stack transmitting to it). */
+/* Send one frame into the tap (the host transmitting to it, see pkt_sock). */
 void pkt_send(int fd, const void *buf, size_t len)
 {
 	struct virtio_net_hdr vh = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };

@@ -27,12 +27,16 @@ void write_file(const char *path, const char *s);
 int wire_netns(void);
 int if_index(const char *name);
 void if_mac(const char *name, __u8 mac[6]);
-/* AF_PACKET on @ifname; with @vnet frames carry a virtio_net_hdr */
+/*
+ * AF_PACKET on @ifname; with @vnet frames carry a virtio_net_hdr. Its
+ * sends skip the host's qdisc: they reach the tap whenever its carrier
+ * is on (see venet_wire.c)
+ */
 int pkt_sock(const char *ifname, int vnet);
 /* one frame (waiting up to @ms): its length, or -1 */
 ssize_t pkt_recv(int fd, int vnet, struct virtio_net_hdr *vh, void *buf,
 		 size_t len, int ms);
-/* one frame into the tap (the host's stack transmitting to it) */
+/* one frame into the tap (the host transmitting to it) */
 void pkt_send(int fd, const void *buf, size_t len);
 void mk_frame(__u8 *b, size_t len, const __u8 dst[6], const __u8 src[6],
 	      __u32 seq);
