@@ -18,7 +18,8 @@
  *        stays masked while frames keep coming), the guest spins: no
  *        doorbell and no interrupt while both run.
  * sleep: the host sleeps in epoll when the ring is drained (tx_poll_us=0,
- *        the default), the guest posts until the ring is full and then
+ *        the default; doorbell_mask_us=0: no timer holds it masked
+ *        either), the guest posts until the ring is full and then
  *        sleeps on its interrupt (the eventq's MSI-X eventfd) until the
  *        host hands back completions.
  *
@@ -152,7 +153,8 @@ static void guest_up(struct guest *g, const struct opts *o)
 	unsigned int i;
 	int err;
 
-	snprintf(params, sizeof(params), "backend=null,tx_poll_us=%u",
+	snprintf(params, sizeof(params),
+		 "backend=null,tx_poll_us=%u,doorbell_mask_us=0",
 		 o->sleep ? 0 : 10000);
 	g->dev = fgd_dev_create(VENET_TYPE, params, &err);
 	if (!g->dev || fgd_dev_open(g->dev, VENET_VERSION) ||

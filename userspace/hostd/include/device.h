@@ -335,6 +335,27 @@ void hostd_kick_cancel(struct hostd_kick *k);
 void hostd_kick_fini(struct hostd_kick *k);
 
 /*
+ * A timer: "run @fn once, @ns from now", on the loop of the thread that
+ * called init (a timerfd watched there). Arming an armed timer keeps the
+ * earlier deadline (hostd_timer_arm() then returns false); cancel disarms
+ * (e.g. in close); fini also closes it. A device that holds a queue's
+ * doorbells off and comes back to look uses it (venet's
+ * doorbell_mask_us). The struct is the device's. Loop thread only.
+ */
+struct hostd_timer {
+	struct hostd_dev *dev;
+	int fd;				/* -1: not inited */
+	bool armed;
+	void (*fn)(struct hostd_dev *dev, void *arg);
+	void *arg;
+};
+int hostd_timer_init(struct hostd_dev *dev, struct hostd_timer *t,
+		     void (*fn)(struct hostd_dev *dev, void *arg), void *arg);
+bool hostd_timer_arm(struct hostd_timer *t, __u64 ns);
+void hostd_timer_cancel(struct hostd_timer *t);
+void hostd_timer_fini(struct hostd_timer *t);
+
+/*
  * Guest -> device notifications need no registration: the guest's doorbell
  * for a shm's handle runs _shm_signal_wakeup() of its signal on the loop
  * thread, which (if the device unmasked it) calls the ioq notifier. A

@@ -15,7 +15,9 @@
  * a host buffer and dropped, rx never delivers; docs/devices/venet.md),
  * queues=N (1..16, default 1: the queue pairs a guest may get with
  * QUEUES; more than 1 opens the tap IFF_MULTI_QUEUE, one queue per pair:
- * venet_pairs.c).
+ * venet_pairs.c), doorbell_mask_us=N (0..10000, default 100: how long a
+ * streaming guest's drained tx ring stays masked before we look again;
+ * 0: never; venet_tx_hold.c).
  *
  * Everything runs on the guest's loop thread (device.h), so there are no
  * locks. The data path is venet_tx.c and venet_rx.c (each says how its
@@ -101,6 +103,16 @@ static void kick_cb(struct hostd_dev *dev, void *arg)
 	venet_tx_work(arg);
 }
 
+/* a held tx ring's period is over: look at it (venet_tx_hold.c) */
+static void hold_cb(struct hostd_dev *dev, void *arg)
+{
+	struct venet_pair *p = arg;
+
+	(void)dev;
+	p->v->st.tx_holds++;
+	venet_tx_work(p);
+}
+
 /* ---- params ---------------------------------------------------------------- */
 
 static int parse_mac(const char *s, __u8 mac[6])
@@ -164,6 +176,19 @@ static int venet_param_poll(struct venet *v, const char *s, __u64 *cap_ns)
 	return 0;
 }
 
+/* doorbell_mask_us=: microseconds, 0 .. VENET_DOORBELL_MASK_US_MAX. */
+static int venet_param_mask(struct venet *v, const char *s)
+{
+	unsigned long us = VENET_DOORBELL_MASK_US;
+
+	if (s && param_uint(s, 0, VENET_DOORBELL_MASK_US_MAX, &us))
+		return hostd_dev_fail(v->dev, -EINVAL,
+				      "doorbell_mask_us=%s: want 0..%d (microseconds)",
+				      s, VENET_DOORBELL_MASK_US_MAX);
+	v->mask_ns = (__u64)us * 1000;
+	return 0;
+}
+
 /* queues=: the queue pairs a guest may get, 1 .. VENET_MAX_QUEUE_PAIRS. */
 static int venet_param_queues(struct venet *v, const char *s)
 {
@@ -195,7 +220,8 @@ static int venet_param_backend(struct venet *v, const struct hostd_params *p)
 }
 
 /*
- * tap=, mac=, strict=, tx_poll_us= (into *@poll_ns), backend=, queues=
+ * tap=, mac=, strict=, tx_poll_us= (into *@poll_ns), backend=, queues=,
+ * doorbell_mask_us=
  * into @v; every refusal says why.
  */
 static int venet_params(struct venet *v, const struct hostd_params *p,
@@ -203,7 +229,8 @@ static int venet_params(struct venet *v, const struct hostd_params *p,
 {
 	static const char *const known[] = { "tap", "mac", "strict",
 					     "tx_poll_us", "backend",
-					     "queues", NULL };
+					     "queues", "doorbell_mask_us",
+					     NULL };
 	struct hostd_dev *dev = v->dev;
 	const char *s;
 	int ret;
@@ -214,6 +241,8 @@ static int venet_params(struct venet *v, const struct hostd_params *p,
 	ret = venet_param_backend(v, p);
 	if (!ret)
 		ret = venet_param_queues(v, hostd_param_get(p, "queues"));
+	if (!ret)
+		ret = venet_param_mask(v, hostd_param_get(p, "doorbell_mask_us"));
 	if (ret < 0)
 		return ret;
 	s = hostd_param_get(p, "tap");
@@ -241,22 +270,28 @@ static int venet_params(struct venet *v, const struct hostd_params *p,
 
 /* ---- ops ----------------------------------------------------------------- */
 
-/* Pair @i of @v: its queues, its kick, its sink. 0 or -errno. */
+/* Pair @i of @v: its queues, its kick, its hold timer, its sink. 0 or -errno. */
 static int pair_init(struct venet *v, unsigned int i, __u64 poll_ns)
 {
 	struct venet_pair *p = &v->pair[i];
+	int ret;
 
 	p->v = v;
 	p->idx = i;
+	p->hold.fd = -1;	/* pairs_fini() may see it before its init */
 	p->rxq.owner = p;
 	p->txq.owner = p;
 	p->txq.window.cap_ns = poll_ns;
 	if (v->null_backend && !(p->sink = malloc(VENET_SINK_LEN)))
 		return -ENOMEM;
-	return hostd_kick_init(v->dev, &p->kick, kick_cb, p);
+	/* doorbell_mask_us=0 never holds: no timer */
+	ret = v->mask_ns ? hostd_timer_init(v->dev, &p->hold, hold_cb, p) : 0;
+	if (!ret)
+		ret = hostd_kick_init(v->dev, &p->kick, kick_cb, p);
+	return ret;
 }
 
-/* Undo pair_init() of pairs [0, @n): kicks and sinks. */
+/* Undo pair_init() of pairs [0, @n): kicks, timers and sinks. */
 static void pairs_fini(struct venet *v, unsigned int n)
 {
 	unsigned int i;
@@ -266,6 +301,8 @@ static void pairs_fini(struct venet *v, unsigned int n)
 
 		if (p->kick.dev)
 			hostd_kick_fini(&p->kick);
+		if (p->v)
+			hostd_timer_fini(&p->hold);
 		free(p->sink);
 		p->sink = NULL;
 	}
@@ -357,6 +394,7 @@ static void venet_close(struct hostd_dev *dev)
 
 		/* a kick still pending must not outlive this session */
 		hostd_kick_cancel(&p->kick);
+		venet_tx_hold_stop(p);
 		p->tx_blocked = false;
 		p->tx_unsignalled = 0;
 		/* no pointer into guest memory survives close */
@@ -536,6 +574,7 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 		       (__u64)__builtin_popcount(v->tap.attached));
 	hostd_stat_u64(out, "tap_queue_syncs", v->qsyncs);
 	hostd_stat_u64(out, "tx_poll_us", p0->txq.window.cap_ns / 1000);
+	hostd_stat_u64(out, "doorbell_mask_us", v->mask_ns / 1000);
 	/* pair 0's window, as before pairs */
 	hostd_stat_u64(out, "tx_window_us", p0->txq.window.ns / 1000);
 	hostd_stat_u64(out, "tx_window_grows", p0->txq.window.grows);
@@ -547,7 +586,7 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(tx_gso); S(tx_csum); S(tx_bad); S(tx_errors); S(tx_dropped);
 	S(tx_blocked); S(rx_bad); S(rx_too_big); S(rx_offload_dropped);
 	S(rx_csum_fixed); S(rx_gso); S(rx_csum); S(rx_offload_errors);
-	S(rx_starved); S(rx_flushed); S(kicks); S(tx_polls);
+	S(rx_starved); S(rx_flushed); S(kicks); S(tx_polls); S(tx_holds);
 	S(backend_lost);
 #undef S
 	/* what crossed to the guest: the signals it had not masked */

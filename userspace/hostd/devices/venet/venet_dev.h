@@ -9,6 +9,8 @@
  *                  pair reads (its fd callback) and writes
  *   venet_rx.c     tap -> guest
  *   venet_tx.c     guest -> tap
+ *   venet_tx_hold.c  whether a streaming guest's drained tx ring stays
+ *                  masked (doorbell_mask_us)
  *   venet_state.c  what both directions share: the tap's epoll interest,
  *                  losing the backend, a bad descriptor, a batch done
  *   venet_frame.c  venet frames <-> tap frames (no hostd dependency)
@@ -37,6 +39,15 @@
  */
 #define VENET_TX_POLL_US 0
 #define VENET_TX_POLL_US_MAX 10000
+/*
+ * doorbell_mask_us= default and bound: how long a streaming guest's tx
+ * ring stays masked before we look at it again (venet_tx_hold.c), and the
+ * frames a wakeup must have found to call it streaming.
+ */
+#define VENET_DOORBELL_MASK_US 250
+#define VENET_DOORBELL_MASK_US_MAX 10000
+#define VENET_TX_HOLD_MIN 2
+#define VENET_TX_HOLD_BYTES (16u << 10)
 
 /* backend=null's buffer: a virtio_net_hdr and the longest frame */
 #define VENET_SINK_LEN (TAP_VNET_HDR_LEN + VENET_FRAME_MAX)
@@ -80,6 +91,7 @@ struct venet_stats {
 	__u64 rx_flushed;		/* buffers returned by FLUSHRX */
 	__u64 kicks;			/* self-scheduled tx passes */
 	__u64 tx_polls;			/* passes that found the ring empty */
+	__u64 tx_holds;			/* looks after a doorbell_mask_us */
 	__u64 backend_lost;
 };
 
@@ -119,6 +131,15 @@ struct venet_pair {
 	bool rx_starved;		/* no guest buffer: queue not polled */
 	bool tx_blocked;		/* tap said EAGAIN: wait for EPOLLOUT */
 	unsigned int tx_unsignalled;	/* tx pops the guest was not told of */
+	/*
+	 * doorbell_mask_us (venet_tx_hold.c): frames sent since the ring
+	 * was last unmasked or held, and the timer of a hold (the ring
+	 * masked, the guest streaming: we look again when it fires)
+	 */
+	unsigned int tx_run;
+	__u64 tx_run_bytes;
+	bool tx_held;
+	struct hostd_timer hold;
 	struct venet_pair_stats st;
 };
 
@@ -131,6 +152,7 @@ struct venet {
 	char backend_err[192];		/* why there is no tap */
 	__u8 mac[6];
 	bool strict;
+	__u64 mask_ns;			/* doorbell_mask_us=, in ns; 0: never */
 
 	unsigned int queues;		/* queues=: pairs we may grant */
 	unsigned int granted;		/* QUEUES' answer; 1 before it */
@@ -193,6 +215,15 @@ void venet_qsync_fini(struct venet *v);	/* destroy */
  */
 void venet_tx_work(struct venet_pair *p);
 void venet_tx_signal(struct hostd_devq *q);
+
+/*
+ * venet_tx_hold.c: whether a drained tx ring stays masked, a timer to
+ * look again (p->hold): not held (unmask, look, sleep), held, or held
+ * after the caller signals the completions not yet signalled
+ */
+enum venet_tx_held { VENET_TX_UNHELD, VENET_TX_HELD, VENET_TX_HELD_SIGNAL };
+enum venet_tx_held venet_tx_hold(struct venet_pair *p);
+void venet_tx_hold_stop(struct venet_pair *p);	/* asleep, or closed */
 
 /* venet_rx.c: fill a pair's rx buffers from its tap queue */
 void venet_rx_run(struct venet_pair *p);

@@ -18,7 +18,9 @@
  * window has passed since the last frame: a guest that posts again within
  * that time rings no doorbell. Then we unmask, then look again (a post
  * between our last look and the unmask raised no doorbell), and only sleep
- * if it is still empty (hostd_devq_unmask).
+ * if it is still empty (hostd_devq_unmask). Before that, a stream's
+ * drained ring may stay masked for doorbell_mask_us while a timer brings
+ * us back to look (venet_tx_hold.c decides; no spinning).
  *
  * The window (txq.window) adapts between 0 and tx_poll_us (device.h,
  * struct hostd_poll_window; the drain after a sleep teaches it): a
@@ -225,6 +227,8 @@ static int tx_pass(struct venet_pair *p)
 	if (n) {
 		hostd_dev_account(v->dev, (__u64)n, tb.bytes);
 		p->tx_unsignalled += (unsigned int)n;
+		p->tx_run += (unsigned int)n;
+		p->tx_run_bytes += tb.bytes;
 		/* a quarter ring done: wake a guest that may be out of room */
 		if (p->tx_unsignalled >= p->txq.size / 4)
 			tx_signal(p);
@@ -238,6 +242,7 @@ static int tx_pass(struct venet_pair *p)
 
 void venet_tx_work(struct venet_pair *p)
 {
+	enum venet_tx_held held;
 	int round;
 
 	if (!hostd_devq_live(&p->txq) || p->tx_blocked)
@@ -255,14 +260,22 @@ void venet_tx_work(struct venet_pair *p)
 			tx_kick(p);	/* poll: come back after the others */
 			goto out;
 		}
+		/* a stream: stay masked, its timer brings us back */
+		held = venet_tx_hold(p);
+		if (held == VENET_TX_HELD_SIGNAL)
+			tx_signal(p);
+		if (held != VENET_TX_UNHELD)
+			goto out;
 		/* we stop polling: the guest reaps on our signal now */
 		tx_signal(p);
 		/*
 		 * Drained. Unmask, then look again: a post that landed after
 		 * our last look but before the unmask rang no doorbell.
 		 */
-		if (!hostd_devq_unmask(&p->txq, 0))
+		if (!hostd_devq_unmask(&p->txq, 0)) {
+			venet_tx_hold_stop(p);	/* asleep: a new run starts */
 			goto out;
+		}
 		hostd_devq_mask(&p->txq);
 	}
 	tx_kick(p);	/* a guest trickling posts: don't hold the loop */
