@@ -11,10 +11,12 @@
  *
  *   one_frame_sleeps        a request/response guest's single frame is
  *                           never held: the drained ring is unmasked
- *   stream_is_held          a burst leaves the ring masked; the next burst
- *                           rings no doorbell and is sent by the timer
- *   big_frame_is_held       so does one frame of a stream's size (a GSO
- *                           frame): 16 KiB since the ring slept
+ *   small_frames_sleep      nor are a few small ones (TCP ACKs: holding
+ *                           them would slow the peer's sending)
+ *   stream_is_held          16 KiB in a burst leave the ring masked; the
+ *                           next burst rings no doorbell and is sent by
+ *                           the timer
+ *   big_frame_is_held       so does one frame of that size (a GSO frame)
  *   hold_ends_unmasked      looks that find nothing end the hold: the
  *                           completions signalled, unmasked, the next
  *                           post rings
@@ -35,7 +37,8 @@
 
 #define TIMEOUT_MS 10000
 #define BURST 4
-#define FRAME 100
+#define SMALL 100		/* a request, or an ACK */
+#define FRAME (4u << 10)	/* BURST of them: VENET_TX_HOLD_BYTES */
 #define BIG (16u << 10)		/* VENET_TX_HOLD_BYTES */
 
 struct hfx {
@@ -81,7 +84,7 @@ static void up(struct hfx *f, const char *extra)
 	assert_int_equal(fgd_ring_attach(f->dev, VENET_QUEUE_TX, 64, &f->tx),
 			 0);
 	assert_int_equal(fgd_call(f->dev, VENET_FUNC_LINKUP, NULL, 0), 0);
-	f->gpa = fgd_alloc(FRAME, 64);
+	f->gpa = fgd_alloc(FRAME, 64);	/* >= SMALL */
 	memset(fgd_ram(f->gpa), 0x5a, FRAME);
 }
 
@@ -91,8 +94,11 @@ static bool host_unmasked(struct hfx *f)
 	return VBUS_READ(f->tx.sig.desc->irq[shm_locality_south].enabled);
 }
 
-/* @n frames with one tail publication and one signal (if unmasked) */
-static void burst(struct hfx *f, unsigned int n)
+/*
+ * @n frames of @len with one tail publication and one signal (if
+ * unmasked)
+ */
+static void burst_of(struct hfx *f, unsigned int n, __u64 len)
 {
 	struct ioq_ring_desc d[BURST];
 	unsigned int i;
@@ -100,8 +106,13 @@ static void burst(struct hfx *f, unsigned int n)
 	assert_true(n <= BURST);
 	for (i = 0; i < n; i++)
 		d[i] = (struct ioq_ring_desc){ .cookie = i, .ptr = f->gpa,
-					       .len = FRAME };
+					       .len = len };
 	assert_int_equal(fg_ring_post_bulk(&f->tx, d, n, true), (int)n);
+}
+
+static void burst(struct hfx *f, unsigned int n)
+{
+	burst_of(f, n, FRAME);
 }
 
 struct goal {
@@ -149,11 +160,25 @@ static void one_frame_sleeps(void **state)
 	struct hfx *f = *state;
 
 	up(f, NULL);
-	burst(f, 1);
+	burst_of(f, 1, SMALL);
 	run_reap(f, 1);
 	assert_true(host_unmasked(f));
 	assert_int_equal(fgd_stat(f->dev, "tx_holds"), 0);
 	assert_int_equal(doorbells(f), 1);
+}
+
+static void small_frames_sleep(void **state)
+{
+	struct hfx *f = *state;
+
+	up(f, NULL);
+	burst_of(f, BURST, SMALL);
+	run_reap(f, BURST);
+	assert_true(host_unmasked(f));
+	burst_of(f, BURST, SMALL);
+	run_reap(f, 2 * BURST);
+	assert_int_equal(doorbells(f), 2);
+	assert_int_equal(fgd_stat(f->dev, "tx_holds"), 0);
 }
 
 static void stream_is_held(void **state)
@@ -258,6 +283,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(one_frame_sleeps, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(small_frames_sleep, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(stream_is_held, setup,
 						teardown),

@@ -17,7 +17,9 @@
  * QUEUES; more than 1 opens the tap IFF_MULTI_QUEUE, one queue per pair:
  * venet_pairs.c), doorbell_mask_us=N (0..10000, default 100: how long a
  * streaming guest's drained tx ring stays masked before we look again;
- * 0: never; venet_tx_hold.c).
+ * 0: never; venet_tx_hold.c), rx_coalesce_us=N (0..10000, default 500:
+ * how long a stream's rx batches may wait for their interrupt; 0: never;
+ * venet_rx_coalesce.c).
  *
  * Everything runs on the guest's loop thread (device.h), so there are no
  * locks. The data path is venet_tx.c and venet_rx.c (each says how its
@@ -113,6 +115,13 @@ static void hold_cb(struct hostd_dev *dev, void *arg)
 	venet_tx_work(p);
 }
 
+/* an rx coalescing period is over (venet_rx_coalesce.c) */
+static void rxc_cb(struct hostd_dev *dev, void *arg)
+{
+	(void)dev;
+	venet_rx_coalesced(arg);
+}
+
 /* ---- params ---------------------------------------------------------------- */
 
 static int parse_mac(const char *s, __u8 mac[6])
@@ -189,6 +198,19 @@ static int venet_param_mask(struct venet *v, const char *s)
 	return 0;
 }
 
+/* rx_coalesce_us=: microseconds, 0 .. VENET_RX_COALESCE_US_MAX. */
+static int venet_param_coalesce(struct venet *v, const char *s)
+{
+	unsigned long us = VENET_RX_COALESCE_US;
+
+	if (s && param_uint(s, 0, VENET_RX_COALESCE_US_MAX, &us))
+		return hostd_dev_fail(v->dev, -EINVAL,
+				      "rx_coalesce_us=%s: want 0..%d (microseconds)",
+				      s, VENET_RX_COALESCE_US_MAX);
+	v->rx_coalesce_ns = (__u64)us * 1000;
+	return 0;
+}
+
 /* queues=: the queue pairs a guest may get, 1 .. VENET_MAX_QUEUE_PAIRS. */
 static int venet_param_queues(struct venet *v, const char *s)
 {
@@ -221,7 +243,7 @@ static int venet_param_backend(struct venet *v, const struct hostd_params *p)
 
 /*
  * tap=, mac=, strict=, tx_poll_us= (into *@poll_ns), backend=, queues=,
- * doorbell_mask_us=
+ * doorbell_mask_us=, rx_coalesce_us=
  * into @v; every refusal says why.
  */
 static int venet_params(struct venet *v, const struct hostd_params *p,
@@ -230,7 +252,7 @@ static int venet_params(struct venet *v, const struct hostd_params *p,
 	static const char *const known[] = { "tap", "mac", "strict",
 					     "tx_poll_us", "backend",
 					     "queues", "doorbell_mask_us",
-					     NULL };
+					     "rx_coalesce_us", NULL };
 	struct hostd_dev *dev = v->dev;
 	const char *s;
 	int ret;
@@ -243,6 +265,8 @@ static int venet_params(struct venet *v, const struct hostd_params *p,
 		ret = venet_param_queues(v, hostd_param_get(p, "queues"));
 	if (!ret)
 		ret = venet_param_mask(v, hostd_param_get(p, "doorbell_mask_us"));
+	if (!ret)
+		ret = venet_param_coalesce(v, hostd_param_get(p, "rx_coalesce_us"));
 	if (ret < 0)
 		return ret;
 	s = hostd_param_get(p, "tap");
@@ -278,14 +302,18 @@ static int pair_init(struct venet *v, unsigned int i, __u64 poll_ns)
 
 	p->v = v;
 	p->idx = i;
-	p->hold.fd = -1;	/* pairs_fini() may see it before its init */
+	/* pairs_fini() may see them before their init */
+	p->hold.fd = -1;
+	p->rxc.fd = -1;
 	p->rxq.owner = p;
 	p->txq.owner = p;
 	p->txq.window.cap_ns = poll_ns;
 	if (v->null_backend && !(p->sink = malloc(VENET_SINK_LEN)))
 		return -ENOMEM;
-	/* doorbell_mask_us=0 never holds: no timer */
+	/* doorbell_mask_us=0 never holds, rx_coalesce_us=0 never waits */
 	ret = v->mask_ns ? hostd_timer_init(v->dev, &p->hold, hold_cb, p) : 0;
+	if (!ret && v->rx_coalesce_ns)
+		ret = hostd_timer_init(v->dev, &p->rxc, rxc_cb, p);
 	if (!ret)
 		ret = hostd_kick_init(v->dev, &p->kick, kick_cb, p);
 	return ret;
@@ -301,8 +329,10 @@ static void pairs_fini(struct venet *v, unsigned int n)
 
 		if (p->kick.dev)
 			hostd_kick_fini(&p->kick);
-		if (p->v)
+		if (p->v) {
 			hostd_timer_fini(&p->hold);
+			hostd_timer_fini(&p->rxc);
+		}
 		free(p->sink);
 		p->sink = NULL;
 	}
@@ -395,6 +425,7 @@ static void venet_close(struct hostd_dev *dev)
 		/* a kick still pending must not outlive this session */
 		hostd_kick_cancel(&p->kick);
 		venet_tx_hold_stop(p);
+		venet_rx_coalesce_stop(p);
 		p->tx_blocked = false;
 		p->tx_unsignalled = 0;
 		/* no pointer into guest memory survives close */
@@ -575,6 +606,7 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	hostd_stat_u64(out, "tap_queue_syncs", v->qsyncs);
 	hostd_stat_u64(out, "tx_poll_us", p0->txq.window.cap_ns / 1000);
 	hostd_stat_u64(out, "doorbell_mask_us", v->mask_ns / 1000);
+	hostd_stat_u64(out, "rx_coalesce_us", v->rx_coalesce_ns / 1000);
 	/* pair 0's window, as before pairs */
 	hostd_stat_u64(out, "tx_window_us", p0->txq.window.ns / 1000);
 	hostd_stat_u64(out, "tx_window_grows", p0->txq.window.grows);
@@ -587,6 +619,7 @@ static void venet_stats(struct hostd_dev *dev, struct hostd_stats_out *out)
 	S(tx_blocked); S(rx_bad); S(rx_too_big); S(rx_offload_dropped);
 	S(rx_csum_fixed); S(rx_gso); S(rx_csum); S(rx_offload_errors);
 	S(rx_starved); S(rx_flushed); S(kicks); S(tx_polls); S(tx_holds);
+	S(rx_coalesced);
 	S(backend_lost);
 #undef S
 	/* what crossed to the guest: the signals it had not masked */

@@ -8,6 +8,8 @@
  *   venet_pairs.c  queue pairs: QUEUES, SETACTIVE, the tap queue each
  *                  pair reads (its fd callback) and writes
  *   venet_rx.c     tap -> guest
+ *   venet_rx_coalesce.c  whether a stream's rx batch waits for its
+ *                  interrupt (rx_coalesce_us)
  *   venet_tx.c     guest -> tap
  *   venet_tx_hold.c  whether a streaming guest's drained tx ring stays
  *                  masked (doorbell_mask_us)
@@ -42,12 +44,19 @@
 /*
  * doorbell_mask_us= default and bound: how long a streaming guest's tx
  * ring stays masked before we look at it again (venet_tx_hold.c), and the
- * frames a wakeup must have found to call it streaming.
+ * bytes sent since the ring slept that make it a stream.
  */
 #define VENET_DOORBELL_MASK_US 250
 #define VENET_DOORBELL_MASK_US_MAX 10000
-#define VENET_TX_HOLD_MIN 2
 #define VENET_TX_HOLD_BYTES (16u << 10)
+/*
+ * rx_coalesce_us= default and bound: how long a stream's rx batches may
+ * wait for their interrupt (venet_rx_coalesce.c), and the bytes in one
+ * batch that make it a stream's.
+ */
+#define VENET_RX_COALESCE_US 500
+#define VENET_RX_COALESCE_US_MAX 10000
+#define VENET_RX_COALESCE_BYTES (16u << 10)
 
 /* backend=null's buffer: a virtio_net_hdr and the longest frame */
 #define VENET_SINK_LEN (TAP_VNET_HDR_LEN + VENET_FRAME_MAX)
@@ -92,6 +101,7 @@ struct venet_stats {
 	__u64 kicks;			/* self-scheduled tx passes */
 	__u64 tx_polls;			/* passes that found the ring empty */
 	__u64 tx_holds;			/* looks after a doorbell_mask_us */
+	__u64 rx_coalesced;		/* batches whose signal waited */
 	__u64 backend_lost;
 };
 
@@ -132,14 +142,22 @@ struct venet_pair {
 	bool tx_blocked;		/* tap said EAGAIN: wait for EPOLLOUT */
 	unsigned int tx_unsignalled;	/* tx pops the guest was not told of */
 	/*
-	 * doorbell_mask_us (venet_tx_hold.c): frames sent since the ring
-	 * was last unmasked or held, and the timer of a hold (the ring
-	 * masked, the guest streaming: we look again when it fires)
+	 * doorbell_mask_us (venet_tx_hold.c): frames and bytes sent since
+	 * the ring last slept or was held, and the timer of a hold (the
+	 * ring masked, the guest streaming: we look again when it fires)
 	 */
 	unsigned int tx_run;
 	__u64 tx_run_bytes;
 	bool tx_held;
 	struct hostd_timer hold;
+	/*
+	 * rx_coalesce_us (venet_rx_coalesce.c): a period is running, a
+	 * batch came in it, the frames published and not yet signalled,
+	 * and the period's timer
+	 */
+	bool rx_coalescing, rx_came;
+	unsigned int rx_unsignalled;
+	struct hostd_timer rxc;
 	struct venet_pair_stats st;
 };
 
@@ -153,6 +171,7 @@ struct venet {
 	__u8 mac[6];
 	bool strict;
 	__u64 mask_ns;			/* doorbell_mask_us=, in ns; 0: never */
+	__u64 rx_coalesce_ns;		/* rx_coalesce_us=, in ns; 0: never */
 
 	unsigned int queues;		/* queues=: pairs we may grant */
 	unsigned int granted;		/* QUEUES' answer; 1 before it */
@@ -225,9 +244,19 @@ enum venet_tx_held { VENET_TX_UNHELD, VENET_TX_HELD, VENET_TX_HELD_SIGNAL };
 enum venet_tx_held venet_tx_hold(struct venet_pair *p);
 void venet_tx_hold_stop(struct venet_pair *p);	/* asleep, or closed */
 
+/*
+ * venet_rx_coalesce.c: whether an rx batch of @n frames and @bytes waits
+ * for the pair's period to signal (true) or signals now; at the period's
+ * end, whether to signal; close
+ */
+bool venet_rx_coalesce(struct venet_pair *p, unsigned int n, __u64 bytes);
+bool venet_rx_coalesce_end(struct venet_pair *p);
+void venet_rx_coalesce_stop(struct venet_pair *p);
+
 /* venet_rx.c: fill a pair's rx buffers from its tap queue */
 void venet_rx_run(struct venet_pair *p);
 void venet_rx_signal(struct hostd_devq *q);
+void venet_rx_coalesced(struct venet_pair *p);	/* its period ended */
 int venet_rx_flush(struct venet *v);	/* FLUSHRX: every pair */
 
 #endif /* VBUS_HOSTD_VENET_DEV_H */

@@ -13,7 +13,8 @@
  * and if still none we
  * stop polling the tap (no EPOLLIN: frames wait in the tap's queue, and
  * the host kernel drops at its queue limit, not us in a loop) until the
- * guest's next rx signal.
+ * guest's next rx signal. A stream's batches may wait for their signal
+ * (rx_coalesce_us: venet_rx_coalesce.c decides).
  */
 #include <errno.h>
 #include "venet_dev.h"
@@ -205,12 +206,24 @@ void venet_rx_run(struct venet_pair *p)
 			break;
 		done++;
 	}
-	/* one publication and one signal for the batch */
+	/* one publication and one signal for the batch (or its period's) */
 	rx_publish(p, &b);
-	venet_q_complete(v, &p->rxq, b.popped, bytes, &v->st.rx_notify_out);
+	if (venet_rx_coalesce(p, b.popped, bytes)) {
+		v->st.rx_coalesced++;
+		hostd_dev_account(v->dev, b.popped, bytes);
+	} else {
+		venet_q_complete(v, &p->rxq, b.popped, bytes,
+				 &v->st.rx_notify_out);
+	}
 out:
 	/* budget hit with data left: level-triggered EPOLLIN brings us back */
 	venet_tap_update(v);
+}
+
+void venet_rx_coalesced(struct venet_pair *p)
+{
+	if (venet_rx_coalesce_end(p) && hostd_devq_live(&p->rxq))
+		venet_q_signal(&p->rxq, &p->v->st.rx_notify_out);
 }
 
 void venet_rx_signal(struct hostd_devq *q)
