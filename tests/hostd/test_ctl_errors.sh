@@ -80,7 +80,7 @@ same g1 "type=venet,id=5,tap=abcdefghijklmnop" \
 same g1 "type=venet,id=5,mac=01:00:5e:00:00:01" \
 	'^guest g1: device 5 \(venet\): bad mac "01:00:5e:00:00:01" \(want a unicast xx:xx:xx:xx:xx:xx\)$'
 same g1 "type=venet,id=5,color=blue" \
-	"^guest g1: device 5 \\(venet\\): unknown parameter 'color' \\(known: tap, mac, strict, tx_poll_us, backend, queues, doorbell_mask_us\\)$"
+	"^guest g1: device 5 \\(venet\\): unknown parameter 'color' \\(known: tap, mac, strict, tx_poll_us, backend, queues, doorbell_mask_us, rx_coalesce_us\\)$"
 same g1 "type=virtual-ethernet,id=5,strict=2" \
 	'^guest g1: device 5 \(venet\): strict=2: want 0 or 1$'
 same g1 "type=venet,id=5,tx_poll_us=20000" \
@@ -89,6 +89,8 @@ same g1 "type=venet,id=5,tx_poll_us=-1" \
 	'^guest g1: device 5 \(venet\): tx_poll_us=-1: want 0..10000 \(microseconds\)$'
 same g1 "type=venet,id=5,doorbell_mask_us=10001" \
 	'^guest g1: device 5 \(venet\): doorbell_mask_us=10001: want 0..10000 \(microseconds\)$'
+same g1 "type=venet,id=5,rx_coalesce_us=x" \
+	'^guest g1: device 5 \(venet\): rx_coalesce_us=x: want 0..10000 \(microseconds\)$'
 same g1 "type=venet,id=5,queues=0" \
 	'^guest g1: device 5 \(venet\): queues=0: want 1..16 \(queue pairs\)$'
 same g1 "type=venet,id=5,queues=17" \

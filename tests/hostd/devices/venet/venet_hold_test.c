@@ -22,7 +22,8 @@
  *                           post rings
  *   mask_zero_never_holds   doorbell_mask_us=0: every drained ring unmasks
  *   close_ends_hold         DEVCLOSE during a hold: no look afterwards
- *   bad_values              doorbell_mask_us= refusals say why
+ *   bad_values              doorbell_mask_us= and rx_coalesce_us=
+ *                           refusals say why
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -277,6 +278,8 @@ static void bad_values(void **state)
 		"doorbell_mask_us=-1: want 0..10000 (microseconds)");
 	refused("backend=null,doorbell_mask_us=1ms",
 		"doorbell_mask_us=1ms: want 0..10000 (microseconds)");
+	refused("backend=null,rx_coalesce_us=10001",
+		"rx_coalesce_us=10001: want 0..10000 (microseconds)");
 }
 
 int main(void)

@@ -743,6 +743,126 @@ static void rx_flush(void **state)
 	assert_true(fgd_irqs(&f->rx) >= 1);
 }
 
+/*
+ * rx_coalesce_us (venet_rx_coalesce.c). The periods here are the most
+ * (10 ms), so a stalled test machine does not end one before the check.
+ */
+#define COALESCE_MAX "rx_coalesce_us=10000,doorbell_mask_us=10000"
+
+/* @n frames of @len into the tap at once: one rx batch on the host */
+static void rx_send(struct fx *f, unsigned int n, size_t len, __u32 seq)
+{
+	__u8 frame[1500];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		mk_frame(frame, len, guest_mac, f->tapmac, seq + i);
+		pkt_send(f->ps, frame, len);
+	}
+}
+
+static bool rx_signalled(void *arg)
+{
+	struct fx *f = arg;
+
+	return fgd_irqs(&f->rx) >= 1;
+}
+
+/* a stream's batch (16 x 1400 bytes) signals, then starts a period */
+static void rx_stream_period(struct fx *f)
+{
+	rx_post(f, 32);
+	assert_true(fgd_run_until(tap_polled, f, TIMEOUT_MS));
+	rx_send(f, 16, 1400, 0);
+	assert_true(run_reap(f, &f->rx, 16));
+	assert_true(fgd_irqs(&f->rx) >= 1);
+}
+
+static void rx_stream_coalesced(void **state)
+{
+	struct fx *f = *state;
+
+	fx_up(f, COALESCE_MAX, 0);
+	assert_int_equal(fgd_stat(f->dev, "rx_coalesce_us"), 10000);
+	rx_stream_period(f);
+	/* within the period: published, the signal waits */
+	rx_send(f, 1, 60, 16);
+	assert_true(run_reap(f, &f->rx, 17));
+	assert_int_equal(fgd_irqs(&f->rx), 0);
+	assert_int_equal(fgd_stat(f->dev, "rx_coalesced"), 1);
+	/* the period's end brings it */
+	assert_true(fgd_run_until(rx_signalled, f, TIMEOUT_MS));
+}
+
+static void rx_small_not_coalesced(void **state)
+{
+	struct fx *f = *state;
+
+	fx_up(f, COALESCE_MAX, 0);
+	rx_post(f, 4);
+	assert_true(fgd_run_until(tap_polled, f, TIMEOUT_MS));
+	rx_send(f, 1, 60, 0);
+	assert_true(run_reap(f, &f->rx, 1));
+	assert_int_equal(fgd_irqs(&f->rx), 1);
+	rx_send(f, 1, 60, 1);
+	assert_true(run_reap(f, &f->rx, 2));
+	assert_int_equal(fgd_irqs(&f->rx), 1);
+	assert_int_equal(fgd_stat(f->dev, "rx_coalesced"), 0);
+}
+
+static void rx_coalesce_zero(void **state)
+{
+	struct fx *f = *state;
+
+	fx_up(f, "rx_coalesce_us=0", 0);
+	rx_stream_period(f);
+	rx_send(f, 1, 60, 16);
+	assert_true(run_reap(f, &f->rx, 17));
+	assert_int_equal(fgd_irqs(&f->rx), 1);
+	assert_int_equal(fgd_stat(f->dev, "rx_coalesced"), 0);
+}
+
+/* the guest sends a stream on the pair: the ACKs coming back wait too */
+static void rx_acks_of_tx_stream(void **state)
+{
+	struct fx *f = *state;
+	unsigned int i;
+
+	fx_up(f, COALESCE_MAX, 0);
+	rx_post(f, 4);
+	assert_true(fgd_run_until(tap_polled, f, TIMEOUT_MS));
+	for (i = 0; i < 12; i++)
+		tx_flat(f, 1400, i);
+	assert_true(run_reap(f, &f->tx, 12));
+	/* the tx ring is held (16800 bytes since it slept) */
+	assert_false(VBUS_READ(f->tx.sig.desc->irq[shm_locality_south].enabled));
+	/* the first ACK signals at once and starts a period */
+	rx_send(f, 1, 60, 0);
+	f->reaped = 0;
+	assert_true(run_reap(f, &f->rx, 1));
+	assert_true(fgd_irqs(&f->rx) >= 1);
+	/* the next waits for its end */
+	rx_send(f, 1, 60, 1);
+	assert_true(run_reap(f, &f->rx, 2));
+	assert_int_equal(fgd_irqs(&f->rx), 0);
+	assert_int_equal(fgd_stat(f->dev, "rx_coalesced"), 1);
+	assert_true(fgd_run_until(rx_signalled, f, TIMEOUT_MS));
+}
+
+/* the guest receives a stream on the pair: its ACKs are held */
+static void tx_acks_of_rx_stream(void **state)
+{
+	struct fx *f = *state;
+
+	fx_up(f, COALESCE_MAX, 0);
+	rx_stream_period(f);
+	tx_flat(f, 60, 0);
+	f->reaped = 0;
+	assert_true(run_reap(f, &f->tx, 1));
+	assert_false(VBUS_READ(f->tx.sig.desc->irq[shm_locality_south].enabled));
+	assert_int_equal(fgd_stat(f->dev, "tx_packets"), 1);
+}
+
 static void link_down(void **state)
 {
 	struct fx *f = *state;
@@ -1138,6 +1258,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(rx_sg_malformed, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(rx_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(rx_stream_coalesced, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(rx_small_not_coalesced, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(rx_coalesce_zero, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(rx_acks_of_tx_stream, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(tx_acks_of_rx_stream, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(link_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(tx_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(strict_faults, setup,

@@ -11,8 +11,10 @@
  *
  * The rule: a batch signals at once, as before. If it carried at least
  * VENET_RX_COALESCE_BYTES (a GSO frame, or a burst of full-size ones: a
- * stream, not a request's or an ACK's small frame, whose latency stays
- * as it was), a period of rx_coalesce_us starts: the batches within it
+ * stream, not a request's small frame, whose latency stays as it was),
+ * or the pair's tx ring is held for a stream (venet_tx_hold.c: what
+ * comes back now is that stream's ACKs), a period of rx_coalesce_us
+ * starts: the batches within it
  * are published at once (the guest's NAPI, if running, takes them) but
  * not signalled, unless a quarter of the ring waits. When the period
  * ends (the pair's timer; its callback is venet_dev.c's) what waits is
@@ -41,7 +43,7 @@ bool venet_rx_coalesce(struct venet_pair *p, unsigned int n, __u64 bytes)
 		p->rx_unsignalled = 0;	/* a quarter ring waits: now */
 		return false;
 	}
-	if (bytes >= VENET_RX_COALESCE_BYTES &&
+	if ((bytes >= VENET_RX_COALESCE_BYTES || p->tx_held) &&
 	    hostd_timer_arm(&p->rxc, p->v->rx_coalesce_ns)) {
 		p->rx_coalescing = true;
 		p->rx_came = false;

@@ -10,8 +10,9 @@
  *
  * The hold: a drained ring whose run since it last slept looks like a
  * stream (VENET_TX_HOLD_BYTES: one GSO frame, or a burst of full-size
- * ones; a request/response guest's small frame per round trip, or a
- * receiver's ACKs, are never held) stays masked, and a timer (the pair's hold; its callback is
+ * ones; or any frame while the pair receives a stream: its ACKs; a
+ * request/response guest's small frame per round trip is never held)
+ * stays masked, and a timer (the pair's hold; its callback is
  * venet_dev.c's) brings us back after doorbell_mask_us to look. A look that finds frames sends them and holds on; the guest,
  * posting, reaps their completions itself. A look that finds nothing
  * signals the completions not yet signalled (the guest may be waiting
@@ -35,14 +36,15 @@
 #include "venet_dev.h"
 
 /*
- * What ran since the ring slept is a stream's: bytes, not frames. A
- * request/response guest sends one small frame per round trip, a
- * receiving one TCP ACKs, often several at once: holding those would
- * delay the peer's sending, not save doorbells of a stream.
+ * What ran since the ring slept is a stream's: bytes, not frames (a
+ * request/response guest sends one small frame per round trip, maybe
+ * two), or any frame while the pair's rx is coalescing a stream
+ * (venet_rx_coalesce.c): then they are the stream's ACKs.
  */
 static bool streaming(const struct venet_pair *p)
 {
-	return p->tx_run_bytes >= VENET_TX_HOLD_BYTES;
+	return p->tx_run_bytes >= VENET_TX_HOLD_BYTES ||
+	       (p->tx_run && p->rx_coalescing);
 }
 
 /* whether the ring stays masked: a stream, or a hold that goes on */
