@@ -863,6 +863,54 @@ static void tx_acks_of_rx_stream(void **state)
 	assert_int_equal(fgd_stat(f->dev, "tx_packets"), 1);
 }
 
+/*
+ * After a transfer, small frames a millisecond apart (a request/response
+ * exchange) fall in every 2 ms period; they must not keep the period
+ * going (else an ACK hold and an ACK coalescing could renew each other
+ * for ever): within a few periods each signals at once again.
+ */
+static void rx_period_ends_without_stream(void **state)
+{
+	struct fx *f = *state;
+	__u64 coalesced = 0;
+	unsigned int i;
+
+	fx_up(f, "rx_coalesce_us=2000", 0);
+	rx_stream_period(f);
+	rx_post(f, 32);
+	for (i = 0; i < 20; i++) {
+		rx_send(f, 1, 60, 16 + i);
+		assert_true(run_reap(f, &f->rx, 17 + i));
+		fgd_run_for(1);
+		if (i == 14)
+			coalesced = fgd_stat(f->dev, "rx_coalesced");
+	}
+	/* 14 ms and more after the transfer nothing waited any more */
+	assert_int_equal(fgd_stat(f->dev, "rx_coalesced"), coalesced);
+}
+
+/* the same for a tx hold: small frames after a stream end it */
+static void tx_hold_ends_without_stream(void **state)
+{
+	struct fx *f = *state;
+	__u64 holds = 0;
+	unsigned int i;
+
+	fx_up(f, "doorbell_mask_us=2000", 0);
+	for (i = 0; i < 12; i++)
+		tx_flat(f, 1400, i);
+	assert_true(run_reap(f, &f->tx, 12));
+	for (i = 0; i < 20; i++) {
+		tx_flat(f, 60, 12 + i);
+		assert_true(run_reap(f, &f->tx, 13 + i));
+		fgd_run_for(1);
+		if (i == 14)
+			holds = fgd_stat(f->dev, "tx_holds");
+	}
+	assert_int_equal(fgd_stat(f->dev, "tx_holds"), holds);
+	assert_true(VBUS_READ(f->tx.sig.desc->irq[shm_locality_south].enabled));
+}
+
 static void link_down(void **state)
 {
 	struct fx *f = *state;
@@ -1268,6 +1316,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(tx_acks_of_rx_stream, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(rx_period_ends_without_stream,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(tx_hold_ends_without_stream,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(link_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(tx_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(strict_faults, setup,

@@ -149,13 +149,16 @@ struct venet_pair {
 	unsigned int tx_run;
 	__u64 tx_run_bytes;
 	bool tx_held;
+	bool tx_stream;		/* held for its own bytes, not for ACKs */
 	struct hostd_timer hold;
 	/*
 	 * rx_coalesce_us (venet_rx_coalesce.c): a period is running, a
-	 * batch came in it, the frames published and not yet signalled,
-	 * and the period's timer
+	 * batch came in it, the bytes it brought, the frames published
+	 * and not yet signalled, and the period's timer
 	 */
 	bool rx_coalescing, rx_came;
+	bool rx_stream;		/* coalescing for its own bytes, not ACKs */
+	__u64 rx_period_bytes;
 	unsigned int rx_unsignalled;
 	struct hostd_timer rxc;
 	struct venet_pair_stats st;

@@ -8,18 +8,19 @@
  * every few frames of a TCP stream. The poll window (tx_poll_us) avoids
  * that by spinning, which needs a host core to spare.
  *
- * The hold: a drained ring whose run since it last slept looks like a
- * stream (VENET_TX_HOLD_BYTES: one GSO frame, or a burst of full-size
- * ones; or any frame while the pair receives a stream: its ACKs; a
- * request/response guest's small frame per round trip is never held)
- * stays masked, and a timer (the pair's hold; its callback is
- * venet_dev.c's) brings us back after doorbell_mask_us to look. A look that finds frames sends them and holds on; the guest,
- * posting, reaps their completions itself. A look that finds nothing
- * signals the completions not yet signalled (the guest may be waiting
- * for them: a socket at its TCP small-queue limit sends nothing until
- * its skbs are freed) and holds one more period, so the sends that
- * signal releases ring no doorbell either; a look that finds nothing
- * with nothing to signal ends the hold: we unmask and look again as
+ * The hold: a drained ring whose run since it last slept or was held is
+ * a stream's (VENET_TX_HOLD_BYTES: one GSO frame, or a burst of
+ * full-size ones; or any frame while the pair receives a stream: its
+ * ACKs; a request/response guest's small frame per round trip is never
+ * held) stays masked, and a timer (the pair's hold; its callback is
+ * venet_dev.c's) brings us back after doorbell_mask_us to look. A look
+ * whose period brought a stream's run holds on; the guest, posting,
+ * reaps the completions itself. A look that finds nothing signals the
+ * completions not yet signalled (the guest may be waiting for them: a
+ * socket at its TCP small-queue limit sends nothing until its skbs are
+ * freed) and holds one more period, so the sends that signal releases
+ * ring no doorbell either. Anything else (nothing, with nothing to
+ * signal; a few small frames) ends the hold: we unmask and look again as
  * always (venet_tx.c). So a stream rings about once per idle gap, not
  * once per burst; a frame posted during a hold waits at most
  * doorbell_mask_us; the timer costs the host one wakeup per period and
@@ -36,26 +37,27 @@
 #include "venet_dev.h"
 
 /*
- * What ran since the ring slept is a stream's: bytes, not frames (a
+ * Since the ring last slept or was held: a stream's bytes (a
  * request/response guest sends one small frame per round trip, maybe
- * two), or any frame while the pair's rx is coalescing a stream
- * (venet_rx_coalesce.c): then they are the stream's ACKs.
+ * two), or frames while the pair receives a stream (rx_stream,
+ * venet_rx_coalesce.c): that stream's ACKs. Only a stream of its own
+ * bytes counts on the other side (tx_stream), so a hold for ACKs and a
+ * coalescing for ACKs never keep each other going once the streams
+ * ended (a request/response exchange after a transfer would).
  */
-static bool streaming(const struct venet_pair *p)
+static bool stream_run(struct venet_pair *p)
 {
-	return p->tx_run_bytes >= VENET_TX_HOLD_BYTES ||
-	       (p->tx_run && p->rx_coalescing);
+	p->tx_stream = p->tx_run_bytes >= VENET_TX_HOLD_BYTES;
+	return p->tx_stream || (p->tx_run && p->rx_stream);
 }
 
 /* whether the ring stays masked: a stream, or a hold that goes on */
-static enum venet_tx_held hold_on(const struct venet_pair *p)
+static enum venet_tx_held hold_on(struct venet_pair *p)
 {
-	if (!p->tx_held)
-		return streaming(p) ? VENET_TX_HELD : VENET_TX_UNHELD;
-	if (p->tx_run)
-		return VENET_TX_HELD;	/* the look found frames */
-	if (!p->tx_unsignalled)
-		return VENET_TX_UNHELD;	/* idle, and nobody waits on us */
+	if (stream_run(p))
+		return VENET_TX_HELD;
+	if (!p->tx_held || p->tx_run || !p->tx_unsignalled)
+		return VENET_TX_UNHELD;	/* not a stream (any more) */
 	return VENET_TX_HELD_SIGNAL;	/* it may wait for them: one more */
 }
 
@@ -78,6 +80,7 @@ void venet_tx_hold_stop(struct venet_pair *p)
 {
 	hostd_timer_cancel(&p->hold);
 	p->tx_held = false;
+	p->tx_stream = false;
 	p->tx_run = 0;
 	p->tx_run_bytes = 0;
 }
