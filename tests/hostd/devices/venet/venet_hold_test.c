@@ -187,7 +187,7 @@ static void stream_is_held(void **state)
 	struct hfx *f = *state;
 
 	up(f, NULL);
-	assert_int_equal(fgd_stat(f->dev, "doorbell_mask_us"), 250);
+	assert_int_equal(fgd_stat(f->dev, "doorbell_mask_us"), 500);
 	burst(f, BURST);
 	run_reap(f, BURST);
 	/* drained, and still masked: the guest's next burst rings nothing */

@@ -15,7 +15,7 @@
  * a host buffer and dropped, rx never delivers; docs/devices/venet.md),
  * queues=N (1..16, default 1: the queue pairs a guest may get with
  * QUEUES; more than 1 opens the tap IFF_MULTI_QUEUE, one queue per pair:
- * venet_pairs.c), doorbell_mask_us=N (0..10000, default 100: how long a
+ * venet_pairs.c), doorbell_mask_us=N (0..10000, default 500: how long a
  * streaming guest's drained tx ring stays masked before we look again;
  * 0: never; venet_tx_hold.c), rx_coalesce_us=N (0..10000, default 500:
  * how long a stream's rx batches may wait for their interrupt; 0: never;

@@ -46,7 +46,7 @@
  * ring stays masked before we look at it again (venet_tx_hold.c), and the
  * bytes sent since the ring slept that make it a stream.
  */
-#define VENET_DOORBELL_MASK_US 250
+#define VENET_DOORBELL_MASK_US 500
 #define VENET_DOORBELL_MASK_US_MAX 10000
 #define VENET_TX_HOLD_BYTES (16u << 10)
 /*
