@@ -11,7 +11,7 @@ import sys
 
 # bottom first: each file may use only files before it (docs/design.md)
 ORDER = ["log", "poll_window", "buf", "stat", "eventfd", "sock", "claim", "devtype",
-         "loop", "devthread", "mem", "ivshmem", "qvec", "evq", "dma_window", "dev", "param", "kick", "devq",
+         "loop", "devthread", "mem", "ivshmem", "qvec", "evq", "dma_window", "dev", "param", "timer", "kick", "devq",
          "bus", "sig", "hc", "guest", "fault"]
 
 
