@@ -294,7 +294,7 @@ static int venet_params(struct venet *v, const struct hostd_params *p,
 
 /* ---- ops ----------------------------------------------------------------- */
 
-/* Pair @i of @v: its queues, its kick, its hold timer, its sink. 0 or -errno. */
+/* Pair @i of @v: its queues, kick, timers and sink. 0 or -errno. */
 static int pair_init(struct venet *v, unsigned int i, __u64 poll_ns)
 {
 	struct venet_pair *p = &v->pair[i];
@@ -352,7 +352,7 @@ static int venet_create(struct hostd_dev *dev, const struct hostd_params *p)
 	v->mem.data = venet_xlate_data;
 	v->mem.ctx = dev;
 	v->tap.fd = -1;
-	v->qsync_fd = -1;
+	v->qsync.fd = -1;
 	venet_pairs_reset(v);
 	ret = venet_params(v, p, &poll_ns);
 	for (i = 0; !ret && i < v->queues; i++)

@@ -180,8 +180,7 @@ struct venet {
 	unsigned int granted;		/* QUEUES' answer; 1 before it */
 	unsigned int active;		/* SETACTIVE: rx to pairs < active */
 	/* the tap's queues follow active at most every VENET_QSYNC_GAP_NS */
-	int qsync_fd;			/* timerfd: a deferred sync, or -1 */
-	bool qsync_armed;
+	struct hostd_timer qsync;	/* a deferred sync (fd -1: none) */
 	__u64 qsync_last_ns;		/* the last sync's TUNSETQUEUEs */
 	__u64 qsyncs;			/* syncs done (ctl stats: tap_queue_syncs) */
 

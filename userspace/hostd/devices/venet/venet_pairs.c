@@ -18,19 +18,16 @@
  *
  * The rx side follows SETACTIVE at once (a pair that is not active is not
  * read). The tap's queues follow it at most every VENET_QSYNC_GAP_NS (a
- * timerfd runs a sync that came too soon): TUNSETQUEUE takes the host's
- * rtnl lock and an RCU grace period, the guest must not be able to make
- * the host do that in a loop. Meanwhile the kernel may still steer a
+ * timer, hostd_timer, runs a sync that came too soon): TUNSETQUEUE takes
+ * the host's rtnl lock and an RCU grace period, the guest must not be
+ * able to make the host do that in a loop. Meanwhile the kernel may still steer a
  * flow to a queue whose pair is not active: its frames wait there, and
  * go when the queue is detached (what the kernel does to what a
  * detached queue held).
  */
 #include <errno.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include "venet_dev.h"
 
 bool venet_rings_registered(const struct venet *v)
@@ -115,56 +112,31 @@ static void qsync_now(struct venet *v)
 static void qsync(struct venet *v)
 {
 	__u64 now = hostd_now_ns(), due = v->qsync_last_ns + VENET_QSYNC_GAP_NS;
-	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 
-	if (v->qsync_armed || !qsync_needed(v))
+	if (v->qsync.armed || !qsync_needed(v))
 		return;
-	if (!v->qsyncs || now >= due || v->qsync_fd < 0) {
-		qsync_now(v);
-		return;
-	}
-	its.it_value.tv_sec = (time_t)((due - now) / 1000000000ull);
-	its.it_value.tv_nsec = (long)((due - now) % 1000000000ull);
-	if (timerfd_settime(v->qsync_fd, 0, &its, NULL) == 0)
-		v->qsync_armed = true;
-	else
+	if (!v->qsyncs || now >= due || v->qsync.fd < 0 ||
+	    !hostd_timer_arm(&v->qsync, due - now))
 		qsync_now(v);	/* no timer: rather too often than never */
 }
 
-static void qsync_cb(struct hostd_dev *dev, int fd, __u32 events, void *arg)
+static void qsync_cb(struct hostd_dev *dev, void *arg)
 {
 	struct venet *v = arg;
 
 	(void)dev;
-	(void)events;
-	hostd_eventfd_drain(fd);	/* a timerfd reads like one */
-	v->qsync_armed = false;
 	if (qsync_needed(v))
 		qsync_now(v);
 }
 
 int venet_qsync_init(struct venet *v)
 {
-	int ret;
-
-	v->qsync_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (v->qsync_fd < 0)
-		return -errno;
-	ret = hostd_fd_add(v->dev, v->qsync_fd, EPOLLIN, qsync_cb, v);
-	if (ret < 0) {
-		close(v->qsync_fd);
-		v->qsync_fd = -1;
-	}
-	return ret;
+	return hostd_timer_init(v->dev, &v->qsync, qsync_cb, v);
 }
 
 void venet_qsync_fini(struct venet *v)
 {
-	if (v->qsync_fd < 0)
-		return;
-	hostd_fd_del(v->dev, v->qsync_fd);
-	close(v->qsync_fd);
-	v->qsync_fd = -1;
+	hostd_timer_fini(&v->qsync);
 }
 
 /*
