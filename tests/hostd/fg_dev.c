@@ -261,6 +261,11 @@ int fgd_reap(struct fg_ring *r, __u64 *len, __u64 *cookie)
  * signal then takes it like the bridge would (_shm_signal_wakeup: pending
  * cleared, so the host's next inject crosses again).
  */
+bool fgd_host_unmasked(const struct fg_ring *r)
+{
+	return VBUS_READ(r->sig.desc->irq[shm_locality_south].enabled);
+}
+
 __u64 fgd_irqs(struct fg_ring *r)
 {
 	struct vbus_pci_event ev[64];

@@ -59,6 +59,11 @@ int fgd_post(struct fg_ring *r, __u64 ptr, __u64 len, __u64 cookie);
 int fgd_reap(struct fg_ring *r, __u64 *len, __u64 *cookie);
 /* SHMSIGNALs for @r since the last call; the guest takes them */
 __u64 fgd_irqs(struct fg_ring *r);
+/*
+ * The host's mask of @r as the guest reads it before ringing (the south
+ * irq's enabled): false while the host holds the ring masked.
+ */
+bool fgd_host_unmasked(const struct fg_ring *r);
 
 /* One pass of the host loop (wait up to @timeout_ms, dispatch). */
 void fgd_poll(int timeout_ms);

@@ -92,7 +92,7 @@ static void up(struct hfx *f, const char *extra)
 /* the host's tx mask as the guest reads it before ringing */
 static bool host_unmasked(struct hfx *f)
 {
-	return VBUS_READ(f->tx.sig.desc->irq[shm_locality_south].enabled);
+	return fgd_host_unmasked(&f->tx);
 }
 
 /*

@@ -172,42 +172,22 @@ static int param_uint(const char *s, unsigned long min, unsigned long max,
 	return 0;
 }
 
-/* tx_poll_us=: a number of microseconds, 0 .. VENET_TX_POLL_US_MAX. */
-static int venet_param_poll(struct venet *v, const char *s, __u64 *cap_ns)
+/*
+ * A time key (tx_poll_us=, doorbell_mask_us=, rx_coalesce_us=): @key's
+ * microseconds, 0 .. @max, default @def, into *@ns.
+ */
+static int venet_param_us(struct venet *v, const struct hostd_params *p,
+			  const char *key, unsigned long def, unsigned long max,
+			  __u64 *ns)
 {
-	unsigned long us = VENET_TX_POLL_US;
+	const char *s = hostd_param_get(p, key);
+	unsigned long us = def;
 
-	if (s && param_uint(s, 0, VENET_TX_POLL_US_MAX, &us))
+	if (s && param_uint(s, 0, max, &us))
 		return hostd_dev_fail(v->dev, -EINVAL,
-				      "tx_poll_us=%s: want 0..%d (microseconds)",
-				      s, VENET_TX_POLL_US_MAX);
-	*cap_ns = (__u64)us * 1000;
-	return 0;
-}
-
-/* doorbell_mask_us=: microseconds, 0 .. VENET_DOORBELL_MASK_US_MAX. */
-static int venet_param_mask(struct venet *v, const char *s)
-{
-	unsigned long us = VENET_DOORBELL_MASK_US;
-
-	if (s && param_uint(s, 0, VENET_DOORBELL_MASK_US_MAX, &us))
-		return hostd_dev_fail(v->dev, -EINVAL,
-				      "doorbell_mask_us=%s: want 0..%d (microseconds)",
-				      s, VENET_DOORBELL_MASK_US_MAX);
-	v->mask_ns = (__u64)us * 1000;
-	return 0;
-}
-
-/* rx_coalesce_us=: microseconds, 0 .. VENET_RX_COALESCE_US_MAX. */
-static int venet_param_coalesce(struct venet *v, const char *s)
-{
-	unsigned long us = VENET_RX_COALESCE_US;
-
-	if (s && param_uint(s, 0, VENET_RX_COALESCE_US_MAX, &us))
-		return hostd_dev_fail(v->dev, -EINVAL,
-				      "rx_coalesce_us=%s: want 0..%d (microseconds)",
-				      s, VENET_RX_COALESCE_US_MAX);
-	v->rx_coalesce_ns = (__u64)us * 1000;
+				      "%s=%s: want 0..%lu (microseconds)",
+				      key, s, max);
+	*ns = (__u64)us * 1000;
 	return 0;
 }
 
@@ -264,9 +244,13 @@ static int venet_params(struct venet *v, const struct hostd_params *p,
 	if (!ret)
 		ret = venet_param_queues(v, hostd_param_get(p, "queues"));
 	if (!ret)
-		ret = venet_param_mask(v, hostd_param_get(p, "doorbell_mask_us"));
+		ret = venet_param_us(v, p, "doorbell_mask_us",
+				     VENET_DOORBELL_MASK_US,
+				     VENET_DOORBELL_MASK_US_MAX, &v->mask_ns);
 	if (!ret)
-		ret = venet_param_coalesce(v, hostd_param_get(p, "rx_coalesce_us"));
+		ret = venet_param_us(v, p, "rx_coalesce_us",
+				     VENET_RX_COALESCE_US,
+				     VENET_RX_COALESCE_US_MAX, &v->rx_coalesce_ns);
 	if (ret < 0)
 		return ret;
 	s = hostd_param_get(p, "tap");
@@ -289,7 +273,8 @@ static int venet_params(struct venet *v, const struct hostd_params *p,
 	if (s && strcmp(s, "0") && strcmp(s, "1"))
 		return hostd_dev_fail(dev, -EINVAL, "strict=%s: want 0 or 1", s);
 	v->strict = s && !strcmp(s, "1");
-	return venet_param_poll(v, hostd_param_get(p, "tx_poll_us"), poll_ns);
+	return venet_param_us(v, p, "tx_poll_us", VENET_TX_POLL_US,
+			      VENET_TX_POLL_US_MAX, poll_ns);
 }
 
 /* ---- ops ----------------------------------------------------------------- */

@@ -143,7 +143,7 @@ struct venet_pair {
 	unsigned int tx_unsignalled;	/* tx pops the guest was not told of */
 	/*
 	 * doorbell_mask_us (venet_tx_hold.c): frames and bytes sent since
-	 * the ring last slept or was held, and the timer of a hold (the
+	 * the ring was last found drained, and the timer of a hold (the
 	 * ring masked, the guest streaming: we look again when it fires)
 	 */
 	unsigned int tx_run;
@@ -244,7 +244,7 @@ void venet_tx_signal(struct hostd_devq *q);
  */
 enum venet_tx_held { VENET_TX_UNHELD, VENET_TX_HELD, VENET_TX_HELD_SIGNAL };
 enum venet_tx_held venet_tx_hold(struct venet_pair *p);
-void venet_tx_hold_stop(struct venet_pair *p);	/* asleep, or closed */
+void venet_tx_hold_stop(struct venet_pair *p);	/* no hold, or close */
 
 /*
  * venet_rx_coalesce.c: whether an rx batch of @n frames and @bytes waits

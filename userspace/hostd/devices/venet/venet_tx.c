@@ -272,10 +272,8 @@ void venet_tx_work(struct venet_pair *p)
 		 * Drained. Unmask, then look again: a post that landed after
 		 * our last look but before the unmask rang no doorbell.
 		 */
-		if (!hostd_devq_unmask(&p->txq, 0)) {
-			venet_tx_hold_stop(p);	/* asleep: a new run starts */
+		if (!hostd_devq_unmask(&p->txq, 0))
 			goto out;
-		}
 		hostd_devq_mask(&p->txq);
 	}
 	tx_kick(p);	/* a guest trickling posts: don't hold the loop */

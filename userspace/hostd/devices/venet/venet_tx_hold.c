@@ -8,8 +8,8 @@
  * every few frames of a TCP stream. The poll window (tx_poll_us) avoids
  * that by spinning, which needs a host core to spare.
  *
- * The hold: a drained ring whose run since it last slept or was held is
- * a stream's (VENET_TX_HOLD_BYTES: one GSO frame, or a burst of
+ * The hold: a drained ring whose run (what it sent since it was last
+ * found drained) is a stream's (VENET_TX_HOLD_BYTES: one GSO frame, or a burst of
  * full-size ones; or any frame while the pair receives a stream: its
  * ACKs; a request/response guest's small frame per round trip is never
  * held) stays masked, and a timer (the pair's hold; its callback is
@@ -37,7 +37,7 @@
 #include "venet_dev.h"
 
 /*
- * Since the ring last slept or was held: a stream's bytes (a
+ * Since the ring was last found drained: a stream's bytes (a
  * request/response guest sends one small frame per round trip, maybe
  * two), or frames while the pair receives a stream (rx_stream,
  * venet_rx_coalesce.c): that stream's ACKs. Only a stream of its own
